@@ -1,0 +1,56 @@
+// Package link moves whole Ethernet frames between an oETP endpoint and a
+// medium: an in-process switch (link/mem), Linux AF_PACKET sockets
+// (link/afpacket) and a pcap tee (link/pcap).
+//
+// A frame is the bytes from the destination MAC through the last payload or
+// padding byte, without preamble, SFD or FCS, exactly as the oETP
+// specification counts frames.
+package link
+
+import (
+	"errors"
+
+	"github.com/openenoc/oetp/wire"
+)
+
+// ErrClosed is returned by a Link after Close.
+var ErrClosed = errors.New("link: closed")
+
+// Link is one attachment of an endpoint to a medium. It is safe for one
+// reader and several writers at the same time.
+type Link interface {
+	// ReadBatch blocks until at least one frame has arrived, then fills up to
+	// len(bufs) frames without waiting for more: bufs[i][:sizes[i]] is frame
+	// i. Each buffer should hold MaxFrame bytes; a longer frame is truncated
+	// to the buffer and its size reported as the buffer length. It returns
+	// ErrClosed once the link is closed.
+	ReadBatch(bufs [][]byte, sizes []int) (n int, err error)
+
+	// WriteBatch hands frames to the medium in order and returns when every
+	// frame has been accepted by it (the Ethernet-facing TLAST handshake of
+	// the specification). The frames may be reused as soon as it returns.
+	WriteBatch(frames [][]byte) (n int, err error)
+
+	// Write hands one frame to the medium; see WriteBatch.
+	Write(frame []byte) error
+
+	// Addr is the link's own unicast MAC address.
+	Addr() wire.MAC
+
+	// MaxFrame is the largest frame, in bytes without FCS, that the medium
+	// carries (for Ethernet: MTU + 14).
+	MaxFrame() int
+
+	// Close releases the link and unblocks ReadBatch.
+	Close() error
+}
+
+// Filter is implemented by links that filter received frames by
+// destination like a NIC: a link delivers frames addressed to its own MAC,
+// to broadcast, and to the groups it joined, and every frame in
+// promiscuous mode.
+type Filter interface {
+	JoinGroup(mac wire.MAC) error
+	LeaveGroup(mac wire.MAC) error
+	SetPromiscuous(on bool) error
+}

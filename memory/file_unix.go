@@ -1,0 +1,76 @@
+//go:build unix
+
+package memory
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// OpenFile maps the file at path read/write and shared as the Space
+// [base, base+size). The file is created (mode 0644 before umask) if it
+// does not exist and extended with zero bytes if it is shorter than size; a
+// longer file is neither truncated nor changed beyond its first size bytes.
+// size must be at least 1 and base+size at most 2^32. base must be a
+// multiple of 4: a file mapping starts on a page boundary, so only then are
+// the words of the address space aligned in memory, which atomic word
+// accesses need.
+func OpenFile(path string, base uint32, size uint64) (*File, error) {
+	if err := checkRange("file region", base, size); err != nil {
+		return nil, err
+	}
+	if base%4 != 0 {
+		return nil, fmt.Errorf("memory: file region base %#x is not a multiple of 4; a shared file mapping must start on a word boundary so word accesses stay atomic, e.g. base %#x", base, base&^3)
+	}
+	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	defer fd.Close() // the mapping outlives the descriptor
+	fi, err := fd.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	if fi.Mode().IsRegular() && uint64(fi.Size()) < size {
+		if err := fd.Truncate(int64(size)); err != nil {
+			return nil, fmt.Errorf("memory: extend to %d bytes: %w", size, err)
+		}
+	}
+	m, err := unix.Mmap(int(fd.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", &os.PathError{Op: "mmap", Path: path, Err: err})
+	}
+	return &File{bytesSpace: bytesSpace{base: base, b: m[:size:size]}, path: path, mapped: m}, nil
+}
+
+// Sync flushes the mapping to the file's storage (msync with MS_SYNC). It
+// is not needed for other processes to see writes, only for durability. It
+// returns nil after Close.
+func (f *File) Sync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mapped == nil {
+		return nil
+	}
+	if err := unix.Msync(f.mapped, unix.MS_SYNC); err != nil {
+		return fmt.Errorf("memory: %w", &os.PathError{Op: "msync", Path: f.path, Err: err})
+	}
+	return nil
+}
+
+// Close unmaps the file. The file itself stays. Close is idempotent.
+func (f *File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mapped == nil {
+		return nil
+	}
+	m := f.mapped
+	f.mapped, f.b = nil, nil
+	if err := unix.Munmap(m); err != nil {
+		return fmt.Errorf("memory: %w", &os.PathError{Op: "munmap", Path: f.path, Err: err})
+	}
+	return nil
+}

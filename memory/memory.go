@@ -1,0 +1,51 @@
+// Package memory provides the local address spaces that an oETP endpoint
+// serves to its peers and uses for its own transfers: RAM, shared file
+// mappings, region maps whose holes answer DECERR, and fault regions that
+// answer SLVERR.
+//
+// Bulk accesses model AXI bursts (OKAY, SLVERR, DECERR); word accesses model
+// the CPUIF used by RMEM, which reports one error bit.
+package memory
+
+// Resp is the response of a bulk access, named after the AXI responses.
+type Resp uint8
+
+const (
+	// OKAY is a successful access.
+	OKAY Resp = 0
+	// SLVERR is a slave error: the target exists but failed the access.
+	SLVERR Resp = 2
+	// DECERR is a decode error: no target at that address.
+	DECERR Resp = 3
+)
+
+// String returns the AXI name of r.
+func (r Resp) String() string {
+	switch r {
+	case OKAY:
+		return "OKAY"
+	case SLVERR:
+		return "SLVERR"
+	case DECERR:
+		return "DECERR"
+	}
+	return "Resp(?)"
+}
+
+// Space is a 32-bit byte-addressed local address space. Implementations are
+// safe for concurrent use. Addresses are absolute; callers check windows.
+type Space interface {
+	// ReadAt fills p from [addr, addr+len(p)). On an error some bytes of p
+	// may have been filled.
+	ReadAt(p []byte, addr uint32) Resp
+	// WriteAt stores p at [addr, addr+len(p)). On an error a prefix may have
+	// been written; there is no rollback.
+	WriteAt(p []byte, addr uint32) Resp
+	// ReadWord reads the aligned 32-bit little-endian word at addr. ok is
+	// false on any bus error (CPUIF has one error bit).
+	ReadWord(addr uint32) (data uint32, ok bool)
+	// WriteWord writes the bits of data selected by mask into the aligned
+	// word at addr (bit i of mask enables bit i). A zero mask is never
+	// passed by the engine. ok is false on any bus error.
+	WriteWord(addr uint32, data, mask uint32) (ok bool)
+}
