@@ -1,0 +1,353 @@
+package mem
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/wire"
+)
+
+var (
+	_ link.Link   = (*Port)(nil)
+	_ link.Filter = (*Port)(nil)
+)
+
+var errNoBufs = errors.New("mem: ReadBatch needs at least one buffer in bufs")
+
+// Port is one attachment to a Switch, with its own unicast MAC address. It
+// implements link.Link and link.Filter. It is safe for concurrent use;
+// concurrent ReadBatch calls take turns.
+type Port struct {
+	sw  *Switch
+	mac wire.MAC
+	max int
+
+	// groups and promisc are guarded by sw.mu.
+	groups  map[wire.MAC]struct{}
+	promisc bool
+
+	closed atomic.Bool
+	done   chan struct{} // closed by Close
+	notify chan struct{} // one wake-up token for a waiting reader
+
+	txMu   sync.Mutex
+	txFree int64 // switch time at which the egress is idle; guarded by txMu
+
+	// The receive queue, guarded by mu. q is a ring of entries ordered by
+	// readable time (FIFO among equal times); each entry names a slot of
+	// max bytes. Slots are allocated on first use and then reused, so
+	// count + len(free) == len(slots) <= len(q).
+	mu      sync.Mutex
+	q       []entry
+	head    int
+	count   int
+	slots   [][]byte
+	free    []int32
+	waiting bool // a reader is about to block on notify
+
+	readMu sync.Mutex  // serialises readers
+	timer  *time.Timer // guarded by readMu
+
+	st counters
+}
+
+// entry is one queued frame: slot[:n], readable from switch time at.
+type entry struct {
+	slot int32
+	n    int32
+	at   int64
+}
+
+type counters struct {
+	txFrames, txBytes, rxFrames, rxBytes                atomic.Uint64
+	dropQueueFull, dropTooLong, dropTooShort, dropFault atomic.Uint64
+}
+
+func newPort(sw *Switch, mac wire.MAC) *Port {
+	n := sw.cfg.QueueLen
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &Port{
+		sw:     sw,
+		mac:    mac,
+		max:    sw.cfg.MaxFrame,
+		groups: make(map[wire.MAC]struct{}),
+		done:   make(chan struct{}),
+		notify: make(chan struct{}, 1),
+		q:      make([]entry, n),
+		slots:  make([][]byte, 0, n),
+		free:   make([]int32, 0, n),
+		timer:  t,
+	}
+}
+
+// Addr is the port's own unicast MAC address.
+func (p *Port) Addr() wire.MAC { return p.mac }
+
+// MaxFrame is the largest frame, in bytes without FCS, the switch carries.
+func (p *Port) MaxFrame() int { return p.max }
+
+// Write copies frame to every port that receives its destination address
+// (bytes 0..5) and returns; frame may be reused at once. It refuses a frame
+// longer than MaxFrame (ErrFrameTooLong) or shorter than an Ethernet header
+// (ErrFrameTooShort), and returns link.ErrClosed after Close. A frame that is
+// lost to a full queue or a fault is still accepted: Write returns nil, as a
+// NIC would.
+func (p *Port) Write(frame []byte) error {
+	if p.closed.Load() {
+		return link.ErrClosed
+	}
+	if len(frame) > p.max {
+		p.st.dropTooLong.Add(1)
+		return fmt.Errorf("%w: %d bytes, MaxFrame is %d; split the payload or raise Config.MaxFrame",
+			ErrFrameTooLong, len(frame), p.max)
+	}
+	if len(frame) < headerLen {
+		p.st.dropTooShort.Add(1)
+		return fmt.Errorf("%w: %d bytes", ErrFrameTooShort, len(frame))
+	}
+	p.st.txFrames.Add(1)
+	p.st.txBytes.Add(uint64(len(frame)))
+	at := p.departure(len(frame))
+	if p.sw.faulty.Load() {
+		p.sw.faultWrite(p, frame, at)
+		return nil
+	}
+	p.sw.deliver(p, wire.MAC(frame[:6]), frame, at)
+	return nil
+}
+
+// WriteBatch writes frames in order, as Write does, and returns how many were
+// accepted; it stops at the first error.
+func (p *Port) WriteBatch(frames [][]byte) (int, error) {
+	for i, f := range frames {
+		if err := p.Write(f); err != nil {
+			return i, err
+		}
+	}
+	return len(frames), nil
+}
+
+// departure returns the switch time at which a frame of n bytes written now
+// becomes readable, or 0 for at once.
+func (p *Port) departure(n int) int64 {
+	cfg := &p.sw.cfg
+	if cfg.Bandwidth == 0 {
+		if cfg.Latency == 0 {
+			return 0
+		}
+		return p.sw.now() + int64(cfg.Latency)
+	}
+	ser := int64(n) * int64(time.Second) / cfg.Bandwidth
+	p.txMu.Lock()
+	start := max(p.sw.now(), p.txFree)
+	p.txFree = start + ser
+	end := p.txFree
+	p.txMu.Unlock()
+	return end + int64(cfg.Latency)
+}
+
+// enqueue copies b into a free slot, readable from switch time at, or counts
+// a queue-full drop.
+func (p *Port) enqueue(b []byte, at int64) {
+	p.mu.Lock()
+	if p.closed.Load() {
+		p.mu.Unlock()
+		return
+	}
+	qn := len(p.q)
+	if p.count == qn {
+		p.mu.Unlock()
+		p.st.dropQueueFull.Add(1)
+		return
+	}
+	var s int32
+	if k := len(p.free); k > 0 {
+		s = p.free[k-1]
+		p.free = p.free[:k-1]
+	} else {
+		s = int32(len(p.slots))
+		p.slots = append(p.slots, make([]byte, p.max))
+	}
+	n := copy(p.slots[s], b)
+	// Insert after every entry readable no later than at.
+	i := p.count
+	for i > 0 {
+		prev := p.q[(p.head+i-1)%qn]
+		if prev.at <= at {
+			break
+		}
+		p.q[(p.head+i)%qn] = prev
+		i--
+	}
+	p.q[(p.head+i)%qn] = entry{slot: s, n: int32(n), at: at}
+	p.count++
+	wake := p.waiting
+	p.waiting = false
+	p.mu.Unlock()
+	if wake {
+		select {
+		case p.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// ReadBatch blocks until at least one frame is readable, then copies up to
+// len(bufs) readable frames into bufs without waiting for more:
+// bufs[i][:sizes[i]] is frame i. A frame longer than its buffer is truncated
+// to it. sizes must be at least as long as bufs. It returns link.ErrClosed
+// once the port is closed.
+func (p *Port) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
+	if len(bufs) == 0 {
+		return 0, errNoBufs
+	}
+	if len(sizes) < len(bufs) {
+		return 0, fmt.Errorf("mem: ReadBatch got %d sizes for %d bufs; make sizes at least as long as bufs",
+			len(sizes), len(bufs))
+	}
+	p.readMu.Lock()
+	defer p.readMu.Unlock()
+	for {
+		p.mu.Lock()
+		if p.closed.Load() {
+			p.mu.Unlock()
+			return 0, link.ErrClosed
+		}
+		p.waiting = false
+		var now int64
+		var n, nb int
+		qn := len(p.q)
+		for n < len(bufs) && p.count > 0 {
+			e := p.q[p.head]
+			if e.at != 0 {
+				if now == 0 {
+					now = p.sw.now()
+				}
+				if e.at > now {
+					break
+				}
+			}
+			sizes[n] = copy(bufs[n], p.slots[e.slot][:e.n])
+			nb += int(e.n)
+			p.free = append(p.free, e.slot)
+			p.head = (p.head + 1) % qn
+			p.count--
+			n++
+		}
+		var wait int64
+		if n == 0 {
+			p.waiting = true
+			if p.count > 0 {
+				wait = p.q[p.head].at - now
+			}
+		}
+		p.mu.Unlock()
+		if n > 0 {
+			p.st.rxFrames.Add(uint64(n))
+			p.st.rxBytes.Add(uint64(nb))
+			return n, nil
+		}
+		if wait > 0 {
+			p.timer.Reset(time.Duration(wait))
+			select {
+			case <-p.notify:
+			case <-p.done:
+			case <-p.timer.C:
+			}
+			p.timer.Stop()
+		} else {
+			select {
+			case <-p.notify:
+			case <-p.done:
+			}
+		}
+	}
+}
+
+// Close detaches the port from the switch, discards its queued frames and
+// unblocks ReadBatch, which then returns link.ErrClosed. Closing a closed
+// port does nothing and returns nil.
+func (p *Port) Close() error {
+	p.mu.Lock()
+	if p.closed.Load() {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed.Store(true)
+	close(p.done)
+	p.count = 0
+	p.slots = nil
+	p.free = nil
+	p.mu.Unlock()
+	p.sw.detach(p)
+	return nil
+}
+
+// JoinGroup makes the port receive frames addressed to the group MAC mac.
+// Joining twice is the same as joining once. It refuses an individual
+// address and returns link.ErrClosed after Close.
+func (p *Port) JoinGroup(mac wire.MAC) error {
+	if !mac.IsGroup() {
+		return fmt.Errorf("mem: JoinGroup %v: not a group address (I/G bit clear); a group MAC has bit 0 of the first octet set, such as 01:00:5e:00:00:01", mac)
+	}
+	p.sw.mu.Lock()
+	defer p.sw.mu.Unlock()
+	if p.closed.Load() {
+		return link.ErrClosed
+	}
+	p.groups[mac] = struct{}{}
+	p.sw.rebuild()
+	return nil
+}
+
+// LeaveGroup stops the port receiving frames addressed to the group MAC mac
+// (broadcast is always received). Leaving a group not joined does nothing.
+func (p *Port) LeaveGroup(mac wire.MAC) error {
+	if !mac.IsGroup() {
+		return fmt.Errorf("mem: LeaveGroup %v: not a group address (I/G bit clear)", mac)
+	}
+	p.sw.mu.Lock()
+	defer p.sw.mu.Unlock()
+	if p.closed.Load() {
+		return link.ErrClosed
+	}
+	if _, ok := p.groups[mac]; ok {
+		delete(p.groups, mac)
+		p.sw.rebuild()
+	}
+	return nil
+}
+
+// SetPromiscuous turns promiscuous mode on or off: a promiscuous port
+// receives every frame on the switch except its own.
+func (p *Port) SetPromiscuous(on bool) error {
+	p.sw.mu.Lock()
+	defer p.sw.mu.Unlock()
+	if p.closed.Load() {
+		return link.ErrClosed
+	}
+	if p.promisc != on {
+		p.promisc = on
+		p.sw.rebuild()
+	}
+	return nil
+}
+
+// Stats returns the port's counters.
+func (p *Port) Stats() Stats {
+	return Stats{
+		TxFrames:      p.st.txFrames.Load(),
+		TxBytes:       p.st.txBytes.Load(),
+		RxFrames:      p.st.rxFrames.Load(),
+		RxBytes:       p.st.rxBytes.Load(),
+		DropQueueFull: p.st.dropQueueFull.Load(),
+		DropTooLong:   p.st.dropTooLong.Load(),
+		DropTooShort:  p.st.dropTooShort.Load(),
+		DropFault:     p.st.dropFault.Load(),
+	}
+}
