@@ -35,6 +35,15 @@ func checkRange(what string, base uint32, size uint64) error {
 	if uint64(base)+size > addrSpaceEnd {
 		return fmt.Errorf("memory: %s at %#x with size %#x ends at %#x, past the 32-bit address space; base+size must be at most 0x100000000", what, base, size, uint64(base)+size)
 	}
+	return nil
+}
+
+// checkStorage validates a region that stores its bytes: checkRange, and
+// the size must fit a Go slice (it always does on 64-bit platforms).
+func checkStorage(what string, base uint32, size uint64) error {
+	if err := checkRange(what, base, size); err != nil {
+		return err
+	}
 	if size > uint64(maxInt) {
 		return fmt.Errorf("memory: %s at %#x with size %#x does not fit in this platform's memory (max %#x bytes)", what, base, size, uint64(maxInt))
 	}

@@ -18,7 +18,7 @@ import (
 // the words of the address space aligned in memory, which atomic word
 // accesses need.
 func OpenFile(path string, base uint32, size uint64) (*File, error) {
-	if err := checkRange("file region", base, size); err != nil {
+	if err := checkStorage("file region", base, size); err != nil {
 		return nil, err
 	}
 	if base%4 != 0 {

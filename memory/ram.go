@@ -15,7 +15,7 @@ var _ Space = (*RAM)(nil)
 // least 1 and base+size at most 2^32. base need not be aligned: the words
 // of the address space stay 4-byte aligned in host memory either way.
 func NewRAM(base uint32, size uint64) (*RAM, error) {
-	if err := checkRange("RAM", base, size); err != nil {
+	if err := checkStorage("RAM", base, size); err != nil {
 		return nil, err
 	}
 	lead := int(base % 4)

@@ -1,0 +1,196 @@
+package memory
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseRegion(t *testing.T) {
+	tests := []struct {
+		in   string
+		want RegionSpec
+	}{
+		{"0x1000:64K", RegionSpec{Base: 0x1000, Size: 64 << 10}},
+		{"4096:65536", RegionSpec{Base: 0x1000, Size: 0x10000}},
+		{"0X1000:0X10", RegionSpec{Base: 0x1000, Size: 0x10}},
+		{"0x1000:0x10k", RegionSpec{Base: 0x1000, Size: 0x10 << 10}},
+		{"010:010", RegionSpec{Base: 10, Size: 10}},
+		{"1M:2m", RegionSpec{Base: 1 << 20, Size: 2 << 20}},
+		{"0:4G", RegionSpec{Base: 0, Size: 1 << 32}},
+		{"0:4g", RegionSpec{Base: 0, Size: 1 << 32}},
+		{"0xFFFFF000:4K", RegionSpec{Base: 0xFFFFF000, Size: 4096}},
+		{"0xffffffff:1", RegionSpec{Base: 0xFFFFFFFF, Size: 1}},
+		{" 0x1000 : 64K ", RegionSpec{Base: 0x1000, Size: 64 << 10}},
+		{"0x1000:64K:/dev/shm/oetp.mem", RegionSpec{Base: 0x1000, Size: 64 << 10, Path: "/dev/shm/oetp.mem"}},
+		{"0x1000:64K:C:\\mem:x", RegionSpec{Base: 0x1000, Size: 64 << 10, Path: "C:\\mem:x"}},
+		{"0x1000:64K:rel path", RegionSpec{Base: 0x1000, Size: 64 << 10, Path: "rel path"}},
+	}
+	for _, tt := range tests {
+		got, err := ParseRegion(tt.in)
+		if err != nil {
+			t.Errorf("ParseRegion(%q): %v", tt.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("ParseRegion(%q) (-want +got):\n%s", tt.in, diff)
+		}
+		again, err := ParseRegion(got.String())
+		if err != nil || again != got {
+			t.Errorf("ParseRegion(%q.String() = %q) = %+v, %v; want %+v", tt.in, got.String(), again, err, got)
+		}
+	}
+	if s := (RegionSpec{Base: 0x1000, Size: 0x10000, Path: "/m"}).String(); s != "0x1000:0x10000:/m" {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+func TestParseFault(t *testing.T) {
+	tests := []struct {
+		in   string
+		want FaultSpec
+	}{
+		{"0x8000:4K:slverr", FaultSpec{Base: 0x8000, Size: 4096, Resp: SLVERR}},
+		{"0x8000:4K:SLVERR", FaultSpec{Base: 0x8000, Size: 4096, Resp: SLVERR}},
+		{"0x8000:16:decerr", FaultSpec{Base: 0x8000, Size: 16, Resp: DECERR}},
+		{"0:1:DecErr", FaultSpec{Base: 0, Size: 1, Resp: DECERR}},
+		{"0xfffffffc:4: slverr ", FaultSpec{Base: 0xFFFFFFFC, Size: 4, Resp: SLVERR}},
+	}
+	for _, tt := range tests {
+		got, err := ParseFault(tt.in)
+		if err != nil {
+			t.Errorf("ParseFault(%q): %v", tt.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("ParseFault(%q) (-want +got):\n%s", tt.in, diff)
+		}
+		again, err := ParseFault(got.String())
+		if err != nil || again != got {
+			t.Errorf("ParseFault(%q.String() = %q) = %+v, %v; want %+v", tt.in, got.String(), again, err, got)
+		}
+	}
+	if s := (FaultSpec{Base: 0x8000, Size: 0x1000, Resp: DECERR}).String(); s != "0x8000:0x1000:decerr" {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		fault  bool
+		in     string
+		part   string
+		reason string // substring of the reason
+	}{
+		{false, "", "", "must be BASE:SIZE"},
+		{false, "0x1000", "", "must be BASE:SIZE"},
+		{false, ":64K", "BASE", "is empty"},
+		{false, "0x1000:", "SIZE", "is empty"},
+		{false, "0x1000:64Q", "SIZE", `"64Q" is not a number`},
+		{false, "0x1000:64KB", "SIZE", `"64KB" is not a number`},
+		{false, "0x1000:64KiB", "SIZE", "is not a number"},
+		{false, "0x:64K", "BASE", `"0x" is not a number`},
+		{false, "K:64K", "BASE", `"K" is not a number`},
+		{false, "0x10g0:4", "BASE", "is not a number"},
+		{false, "-1:4", "BASE", "is not a number"},
+		{false, "+1:4", "BASE", "is not a number"},
+		{false, "1_000:4", "BASE", "is not a number"},
+		{false, "0x1000:6 4", "SIZE", "is not a number"},
+		{false, "0x100000000:4", "BASE", "past the 32-bit address space"},
+		{false, "4G:4", "BASE", "past the 32-bit address space"},
+		{false, "0x1000:0", "SIZE", "is 0"},
+		{false, "0x1000:0K", "SIZE", "is 0"},
+		{false, "0xFFFFF000:4097", "SIZE", "BASE+SIZE must be at most 0x100000000"},
+		{false, "1:4G", "SIZE", "ends past the 32-bit address space"},
+		{false, "0:99999999999999999999", "SIZE", "too large"},
+		{false, "0:0xFFFFFFFFFFFFFFFFK", "SIZE", "too large"},
+		{false, "0:17179869184G", "SIZE", "too large"},
+		{false, "0x1000:64K:", "PATH", "is empty"},
+		{true, "0x8000:4K", "", "must be BASE:SIZE:RESP"},
+		{true, "0x8000:4K:slverr:x", "", "must be BASE:SIZE:RESP"},
+		{true, "0x8000:4K:okay", "RESP", `"okay" is not slverr or decerr`},
+		{true, "0x8000:4K:", "RESP", `"" is not slverr or decerr`},
+		{true, "0x8000:0:slverr", "SIZE", "is 0"},
+		{true, "zz:4K:slverr", "BASE", "is not a number"},
+	}
+	for _, tt := range tests {
+		var err error
+		flag, example := "--region", `--region "0x1000:64K"`
+		if tt.fault {
+			_, err = ParseFault(tt.in)
+			flag, example = "--fault", `--fault "0x8000:4K:slverr"`
+		} else {
+			_, err = ParseRegion(tt.in)
+		}
+		var se *SpecError
+		if !errors.As(err, &se) {
+			t.Errorf("%s %q: error %v, want a *SpecError", flag, tt.in, err)
+			continue
+		}
+		if se.Flag != flag || se.Input != tt.in || se.Part != tt.part || !strings.Contains(se.Reason, tt.reason) {
+			t.Errorf("%s %q: got %+v, want part %q, reason containing %q", flag, tt.in, *se, tt.part, tt.reason)
+		}
+		msg := err.Error()
+		for _, want := range []string{flag, `"` + tt.in + `"`, tt.part, example} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s %q: message %q lacks %q", flag, tt.in, msg, want)
+			}
+		}
+	}
+	_, err := ParseRegion("0x1000:64Q")
+	const want = `memory: --region "0x1000:64Q": SIZE "64Q" is not a number; use decimal or 0x hex, optionally with a K, M or G suffix; example: --region "0x1000:64K" or --region "0x1000:64K:/dev/shm/oetp.mem"`
+	if err.Error() != want {
+		t.Errorf("message\n%s\nwant\n%s", err, want)
+	}
+}
+
+// checkSpecRange fails t unless base and size describe a valid region.
+func checkSpecRange(t *testing.T, in string, base uint32, size uint64) {
+	t.Helper()
+	if size == 0 || uint64(base)+size > 1<<32 {
+		t.Fatalf("%q parsed to base %#x size %#x: not a valid range", in, base, size)
+	}
+}
+
+func FuzzParseRegion(f *testing.F) {
+	for _, s := range []string{"0x1000:64K", "0:4G", "0xffffffff:1", "1M:2m:/tmp/x", "0x1000:64K:", "::", "0x:0x", "18446744073709551615:1G", "0:17179869184G"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		r, err := ParseRegion(in)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "memory: --region ") {
+				t.Fatalf("error %q lacks the flag", err)
+			}
+			return
+		}
+		checkSpecRange(t, in, r.Base, r.Size)
+		if again, err := ParseRegion(r.String()); err != nil || again != r {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", in, r, r.String(), again, err)
+		}
+	})
+}
+
+func FuzzParseFault(f *testing.F) {
+	for _, s := range []string{"0x8000:4K:slverr", "0:1:DECERR", "0:1:okay", "a:b:c:d", "0:0:slverr"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		fs, err := ParseFault(in)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "memory: --fault ") {
+				t.Fatalf("error %q lacks the flag", err)
+			}
+			return
+		}
+		checkSpecRange(t, in, fs.Base, fs.Size)
+		if fs.Resp != SLVERR && fs.Resp != DECERR {
+			t.Fatalf("%q parsed to response %v", in, fs.Resp)
+		}
+		if again, err := ParseFault(fs.String()); err != nil || again != fs {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", in, fs, fs.String(), again, err)
+		}
+	})
+}
