@@ -153,7 +153,7 @@ func (p Problem) Cause() uint32 {
 // Class is the outcome of Classify.
 type Class struct {
 	Kind    Kind
-	Cmd     Cmd     // valid for KindDrop (the reserved value), KindRequest and KindResponse
+	Cmd     Cmd     // valid for KindRequest, KindResponse and KindDrop (the received value; 0 when the frame ends before the Cmd octet)
 	Problem Problem // OK or the first failed check
 }
 
@@ -175,8 +175,13 @@ func Classify(b []byte, maxFrame int) Class {
 	if n < HeaderLen {
 		return Class{Kind: KindRunt, Problem: ProblemRunt}
 	}
-	if b[12] != byte(EtherType>>8) || b[13] != byte(EtherType&0xff) || n < ParamOffset || b[14] != Magic {
+	if b[12] != byte(EtherType>>8) || b[13] != byte(EtherType&0xff) || n == HeaderLen || b[14] != Magic {
 		return Class{Kind: KindRaw}
+	}
+	if n < ParamOffset {
+		// EtherType and Magic match but the Cmd octet is missing: malformed
+		// oETP, which never falls through to the raw path.
+		return Class{Kind: KindDrop, Problem: ProblemNoRequestID}
 	}
 	cmd := Cmd(b[15])
 	if !cmd.Valid() {

@@ -57,15 +57,18 @@ func (m *MAC) UnmarshalText(b []byte) error {
 // ErrMAC is wrapped by ParseMAC's errors.
 var ErrMAC = errors.New("invalid MAC address")
 
-// ParseMAC parses six hex octets separated by ':' or '-' (02:0e:0c:00:00:01),
-// or twelve hex digits with no separators.
+// ParseMAC parses six hex octets of one or two digits separated by ':' or
+// '-' (one kind per address: 02:0e:0c:00:00:01), or twelve hex digits with no
+// separators. Surrounding white space is ignored.
 func ParseMAC(s string) (MAC, error) {
 	var m MAC
 	t := strings.TrimSpace(s)
 	var parts []string
 	switch {
-	case strings.ContainsAny(t, ":-"):
-		parts = strings.FieldsFunc(t, func(r rune) bool { return r == ':' || r == '-' })
+	case strings.Contains(t, ":") && !strings.Contains(t, "-"):
+		parts = strings.Split(t, ":")
+	case strings.Contains(t, "-") && !strings.Contains(t, ":"):
+		parts = strings.Split(t, "-")
 	case len(t) == 12:
 		for i := 0; i < 12; i += 2 {
 			parts = append(parts, t[i:i+2])
