@@ -94,7 +94,12 @@ func ParseCmd(s string) (Cmd, error) {
 			return c, nil
 		}
 	}
-	if v, err := strconv.ParseUint(strings.ToLower(t), 0, 8); err == nil && Cmd(v).Valid() {
+	num := strings.ToLower(strings.TrimSpace(s))
+	base := 10
+	if strings.HasPrefix(num, "0x") {
+		num, base = num[2:], 16
+	}
+	if v, err := strconv.ParseUint(num, base, 8); err == nil && Cmd(v).Valid() {
 		return Cmd(v), nil
 	}
 	return 0, fmt.Errorf("unknown oETP command %q: use one of RMEM_READ_REQ, RMEM_READ_RSP, RMEM_WRITE_REQ, RMEM_WRITE_RSP, DMA_READ_REQ, DMA_READ_RSP, DMA_WRITE_REQ, DMA_WRITE_RSP, ERROR_RSP (or its code, e.g. 0x40)", s)
