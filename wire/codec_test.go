@@ -460,14 +460,14 @@ func TestClassifyCeiling(t *testing.T) {
 }
 
 func TestParseCmdNumbers(t *testing.T) {
-	for s, want := range map[string]Cmd{"0x40": DMAWriteReq, "64": DMAWriteReq, "0XFF": ErrorRsp, "dma-write-req": DMAWriteReq} {
-		got, err := ParseCmd(s)
+	for s, want := range map[string]wire.Cmd{"0x40": wire.DMAWriteReq, "64": wire.DMAWriteReq, "0XFF": wire.ErrorRsp, "dma-write-req": wire.DMAWriteReq} {
+		got, err := wire.ParseCmd(s)
 		if err != nil || got != want {
 			t.Errorf("ParseCmd(%q) = %v, %v; want %v", s, got, err, want)
 		}
 	}
 	for _, s := range []string{"0x4-0", "0b1000000", "0o100", "0x12", "", "0x"} {
-		if got, err := ParseCmd(s); err == nil {
+		if got, err := wire.ParseCmd(s); err == nil {
 			t.Errorf("ParseCmd(%q) = %v, want an error", s, got)
 		}
 	}
