@@ -1,0 +1,723 @@
+//go:build linux
+
+package afpacket
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/wire"
+)
+
+var (
+	_ link.Link   = (*Link)(nil)
+	_ link.Filter = (*Link)(nil)
+)
+
+// blockTimeout bounds each blocking system call in IOBlocking mode, and so
+// how long Close waits for a blocked ReadBatch or WriteBatch to notice.
+const blockTimeout = 50 * 1000 // µs
+
+// initialBatch is the number of iovec/mmsghdr slots preallocated per
+// direction; larger batches grow the arrays once.
+const initialBatch = 64
+
+// forceOutgoingFilter makes Open drop the link's own outgoing frames with the
+// BPF filter, as on kernels without PACKET_IGNORE_OUTGOING (tests set it).
+var forceOutgoingFilter bool
+
+// Link is an AF_PACKET socket bound to one interface. It implements
+// link.Link and link.Filter. It is safe for one reader and several writers
+// at a time (concurrent ReadBatch calls take turns, as do writers).
+type Link struct {
+	ifname   string
+	ifindex  int
+	mtu      int
+	addr     wire.MAC
+	maxFrame int
+	mode     IOMode
+
+	fd     int
+	file   *os.File        // IOPoll only
+	rc     syscall.RawConn // IOPoll only
+	closed atomic.Bool
+	fdmu   sync.RWMutex // IOBlocking: read-held around each use of fd, write-held by Close
+
+	// Reader state, guarded by rmu; readFn is l.pollRead bound once.
+	rmu    sync.Mutex
+	rmsgs  []unix.Mmsghdr
+	riov   []unix.Iovec
+	rbuf   []byte // the buffer of a one-frame read
+	rk     int    // frames asked for
+	rn     int    // frames received
+	rerr   error
+	readFn func(fd uintptr) bool
+
+	// Writer state, guarded by wmu; writeFn is l.pollWrite bound once.
+	wmu     sync.Mutex
+	wmsgs   []unix.Mmsghdr
+	wiov    []unix.Iovec
+	wframe  []byte // the frame of a one-frame write
+	wk      int    // frames to send
+	wdone   int    // frames sent
+	werr    error
+	writeFn func(fd uintptr) bool
+
+	// Receive filter state, guarded by cmu.
+	cmu            sync.Mutex
+	groups         []wire.MAC
+	promisc        bool
+	outgoingFilter bool // the BPF filter drops PACKET_OUTGOING frames
+	drops          uint64
+
+	txFrames, txBytes, rxFrames, rxBytes atomic.Uint64
+}
+
+// Open opens an AF_PACKET socket on the interface ifname of the calling
+// thread's network namespace. The interface must be up, be Ethernet and carry
+// MaxFrame: MTU + 14 >= MaxFrame.
+func Open(ifname string, cfg Config) (*Link, error) {
+	maxFrame, err := cfg.maxFrame()
+	if err != nil {
+		return nil, err
+	}
+	mode := cfg.IO
+	switch mode {
+	case IODefault:
+		mode = IOPoll
+	case IOBlocking, IOPoll:
+	default:
+		return nil, fmt.Errorf("afpacket: Config.IO is %v: use IODefault, IOBlocking or IOPoll", mode)
+	}
+	if cfg.Addr.IsGroup() {
+		return nil, fmt.Errorf("afpacket: Config.Addr %v is a group address: the link's own address must be unicast (bit 0 of the first octet clear)", cfg.Addr)
+	}
+	bufSize := cfg.SocketBuffer
+	if bufSize == 0 {
+		bufSize = DefaultSocketBuffer
+	}
+	if bufSize < 0 {
+		return nil, fmt.Errorf("afpacket: Config.SocketBuffer is %d: use a positive size in bytes, or 0 for %d", bufSize, DefaultSocketBuffer)
+	}
+	if ifname == "" || len(ifname) >= unix.IFNAMSIZ {
+		return nil, fmt.Errorf("afpacket: interface name %q: use 1 through %d bytes", ifname, unix.IFNAMSIZ-1)
+	}
+
+	typ := unix.SOCK_RAW | unix.SOCK_CLOEXEC
+	if mode == IOPoll {
+		typ |= unix.SOCK_NONBLOCK
+	}
+	// Protocol 0: the socket receives nothing until bind, after the filter.
+	fd, err := unix.Socket(unix.AF_PACKET, typ, 0)
+	if err != nil {
+		err = os.NewSyscallError("socket", err)
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return nil, fmt.Errorf("afpacket: open %s needs CAP_NET_RAW: run as root or grant it (setcap cap_net_raw,cap_net_admin+ep PROGRAM): %w", ifname, err)
+		}
+		return nil, fmt.Errorf("afpacket: open %s: %w", ifname, err)
+	}
+	l := &Link{ifname: ifname, maxFrame: maxFrame, mode: mode, fd: fd}
+	if err := l.setup(cfg, bufSize); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	l.rmsgs, l.riov = makeBatch(initialBatch)
+	l.wmsgs, l.wiov = makeBatch(initialBatch)
+	l.readFn = l.pollRead
+	l.writeFn = l.pollWrite
+	if mode == IOPoll {
+		l.file = os.NewFile(uintptr(fd), "afpacket:"+ifname)
+		rc, err := l.file.SyscallConn()
+		if err != nil {
+			l.file.Close()
+			return nil, fmt.Errorf("afpacket: %s: %w", ifname, err)
+		}
+		l.rc = rc
+	}
+	return l, nil
+}
+
+// ifreq is struct ifreq: a name and a 24-byte union.
+type ifreq struct {
+	name [unix.IFNAMSIZ]byte
+	data [24]byte
+}
+
+func (l *Link) ioctl(req uint, name string, r *ifreq) error {
+	*r = ifreq{}
+	copy(r.name[:], name)
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(l.fd), uintptr(req), uintptr(unsafe.Pointer(r)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// setup checks the interface and configures and binds the socket.
+func (l *Link) setup(cfg Config, bufSize int) error {
+	name := l.ifname
+	var r ifreq
+	if err := l.ioctl(unix.SIOCGIFINDEX, name, &r); err != nil {
+		if err == unix.ENODEV {
+			return fmt.Errorf("afpacket: no interface %s in this network namespace: list them with `ip link`: %w", name, os.NewSyscallError("ioctl SIOCGIFINDEX", err))
+		}
+		return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("ioctl SIOCGIFINDEX", err))
+	}
+	l.ifindex = int(binary.NativeEndian.Uint32(r.data[:]))
+	if err := l.ioctl(unix.SIOCGIFFLAGS, name, &r); err != nil {
+		return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("ioctl SIOCGIFFLAGS", err))
+	}
+	if binary.NativeEndian.Uint16(r.data[:])&unix.IFF_UP == 0 {
+		return fmt.Errorf("afpacket: %s is down: bring it up (ip link set %s up)", name, name)
+	}
+	if err := l.ioctl(unix.SIOCGIFHWADDR, name, &r); err != nil {
+		return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("ioctl SIOCGIFHWADDR", err))
+	}
+	if family := binary.NativeEndian.Uint16(r.data[:]); family != unix.ARPHRD_ETHER {
+		return fmt.Errorf("afpacket: %s is not an Ethernet interface (ARPHRD type %d, want %d)", name, family, unix.ARPHRD_ETHER)
+	}
+	var hw wire.MAC
+	copy(hw[:], r.data[2:8])
+	if err := l.ioctl(unix.SIOCGIFMTU, name, &r); err != nil {
+		return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("ioctl SIOCGIFMTU", err))
+	}
+	l.mtu = int(binary.NativeEndian.Uint32(r.data[:]))
+	if l.mtu+14 < l.maxFrame {
+		return fmt.Errorf("afpacket: %s MTU %d carries frames up to %d bytes; raise the MTU to %d (ip link set %s mtu %d) or run with a max frame size of %d",
+			name, l.mtu, l.mtu+14, l.maxFrame-14, name, l.maxFrame-14, l.mtu+14)
+	}
+	l.addr = hw
+	if !cfg.Addr.IsZero() {
+		l.addr = cfg.Addr
+	}
+
+	if forceOutgoingFilter {
+		l.outgoingFilter = true
+	} else if err := unix.SetsockoptInt(l.fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
+		if err != unix.ENOPROTOOPT {
+			return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("setsockopt PACKET_IGNORE_OUTGOING", err))
+		}
+		l.outgoingFilter = true // kernel before 4.20
+	}
+	for _, o := range []struct {
+		force, plain int
+		what         string
+	}{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, "SO_RCVBUF"}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, "SO_SNDBUF"}} {
+		if err := unix.SetsockoptInt(l.fd, unix.SOL_SOCKET, o.force, bufSize); err != nil {
+			if err := unix.SetsockoptInt(l.fd, unix.SOL_SOCKET, o.plain, bufSize); err != nil {
+				return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("setsockopt "+o.what, err))
+			}
+		}
+	}
+	if l.mode == IOBlocking {
+		tv := unix.Timeval{Usec: blockTimeout}
+		for _, opt := range []int{unix.SO_RCVTIMEO, unix.SO_SNDTIMEO} {
+			if err := unix.SetsockoptTimeval(l.fd, unix.SOL_SOCKET, opt, &tv); err != nil {
+				return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("setsockopt SO_RCVTIMEO/SO_SNDTIMEO", err))
+			}
+		}
+	}
+	if err := l.attachFilter(l.fd); err != nil {
+		return err
+	}
+	if l.addr != hw {
+		if err := l.membership(l.fd, unix.PACKET_ADD_MEMBERSHIP, unix.PACKET_MR_UNICAST, l.addr); err != nil {
+			return err
+		}
+	}
+	proto := uint16(EtherType)
+	if cfg.AllEtherTypes {
+		proto = unix.ETH_P_ALL
+	}
+	if err := unix.Bind(l.fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: l.ifindex}); err != nil {
+		return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("bind", err))
+	}
+	return nil
+}
+
+func htons(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return binary.NativeEndian.Uint16(b[:])
+}
+
+func makeBatch(n int) ([]unix.Mmsghdr, []unix.Iovec) {
+	msgs := make([]unix.Mmsghdr, n)
+	iov := make([]unix.Iovec, n)
+	for i := range msgs {
+		msgs[i].Hdr.Iov = &iov[i]
+		msgs[i].Hdr.SetIovlen(1)
+	}
+	return msgs, iov
+}
+
+// setBatch points the first len(bufs) iovecs at bufs, growing the arrays if
+// needed (once: they are kept).
+func setBatch(msgs *[]unix.Mmsghdr, iov *[]unix.Iovec, bufs [][]byte) {
+	if len(bufs) > len(*msgs) {
+		*msgs, *iov = makeBatch(len(bufs))
+	}
+	v := *iov
+	for i, b := range bufs {
+		if len(b) == 0 {
+			v[i].Base = nil
+		} else {
+			v[i].Base = &b[0]
+		}
+		v[i].SetLen(len(b))
+	}
+}
+
+// clearBatch drops the references to the caller's buffers.
+func clearBatch(iov []unix.Iovec, n int) {
+	for i := range n {
+		iov[i].Base = nil
+	}
+}
+
+// Addr returns the link's own unicast address: the interface's MAC or
+// Config.Addr.
+func (l *Link) Addr() wire.MAC { return l.addr }
+
+// MaxFrame returns the configured frame ceiling (Config.MaxFrame or 8192).
+func (l *Link) MaxFrame() int { return l.maxFrame }
+
+// IfName returns the interface name.
+func (l *Link) IfName() string { return l.ifname }
+
+// MTU returns the interface's MTU when the link was opened.
+func (l *Link) MTU() int { return l.mtu }
+
+// Mode returns the I/O mode in use (never IODefault).
+func (l *Link) Mode() IOMode { return l.mode }
+
+// recv makes one receive attempt into the prepared buffers.
+func (l *Link) recv(fd int) (int, error) {
+	if l.rk == 1 {
+		n, err := unix.Read(fd, l.rbuf)
+		if err != nil {
+			return 0, err
+		}
+		l.rmsgs[0].Len = uint32(n)
+		return 1, nil
+	}
+	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.rmsgs[0])), uintptr(l.rk), unix.MSG_WAITFORONE, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// pollRead is the RawConn.Read callback of IOPoll mode.
+func (l *Link) pollRead(fd uintptr) bool {
+	for {
+		n, err := l.recv(int(fd))
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		l.rn, l.rerr = n, err
+		return true
+	}
+}
+
+// ReadBatch blocks until at least one frame has arrived, then fills up to
+// len(bufs) frames without waiting for more: bufs[i][:sizes[i]] is frame i.
+// A frame longer than its buffer is truncated to it. sizes must be at least
+// as long as bufs. It returns link.ErrClosed once the link is closed.
+func (l *Link) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
+	if len(bufs) == 0 {
+		return 0, errors.New("afpacket: ReadBatch needs at least one buffer in bufs")
+	}
+	if len(sizes) < len(bufs) {
+		return 0, fmt.Errorf("afpacket: ReadBatch got %d sizes for %d bufs; make sizes at least as long as bufs", len(sizes), len(bufs))
+	}
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	if l.closed.Load() {
+		return 0, link.ErrClosed
+	}
+	l.rk = len(bufs)
+	if l.rk == 1 {
+		l.rbuf = bufs[0]
+	} else {
+		setBatch(&l.rmsgs, &l.riov, bufs)
+	}
+	var n int
+	var err error
+	if l.mode == IOPoll {
+		l.rn, l.rerr = 0, nil
+		err = l.rc.Read(l.readFn)
+		if err == nil {
+			n, err = l.rn, l.rerr
+		}
+	} else {
+		for {
+			l.fdmu.RLock()
+			if l.closed.Load() {
+				l.fdmu.RUnlock()
+				err = link.ErrClosed
+				break
+			}
+			n, err = l.recv(l.fd)
+			l.fdmu.RUnlock()
+			if err != unix.EAGAIN && err != unix.EINTR {
+				break
+			}
+		}
+	}
+	l.rbuf = nil
+	if l.rk > 1 {
+		clearBatch(l.riov, l.rk)
+	}
+	if err != nil {
+		if l.closed.Load() {
+			return 0, link.ErrClosed
+		}
+		call := "recvmmsg"
+		if l.rk == 1 {
+			call = "read"
+		}
+		return 0, fmt.Errorf("afpacket: read %s: %w", l.ifname, os.NewSyscallError(call, err))
+	}
+	var total uint64
+	for i := range n {
+		sizes[i] = int(l.rmsgs[i].Len)
+		total += uint64(sizes[i])
+	}
+	l.rxFrames.Add(uint64(n))
+	l.rxBytes.Add(total)
+	return n, nil
+}
+
+// checkFrame reports a frame the link must not send.
+func (l *Link) checkFrame(f []byte) error {
+	switch {
+	case len(f) > l.maxFrame:
+		return fmt.Errorf("%w: %d bytes; %s carries at most %d (MTU %d + 14, max frame %d)",
+			ErrFrameTooLong, len(f), l.ifname, min(l.maxFrame, l.mtu+14), l.mtu, l.maxFrame)
+	case len(f) < 14:
+		return fmt.Errorf("%w: %d bytes", ErrFrameTooShort, len(f))
+	}
+	return nil
+}
+
+// send makes one send attempt of the prepared frames not yet sent.
+func (l *Link) send(fd int) error {
+	if l.wk == 1 {
+		if _, err := unix.Write(fd, l.wframe); err != nil {
+			return err
+		}
+		l.wdone = 1
+		return nil
+	}
+	for l.wdone < l.wk {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.wmsgs[l.wdone])), uintptr(l.wk-l.wdone), 0, 0, 0)
+		if e != 0 {
+			return e
+		}
+		l.wdone += int(r)
+	}
+	return nil
+}
+
+// pollWrite is the RawConn.Write callback of IOPoll mode.
+func (l *Link) pollWrite(fd uintptr) bool {
+	for {
+		switch err := l.send(int(fd)); err {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		default:
+			l.werr = err
+			return true
+		}
+	}
+}
+
+// transmit sends the prepared frames and returns how many were sent.
+func (l *Link) transmit() (int, error) {
+	l.wdone = 0
+	var err error
+	if l.mode == IOPoll {
+		l.werr = nil
+		err = l.rc.Write(l.writeFn)
+		if err == nil {
+			err = l.werr
+		}
+	} else {
+		for {
+			l.fdmu.RLock()
+			if l.closed.Load() {
+				l.fdmu.RUnlock()
+				err = link.ErrClosed
+				break
+			}
+			err = l.send(l.fd)
+			l.fdmu.RUnlock()
+			if err != unix.EAGAIN && err != unix.EINTR {
+				break
+			}
+		}
+	}
+	n := l.wdone
+	if err != nil {
+		if l.closed.Load() {
+			return n, link.ErrClosed
+		}
+		call := "sendmmsg"
+		if l.wk == 1 {
+			call = "write"
+		}
+		err = fmt.Errorf("afpacket: write %s: %w", l.ifname, os.NewSyscallError(call, err))
+	}
+	return n, err
+}
+
+// Write sends one frame, as given (no padding), and returns when the kernel
+// has accepted it. It refuses frames longer than MaxFrame (ErrFrameTooLong)
+// or shorter than an Ethernet header (ErrFrameTooShort), and returns
+// link.ErrClosed after Close.
+func (l *Link) Write(frame []byte) error {
+	if err := l.checkFrame(frame); err != nil {
+		return err
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.closed.Load() {
+		return link.ErrClosed
+	}
+	l.wk, l.wframe = 1, frame
+	n, err := l.transmit()
+	l.wframe = nil
+	if n == 1 {
+		l.txFrames.Add(1)
+		l.txBytes.Add(uint64(len(frame)))
+	}
+	return err
+}
+
+// WriteBatch sends frames in order with sendmmsg(2) and returns when the
+// kernel has accepted all of them, or the number sent and the error that
+// stopped it. A frame Write would refuse stops the batch before it.
+func (l *Link) WriteBatch(frames [][]byte) (int, error) {
+	good := len(frames)
+	var bad error
+	for i, f := range frames {
+		if err := l.checkFrame(f); err != nil {
+			good, bad = i, fmt.Errorf("afpacket: WriteBatch frame %d: %w", i, err)
+			break
+		}
+	}
+	if good == 0 {
+		return 0, bad
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.closed.Load() {
+		return 0, link.ErrClosed
+	}
+	l.wk = good
+	if good == 1 {
+		l.wframe = frames[0]
+	} else {
+		setBatch(&l.wmsgs, &l.wiov, frames[:good])
+	}
+	n, err := l.transmit()
+	l.wframe = nil
+	if good > 1 {
+		clearBatch(l.wiov, good)
+	}
+	var total uint64
+	for _, f := range frames[:n] {
+		total += uint64(len(f))
+	}
+	l.txFrames.Add(uint64(n))
+	l.txBytes.Add(total)
+	if err == nil {
+		err = bad
+	}
+	return n, err
+}
+
+// control runs fn with the socket, unless the link is closed.
+func (l *Link) control(fn func(fd int) error) error {
+	if l.mode == IOPoll {
+		var ferr error
+		if err := l.rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+			if l.closed.Load() {
+				return link.ErrClosed
+			}
+			return fmt.Errorf("afpacket: %s: %w", l.ifname, err)
+		}
+		return ferr
+	}
+	l.fdmu.RLock()
+	defer l.fdmu.RUnlock()
+	if l.closed.Load() {
+		return link.ErrClosed
+	}
+	return fn(l.fd)
+}
+
+func (l *Link) membership(fd, op, typ int, mac wire.MAC) error {
+	mreq := unix.PacketMreq{Ifindex: int32(l.ifindex), Type: uint16(typ)}
+	if typ != unix.PACKET_MR_PROMISC {
+		mreq.Alen = 6
+		copy(mreq.Address[:], mac[:])
+	}
+	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, op, &mreq); err != nil {
+		what := "setsockopt PACKET_ADD_MEMBERSHIP"
+		if op == unix.PACKET_DROP_MEMBERSHIP {
+			what = "setsockopt PACKET_DROP_MEMBERSHIP"
+		}
+		return fmt.Errorf("afpacket: %s: %w", l.ifname, os.NewSyscallError(what, err))
+	}
+	return nil
+}
+
+// JoinGroup makes the link receive frames addressed to the group MAC mac.
+// Joining twice is the same as joining once; broadcast is always received.
+// It refuses an individual address and returns link.ErrClosed after Close.
+func (l *Link) JoinGroup(mac wire.MAC) error {
+	if !mac.IsGroup() {
+		return fmt.Errorf("afpacket: JoinGroup %v: not a group address (I/G bit clear); a group MAC has bit 0 of the first octet set, such as 01:00:5e:00:00:01", mac)
+	}
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	if mac.IsBroadcast() || slices.Contains(l.groups, mac) {
+		return l.control(func(int) error { return nil })
+	}
+	if len(l.groups) == MaxGroups {
+		return fmt.Errorf("afpacket: JoinGroup %v: %s already joined %d groups, the most a link can; leave one first", mac, l.ifname, MaxGroups)
+	}
+	return l.control(func(fd int) error {
+		if err := l.membership(fd, unix.PACKET_ADD_MEMBERSHIP, unix.PACKET_MR_MULTICAST, mac); err != nil {
+			return err
+		}
+		l.groups = append(l.groups, mac)
+		if err := l.attachFilter(fd); err != nil {
+			l.groups = l.groups[:len(l.groups)-1]
+			l.membership(fd, unix.PACKET_DROP_MEMBERSHIP, unix.PACKET_MR_MULTICAST, mac)
+			return err
+		}
+		return nil
+	})
+}
+
+// LeaveGroup stops the link receiving frames addressed to the group MAC mac
+// (broadcast is always received). Leaving a group not joined does nothing.
+// It refuses an individual address and returns link.ErrClosed after Close.
+func (l *Link) LeaveGroup(mac wire.MAC) error {
+	if !mac.IsGroup() {
+		return fmt.Errorf("afpacket: LeaveGroup %v: not a group address (I/G bit clear)", mac)
+	}
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	i := slices.Index(l.groups, mac)
+	if i < 0 {
+		return l.control(func(int) error { return nil })
+	}
+	return l.control(func(fd int) error {
+		l.groups = slices.Delete(l.groups, i, i+1)
+		if err := l.attachFilter(fd); err != nil {
+			l.groups = slices.Insert(l.groups, i, mac)
+			return err
+		}
+		return l.membership(fd, unix.PACKET_DROP_MEMBERSHIP, unix.PACKET_MR_MULTICAST, mac)
+	})
+}
+
+// SetPromiscuous turns promiscuous mode on or off: when on, the link
+// receives every frame the interface sees (of its EtherType, unless
+// Config.AllEtherTypes), and the interface is put in promiscuous mode until
+// it is turned off or the link is closed. It returns link.ErrClosed after
+// Close.
+func (l *Link) SetPromiscuous(on bool) error {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	if on == l.promisc {
+		return l.control(func(int) error { return nil })
+	}
+	return l.control(func(fd int) error {
+		op := unix.PACKET_DROP_MEMBERSHIP
+		if on {
+			op = unix.PACKET_ADD_MEMBERSHIP
+		}
+		if err := l.membership(fd, op, unix.PACKET_MR_PROMISC, wire.MAC{}); err != nil {
+			return err
+		}
+		l.promisc = on
+		return l.attachFilter(fd)
+	})
+}
+
+// pollDrops adds the kernel's drop count, which reading resets, to l.drops.
+// Call with cmu held.
+func (l *Link) pollDrops() {
+	l.control(func(fd int) error {
+		st, err := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+		if err == nil {
+			l.drops += uint64(st.Drops)
+		}
+		return nil
+	})
+}
+
+// Stats returns the link's counters. It reads the kernel's drop counter
+// with one getsockopt(2); after Close it returns the final counts.
+func (l *Link) Stats() Stats {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	l.pollDrops()
+	return Stats{
+		TxFrames:      l.txFrames.Load(),
+		TxBytes:       l.txBytes.Load(),
+		RxFrames:      l.rxFrames.Load(),
+		RxBytes:       l.rxBytes.Load(),
+		DropQueueFull: l.drops,
+	}
+}
+
+// Close closes the socket, which ends its group memberships and promiscuous
+// mode, and unblocks ReadBatch and WriteBatch, which return link.ErrClosed.
+// In IOBlocking mode it waits up to 50 ms for a blocked call to notice.
+// Closing a closed link does nothing.
+func (l *Link) Close() error {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	if l.closed.Load() {
+		return nil
+	}
+	l.pollDrops()
+	l.closed.Store(true)
+	var err error
+	if l.mode == IOPoll {
+		err = l.file.Close()
+	} else {
+		l.fdmu.Lock()
+		err = unix.Close(l.fd)
+		l.fd = -1
+		l.fdmu.Unlock()
+		if err != nil {
+			err = os.NewSyscallError("close", err)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("afpacket: close %s: %w", l.ifname, err)
+	}
+	return nil
+}

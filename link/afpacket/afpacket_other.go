@@ -1,0 +1,64 @@
+//go:build !linux
+
+package afpacket
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/wire"
+)
+
+var (
+	_ link.Link   = (*Link)(nil)
+	_ link.Filter = (*Link)(nil)
+)
+
+var errNoPacket = fmt.Errorf("afpacket: AF_PACKET sockets need Linux, not %s: %w", runtime.GOOS, errors.ErrUnsupported)
+
+// Link is an AF_PACKET socket; on this system Open always fails.
+type Link struct{}
+
+// Open fails: AF_PACKET sockets need Linux.
+func Open(ifname string, cfg Config) (*Link, error) { return nil, errNoPacket }
+
+// ReadBatch fails: AF_PACKET sockets need Linux.
+func (*Link) ReadBatch([][]byte, []int) (int, error) { return 0, errNoPacket }
+
+// WriteBatch fails: AF_PACKET sockets need Linux.
+func (*Link) WriteBatch([][]byte) (int, error) { return 0, errNoPacket }
+
+// Write fails: AF_PACKET sockets need Linux.
+func (*Link) Write([]byte) error { return errNoPacket }
+
+// Addr returns the zero MAC.
+func (*Link) Addr() wire.MAC { return wire.MAC{} }
+
+// MaxFrame returns 0.
+func (*Link) MaxFrame() int { return 0 }
+
+// Close does nothing.
+func (*Link) Close() error { return nil }
+
+// JoinGroup fails: AF_PACKET sockets need Linux.
+func (*Link) JoinGroup(wire.MAC) error { return errNoPacket }
+
+// LeaveGroup fails: AF_PACKET sockets need Linux.
+func (*Link) LeaveGroup(wire.MAC) error { return errNoPacket }
+
+// SetPromiscuous fails: AF_PACKET sockets need Linux.
+func (*Link) SetPromiscuous(bool) error { return errNoPacket }
+
+// Stats returns zero counts.
+func (*Link) Stats() Stats { return Stats{} }
+
+// IfName returns "".
+func (*Link) IfName() string { return "" }
+
+// MTU returns 0.
+func (*Link) MTU() int { return 0 }
+
+// Mode returns IODefault.
+func (*Link) Mode() IOMode { return IODefault }

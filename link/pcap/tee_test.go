@@ -1,0 +1,210 @@
+package pcap_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/wire"
+)
+
+// fakeLink is a link.Link whose reads return queued frames and whose writes
+// accept up to accept frames (all if negative).
+type fakeLink struct {
+	in      [][]byte
+	out     [][]byte
+	accept  int
+	closed  bool
+	werr    error
+	groups  []wire.MAC
+	promisc bool
+}
+
+func (f *fakeLink) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
+	if len(f.in) == 0 {
+		return 0, link.ErrClosed
+	}
+	n := 0
+	for n < len(bufs) && len(f.in) > 0 {
+		sizes[n] = copy(bufs[n], f.in[0])
+		f.in = f.in[1:]
+		n++
+	}
+	return n, nil
+}
+
+func (f *fakeLink) WriteBatch(frames [][]byte) (int, error) {
+	n := len(frames)
+	if f.accept >= 0 && n > f.accept {
+		n = f.accept
+	}
+	f.accept -= n
+	for _, fr := range frames[:n] {
+		f.out = append(f.out, bytes.Clone(fr))
+	}
+	if n < len(frames) {
+		return n, f.werr
+	}
+	return n, nil
+}
+
+func (f *fakeLink) Write(frame []byte) error {
+	_, err := f.WriteBatch([][]byte{frame})
+	return err
+}
+
+func (f *fakeLink) Addr() wire.MAC { return wire.MAC{2, 0, 0, 0, 0, 7} }
+func (f *fakeLink) MaxFrame() int  { return 1234 }
+func (f *fakeLink) Close() error   { f.closed = true; return nil }
+
+// filterLink is a fakeLink that also implements link.Filter.
+type filterLink struct{ fakeLink }
+
+func (f *filterLink) JoinGroup(m wire.MAC) error  { f.groups = append(f.groups, m); return nil }
+func (f *filterLink) LeaveGroup(m wire.MAC) error { f.groups = nil; return nil }
+func (f *filterLink) SetPromiscuous(on bool) error {
+	f.promisc = on
+	return nil
+}
+
+func TestTee(t *testing.T) {
+	frames := testFrames()
+	inner := &filterLink{fakeLink{in: [][]byte{frames[3], frames[4]}, accept: 3, werr: errors.New("queue full")}}
+	var buf bytes.Buffer
+	w, err := pcap.NewWriter(&buf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := pcap.Tee(inner, w)
+	start := time.Now().Truncate(time.Microsecond)
+
+	if err := l.Write(frames[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.WriteBatch([][]byte{frames[1], frames[2]}); n != 2 || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", n, err)
+	}
+	// The inner link accepts nothing more: neither is recorded.
+	if n, err := l.WriteBatch([][]byte{frames[5], frames[6]}); n != 0 || err == nil {
+		t.Fatalf("WriteBatch on a full link = %d, %v", n, err)
+	}
+	if err := l.Write(frames[7]); err == nil {
+		t.Fatal("Write on a full link succeeded")
+	}
+	bufs := [][]byte{make([]byte, 9100), make([]byte, 9100), make([]byte, 9100)}
+	sizes := make([]int, 3)
+	if n, err := l.ReadBatch(bufs, sizes); n != 2 || err != nil {
+		t.Fatalf("ReadBatch = %d, %v", n, err)
+	}
+	if n, err := l.ReadBatch(bufs, sizes); n != 0 || err != link.ErrClosed {
+		t.Fatalf("ReadBatch at the end = %d, %v", n, err)
+	}
+	end := time.Now()
+
+	r, err := pcap.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][]byte{frames[0], frames[1], frames[2], frames[3], frames[4]} {
+		ts, got, err := r.Next()
+		if err != nil {
+			t.Fatalf("record %d: %v", i+1, err)
+		}
+		if !bytes.Equal(got, want) || ts.Before(start) || ts.After(end) {
+			t.Errorf("record %d: %d bytes at %v, want %d bytes between %v and %v", i+1, len(got), ts, len(want), start, end)
+		}
+	}
+	if _, _, err := r.Next(); err != io.EOF {
+		t.Errorf("after 5 records: %v, want io.EOF (unaccepted frames are not recorded)", err)
+	}
+	if len(inner.out) != 3 {
+		t.Errorf("inner link got %d frames, want 3", len(inner.out))
+	}
+
+	if l.Addr() != inner.Addr() || l.MaxFrame() != 1234 {
+		t.Errorf("Addr %v MaxFrame %d not forwarded", l.Addr(), l.MaxFrame())
+	}
+	f, ok := l.(link.Filter)
+	if !ok {
+		t.Fatal("Tee of a link.Filter is not a link.Filter")
+	}
+	g := wire.MAC{3, 0, 0, 0, 0, 1}
+	if err := f.JoinGroup(g); err != nil || len(inner.groups) != 1 || inner.groups[0] != g {
+		t.Errorf("JoinGroup not forwarded: %v %v", err, inner.groups)
+	}
+	if err := f.LeaveGroup(g); err != nil || inner.groups != nil {
+		t.Errorf("LeaveGroup not forwarded: %v %v", err, inner.groups)
+	}
+	if err := f.SetPromiscuous(true); err != nil || !inner.promisc {
+		t.Errorf("SetPromiscuous not forwarded")
+	}
+	if u, ok := l.(interface{ Unwrap() link.Link }); !ok || u.Unwrap() != link.Link(inner) {
+		t.Error("Unwrap does not return the inner link")
+	}
+	if err := l.Close(); err != nil || !inner.closed {
+		t.Errorf("Close not forwarded: %v", err)
+	}
+
+	plain := pcap.Tee(&fakeLink{accept: -1}, w)
+	if _, ok := plain.(link.Filter); ok {
+		t.Error("Tee of a link without Filter implements link.Filter")
+	}
+}
+
+func TestTeeWriterFailure(t *testing.T) {
+	disk := errors.New("disk full")
+	w, err := pcap.NewWriter(&failWriter{n: 1, err: disk}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &fakeLink{accept: -1}
+	l := pcap.Tee(inner, w)
+	for range 3 {
+		if err := l.Write(testFrames()[0]); err != nil {
+			t.Fatalf("Write through a tee with a failing pcap writer = %v, want nil", err)
+		}
+	}
+	if len(inner.out) != 3 || !errors.Is(w.Err(), disk) {
+		t.Errorf("inner got %d frames, Err %v; want 3 and disk full", len(inner.out), w.Err())
+	}
+}
+
+func TestTeeNoAllocs(t *testing.T) {
+	w, err := pcap.NewWriter(io.Discard, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := testFrames()[6]
+	inner := &loopLink{frame: frame}
+	l := pcap.Tee(inner, w)
+	bufs := [][]byte{make([]byte, 9100), make([]byte, 9100)}
+	sizes := make([]int, 2)
+	batch := [][]byte{frame, frame}
+	allocs := testing.AllocsPerRun(1000, func() {
+		l.Write(frame)
+		l.WriteBatch(batch)
+		l.ReadBatch(bufs, sizes)
+	})
+	if allocs != 0 {
+		t.Errorf("Tee Write+WriteBatch+ReadBatch: %v allocations, want 0", allocs)
+	}
+}
+
+// loopLink accepts every write and reads back copies of frame.
+type loopLink struct{ frame []byte }
+
+func (l *loopLink) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
+	for i := range bufs {
+		sizes[i] = copy(bufs[i], l.frame)
+	}
+	return len(bufs), nil
+}
+func (l *loopLink) WriteBatch(frames [][]byte) (int, error) { return len(frames), nil }
+func (l *loopLink) Write([]byte) error                      { return nil }
+func (l *loopLink) Addr() wire.MAC                          { return wire.MAC{} }
+func (l *loopLink) MaxFrame() int                           { return 9014 }
+func (l *loopLink) Close() error                            { return nil }
