@@ -1,0 +1,86 @@
+package endpoint
+
+import (
+	"sync"
+	"time"
+)
+
+// SetRequestID sets the Request ID counter: the next accepted operation or
+// fragment takes v.
+func SetRequestID(e *Endpoint, v uint32) { e.rid.Store(v) }
+
+// OnMatched installs a hook run by the receive loop after a response has
+// been recorded and before the waiting operation is woken.
+func OnMatched(e *Endpoint, f func()) { e.hookMatched = f }
+
+// OnClear installs a hook run inside ClearError between reading and
+// clearing the record.
+func OnClear(e *Endpoint, f func()) { e.hookClear = f }
+
+// TxWaiting returns the replies and other frames waiting for the link.
+func TxWaiting(e *Endpoint) (replies, others int) { return e.tx.waiting() }
+
+// SlotWaiting returns the RMEM operations and DMA fragments waiting for the
+// initiating slot.
+func SlotWaiting(e *Endpoint) (rmem, dma int) { return e.slot.waiting() }
+
+// ExpiredAfterResponse counts timer expiries that found a validated
+// response already recorded (and let it win).
+func ExpiredAfterResponse(e *Endpoint) uint64 { return e.st.expiredAfterResponse.Load() }
+
+// FakeTimer replaces an endpoint's response timer: it never fires by
+// itself; Fire makes it fire.
+type FakeTimer struct {
+	mu      sync.Mutex
+	starts  []time.Duration
+	armed   bool
+	c       chan time.Time
+	started chan time.Duration
+}
+
+// InstallFakeTimer replaces e's response timer with a FakeTimer.
+func InstallFakeTimer(e *Endpoint) *FakeTimer {
+	f := &FakeTimer{c: make(chan time.Time, 1), started: make(chan time.Duration, 1024)}
+	e.in.timer = f
+	return f
+}
+
+// Start implements respTimer.
+func (f *FakeTimer) Start(d time.Duration) <-chan time.Time {
+	f.mu.Lock()
+	f.starts = append(f.starts, d)
+	f.armed = true
+	f.mu.Unlock()
+	f.started <- d
+	return f.c
+}
+
+// Stop implements respTimer.
+func (f *FakeTimer) Stop() {
+	f.mu.Lock()
+	f.armed = false
+	f.mu.Unlock()
+	select {
+	case <-f.c:
+	default:
+	}
+}
+
+// Fire makes the armed timer fire.
+func (f *FakeTimer) Fire() {
+	select {
+	case f.c <- time.Now():
+	default:
+	}
+}
+
+// Starts returns the durations the timer was started with.
+func (f *FakeTimer) Starts() []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Duration(nil), f.starts...)
+}
+
+// Started returns a channel that receives each duration the timer is
+// started with.
+func (f *FakeTimer) Started() <-chan time.Duration { return f.started }

@@ -1,0 +1,287 @@
+package endpoint_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/mem"
+	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/wire"
+)
+
+var (
+	macA = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x0a}
+	macB = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x0b}
+	macC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x0c}
+	macD = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x0d}
+	macP = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x50} // a scripted peer
+	macQ = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x51} // a second scripted peer
+	// The sniffer has the lowest address: link/mem fans a frame out to its
+	// receivers in address order, so the sniffer gets every frame before
+	// any receiver can react to it, and sees frames in causal order.
+	macS  = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x01}
+	macX  = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x77} // attached to nothing
+	group = wire.MAC{0x03, 0x0e, 0x0c, 0x00, 0x00, 0x01}
+	grp2  = wire.MAC{0x03, 0x0e, 0x0c, 0x00, 0x00, 0x02}
+)
+
+// Every endpoint's RAM and every default window cover [ramBase, ramBase+ramSize).
+const (
+	ramBase = 0x1000
+	ramSize = 0x10000
+)
+
+const waitLong = 10 * time.Second // only reached when a test is failing
+
+func newSwitch(t testing.TB, cfg mem.Config) *mem.Switch {
+	t.Helper()
+	if cfg.QueueLen == 0 {
+		cfg.QueueLen = 4096
+	}
+	sw, err := mem.NewSwitch(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sw
+}
+
+func newRAM(t testing.TB) *memory.RAM {
+	t.Helper()
+	r, err := memory.NewRAM(ramBase, ramSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func attach(t testing.TB, sw *mem.Switch, mac wire.MAC) *mem.Port {
+	t.Helper()
+	p, err := sw.Attach(mac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// newEP starts an endpoint on a new port of sw, closed at the end of the test.
+func newEP(t testing.TB, sw *mem.Switch, mac wire.MAC, space memory.Space, cfg endpoint.Config) *endpoint.Endpoint {
+	t.Helper()
+	return newEPOn(t, attach(t, sw, mac), space, cfg)
+}
+
+func newEPOn(t testing.TB, l link.Link, space memory.Space, cfg endpoint.Config) *endpoint.Endpoint {
+	t.Helper()
+	e, err := endpoint.New(l, space, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func setPeer(t testing.TB, e *endpoint.Endpoint, i int, p endpoint.Peer) {
+	t.Helper()
+	if err := e.SetPeer(i, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// win returns a peer entry whose window is the whole test RAM.
+func win(mac wire.MAC, mode endpoint.Mode) endpoint.Peer {
+	return endpoint.Peer{MAC: mac, Mode: mode, WindowBase: ramBase, WindowSize: ramSize, EventEnable: true}
+}
+
+// tap is a raw port that records every frame it receives.
+type tap struct {
+	p      *mem.Port
+	frames chan []byte
+}
+
+func newTap(t testing.TB, sw *mem.Switch, mac wire.MAC, promisc bool) *tap {
+	t.Helper()
+	tp := &tap{p: attach(t, sw, mac), frames: make(chan []byte, 1<<16)}
+	if promisc {
+		if err := tp.p.SetPromiscuous(true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		bufs := [][]byte{make([]byte, 9000)}
+		sizes := []int{0}
+		for {
+			n, err := tp.p.ReadBatch(bufs, sizes)
+			if err != nil {
+				close(tp.frames)
+				return
+			}
+			for i := range n {
+				tp.frames <- bytes.Clone(bufs[i][:sizes[i]])
+			}
+		}
+	}()
+	t.Cleanup(func() { tp.p.Close() })
+	return tp
+}
+
+// next returns the next frame the tap received.
+func (tp *tap) next(t testing.TB) []byte {
+	t.Helper()
+	select {
+	case f, ok := <-tp.frames:
+		if !ok {
+			t.Fatal("tap closed")
+		}
+		return f
+	case <-time.After(waitLong):
+		t.Fatal("no frame arrived at the tap")
+	}
+	return nil
+}
+
+// none asserts that no frame arrives within d.
+func (tp *tap) none(t testing.TB, d time.Duration) {
+	t.Helper()
+	select {
+	case f := <-tp.frames:
+		t.Fatalf("unexpected frame % x", f)
+	case <-time.After(d):
+	}
+}
+
+func (tp *tap) send(t testing.TB, f []byte) {
+	t.Helper()
+	if err := tp.p.Write(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// unhex parses hex with optional spaces.
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func eqBytes(t testing.TB, what string, want, got []byte) {
+	t.Helper()
+	if !bytes.Equal(want, got) {
+		t.Fatalf("%s:\nwant % x\n got % x", what, want, got)
+	}
+}
+
+func wantCode(t testing.TB, what string, err error, want wire.Code) {
+	t.Helper()
+	if got := endpoint.CodeOf(err); got != want {
+		t.Fatalf("%s: code %v, want %v (err %v)", what, got, want, err)
+	}
+	if want != wire.CodeNone {
+		var oe *endpoint.OpError
+		if !errors.As(err, &oe) {
+			t.Fatalf("%s: error %v is not an *OpError", what, err)
+		}
+	}
+}
+
+func wantStatus(t testing.TB, what string, e *endpoint.Endpoint, peer int, want endpoint.PeerStatus) {
+	t.Helper()
+	if got := e.PeerStatus(peer); got != want {
+		t.Fatalf("%s: peer %d status %+v, want %+v", what, peer, got, want)
+	}
+}
+
+func failed(c wire.Code) endpoint.PeerStatus { return endpoint.PeerStatus{Error: true, Code: c} }
+
+// eventually polls cond until it holds.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+func diff(t testing.TB, what string, want, got any) {
+	t.Helper()
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("%s (-want +got):\n%s", what, d)
+	}
+}
+
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7) + seed
+	}
+	return b
+}
+
+// gateLink wraps a port: it can hold the next Write until released, and it
+// logs every frame written.
+type gateLink struct {
+	*mem.Port
+	mu      sync.Mutex
+	hold    bool
+	entered chan struct{}
+	release chan struct{}
+	log     [][]byte
+	writes  int // completed writes
+}
+
+func newGate(p *mem.Port) *gateLink {
+	return &gateLink{Port: p, entered: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+func (g *gateLink) holdNext() {
+	g.mu.Lock()
+	g.hold = true
+	g.mu.Unlock()
+}
+
+func (g *gateLink) Write(f []byte) error {
+	g.mu.Lock()
+	h := g.hold
+	g.hold = false
+	g.mu.Unlock()
+	if h {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+	err := g.Port.Write(f)
+	g.mu.Lock()
+	g.log = append(g.log, bytes.Clone(f))
+	g.writes++
+	g.mu.Unlock()
+	return err
+}
+
+func (g *gateLink) WriteBatch(fs [][]byte) (int, error) {
+	for i, f := range fs {
+		if err := g.Write(f); err != nil {
+			return i, err
+		}
+	}
+	return len(fs), nil
+}
+
+func (g *gateLink) frames() [][]byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([][]byte(nil), g.log...)
+}
+
+func bg() context.Context { return context.Background() }

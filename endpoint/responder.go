@@ -1,0 +1,156 @@
+package endpoint
+
+import (
+	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/wire"
+)
+
+// serve runs the responder checks that follow admission on the request in
+// w, in the specification's order (framing, peer mode, alignment, length,
+// fragment ceiling, window), performs the memory access, and builds the
+// reply to a unicast request in w.tx: the success response or ERROR_RSP.
+// It reports whether there is a reply to send. A group request gets the
+// same checks and memory work and never a reply. A failure is
+// recorded in the source peer's status before the ERROR_RSP is sent: the
+// local code 1..7, except an incomplete DMA_WRITE_REQ, which records
+// REMOTE_AXIS (10) while its ERROR_RSP carries cause 2.
+//
+// A DMA_WRITE_REQ has been validated completely (length and EndOfData) by
+// the time memory is written, so a malformed one never modifies memory; a
+// DMA_READ_REQ's data is read completely before the response is sent, so a
+// read error always becomes an ERROR_RSP, never a truncated response.
+func (e *Endpoint) serve(w *worker) (reply bool) {
+	f := wire.Frame(w.buf[:w.n])
+	cmd := w.cls.Cmd
+	cause := e.check(w, f)
+	if cause == 0 && e.epoch.Load() == w.epoch {
+		cause = e.execute(w, f)
+	}
+	if e.epoch.Load() != w.epoch {
+		return false // Reset: the context is invalidated; no record, no reply
+	}
+	if cause != 0 {
+		code := wire.Code(cause)
+		if cmd == wire.DMAWriteReq && cause == wire.CauseLength {
+			code = wire.CodeRemoteAXIS
+		}
+		e.record(w.peer, code)
+		e.st.responderFail.Add(1)
+		if cmd.IsRMEM() {
+			e.raise(RMEMError, w.peer, code)
+		} else {
+			e.raise(PeerDMAComplete, w.peer, code)
+		}
+		if w.group {
+			return false
+		}
+		w.tx = wire.AppendErrorRsp(w.tx[:0], f.Src(), w.cfg.MAC, f.RequestID(), cause)
+		w.cause = cause
+		return true
+	}
+	switch cmd {
+	case wire.RMEMReadReq:
+		e.st.servedRMEMRead.Add(1)
+	case wire.RMEMWriteReq:
+		e.st.servedRMEMWrite.Add(1)
+	case wire.DMAReadReq:
+		e.st.servedDMARead.Add(1)
+	case wire.DMAWriteReq:
+		e.st.servedDMAWrite.Add(1)
+	}
+	w.cause = 0
+	return !w.group
+}
+
+// reply transmits the reply that serve built in w.tx, with priority over
+// initiating frames. A reply the link refuses is counted in TxErrors; its
+// initiator times out.
+func (e *Endpoint) reply(w *worker) {
+	if e.write(w.tx, true) == nil && w.cause != 0 {
+		e.st.errorsSent[w.cause].Add(1)
+	}
+}
+
+// check returns the wire cause of the first failed admission check, or 0.
+func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
+	if w.cls.Problem != wire.OK {
+		return w.cls.Problem.Cause()
+	}
+	p := &w.peerEntry
+	cmd := w.cls.Cmd
+	var need Mode
+	switch cmd {
+	case wire.RMEMReadReq, wire.RMEMWriteReq:
+		need = ModeRMEM
+	case wire.DMAReadReq:
+		need = ModeDMARead
+	case wire.DMAWriteReq:
+		need = ModeDMAWrite
+	}
+	if p.Mode != need {
+		return wire.CauseInvalid
+	}
+	addr := f.Address()
+	length := uint32(4)
+	if cmd.IsRMEM() {
+		if addr%4 != 0 {
+			return wire.CauseInvalid
+		}
+	} else {
+		length = f.Length()
+		if length == 0 {
+			return wire.CauseInvalid
+		}
+		if length > e.ceiling {
+			return wire.CauseOverflow
+		}
+	}
+	if !wire.RangeOK(addr, length, p.WindowBase, p.WindowSize) {
+		return wire.CauseInvalid
+	}
+	return 0
+}
+
+// execute performs the memory access of an admitted request and builds the
+// success response in w.tx. It returns the wire cause of a memory failure,
+// or 0.
+func (e *Endpoint) execute(w *worker, f wire.Frame) uint32 {
+	dst, src, rid, addr := f.Src(), w.cfg.MAC, f.RequestID(), f.Address()
+	switch w.cls.Cmd {
+	case wire.RMEMReadReq:
+		data, ok := e.mem.ReadWord(addr)
+		if !ok {
+			return wire.CauseAXIRdSlverr
+		}
+		w.tx = wire.AppendRMEMReadRsp(w.tx[:0], dst, src, rid, data)
+	case wire.RMEMWriteReq:
+		if mask := f.BitEnable(); mask != 0 {
+			if !e.mem.WriteWord(addr, f.Data(), mask) {
+				return wire.CauseAXIWrSlverr
+			}
+		}
+		w.tx = wire.AppendRMEMWriteRsp(w.tx[:0], dst, src, rid)
+	case wire.DMAReadReq:
+		n := f.Length()
+		frame, data := wire.GrowDMAReadRsp(w.tx[:0], dst, src, rid, n)
+		switch e.mem.ReadAt(data, addr) {
+		case memory.OKAY:
+		case memory.SLVERR:
+			return wire.CauseAXIRdSlverr
+		default:
+			return wire.CauseAXIRdDecerr
+		}
+		w.tx = frame
+	case wire.DMAWriteReq:
+		n := f.Length()
+		switch e.mem.WriteAt(f.Payload(n), addr) {
+		case memory.OKAY:
+		case memory.SLVERR:
+			return wire.CauseAXIWrSlverr
+		default:
+			return wire.CauseAXIWrDecerr
+		}
+		w.tx = wire.AppendDMAWriteRsp(w.tx[:0], dst, src, rid)
+	}
+	return 0
+}

@@ -1,0 +1,221 @@
+package endpoint
+
+import (
+	"errors"
+	"time"
+
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/wire"
+)
+
+// rxRing is the receive loop's batch: preallocated buffers the link fills.
+// It is owned by whichever worker holds the receive role.
+type rxRing struct {
+	bufs  [][]byte // bufLen bytes each; a buffer handed away is replaced by the taker's
+	sizes []int
+	n, i  int    // frames in the batch, next frame
+	epoch uint64 // the Reset epoch the batch was read in
+}
+
+func (r *rxRing) init(bufLen int) {
+	r.bufs = make([][]byte, rxBatch)
+	r.sizes = make([]int, rxBatch)
+	for i := range r.bufs {
+		r.bufs[i] = make([]byte, bufLen)
+	}
+}
+
+// worker is one responder context. Workers take turns holding the receive
+// role; a worker that admits a request hands the role to an idle worker and
+// serves the request itself.
+type worker struct {
+	buf   []byte // the admitted request frame (swapped out of the ring)
+	tx    []byte // the reply frame
+	n     int
+	cause uint32 // the wire cause of the ERROR_RSP in tx, 0 for a success response
+
+	cls       wire.Class
+	peer      int
+	peerEntry Peer // the source peer's entry, sampled at admission
+	group     bool
+	cfg       *Config
+	epoch     uint64
+}
+
+func (e *Endpoint) work(w *worker) {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-e.lead:
+		case <-e.done:
+			return
+		}
+		if !e.receive(w) {
+			return
+		}
+		reply := e.serve(w)
+		// The context is free before its reply is visible: the initiator
+		// may send its next request as soon as it has the reply.
+		e.serving.Add(-1)
+		if reply {
+			e.reply(w)
+		}
+	}
+}
+
+// receive runs the receive loop until a request is admitted to w (true: the
+// receive role has been passed on) or the link is gone (false).
+func (e *Endpoint) receive(w *worker) bool {
+	r := &e.rx
+	for {
+		if r.i >= r.n {
+			n, err := e.link.ReadBatch(r.bufs, r.sizes)
+			if err != nil {
+				if e.isClosed() || errors.Is(err, link.ErrClosed) {
+					e.shutdown()
+					return false
+				}
+				e.st.rxErrors.Add(1)
+				time.Sleep(time.Millisecond) // do not spin on a persistent link error
+				continue
+			}
+			var nb int
+			for _, s := range r.sizes[:n] {
+				nb += s
+			}
+			e.st.rxFrames.Add(uint64(n))
+			e.st.rxBytes.Add(uint64(nb))
+			r.n, r.i, r.epoch = n, 0, e.epoch.Load()
+		}
+		i := r.i
+		r.i++
+		if e.epoch.Load() != r.epoch {
+			e.st.dropReset.Add(uint64(r.n - i))
+			r.i = r.n
+			continue
+		}
+		if e.admit(w, i) {
+			e.lead <- struct{}{}
+			return true
+		}
+	}
+}
+
+// admit runs the receive checks on frame i of the ring, cheapest first. It
+// handles drops, raw frames and responses itself and reports true when a
+// request has been admitted to w (the frame's buffer now belongs to w).
+func (e *Endpoint) admit(w *worker, i int) bool {
+	r := &e.rx
+	f := r.bufs[i][:r.sizes[i]]
+	cfg := e.cfg.Load()
+	cls := wire.Classify(f, e.maxFrame)
+	switch cls.Kind {
+	case wire.KindRunt:
+		e.st.dropRunt.Add(1)
+		return false
+	case wire.KindRaw:
+		if len(f) > e.maxFrame {
+			e.st.dropTooLong.Add(1) // truncated by the ring buffer: never deliver a partial frame
+		} else if !admitRaw(cfg, wire.Frame(f).Dst()) {
+			e.st.dropRawPolicy.Add(1)
+		} else if e.raw.put(&r.bufs[i], len(f)) {
+			e.st.rawReceived.Add(1)
+		} else {
+			e.st.dropRawQueueFull.Add(1)
+		}
+		return false
+	case wire.KindDrop:
+		if cls.Problem == wire.ProblemReservedCmd {
+			e.st.dropReservedCmd.Add(1)
+		} else {
+			e.st.dropNoRequestID.Add(1)
+		}
+		return false
+	}
+	fr := wire.Frame(f)
+	dst := fr.Dst()
+	group := dst.IsGroup()
+	if group && (cfg.Group.IsZero() || dst != cfg.Group) || !group && dst != cfg.MAC {
+		e.st.dropNotForUs.Add(1)
+		return false
+	}
+	if cls.Kind == wire.KindResponse {
+		e.match(f, cls, i)
+		return false
+	}
+	if e.mem == nil {
+		e.st.dropNoResponder.Add(1)
+		return false
+	}
+	if group && !cls.Cmd.IsWrite() {
+		e.st.dropGroupRead.Add(1)
+		return false
+	}
+	pt := e.peers.Load()
+	peer, ok := pt.bySrc[fr.Src()]
+	if !ok {
+		e.st.dropUnknownSource.Add(1)
+		return false
+	}
+	if e.serving.Load() >= int32(cfg.Contexts) {
+		e.st.dropResponderBusy.Add(1)
+		return false
+	}
+	e.serving.Add(1)
+	w.buf, r.bufs[i] = r.bufs[i], w.buf
+	w.n, w.cls, w.peer, w.peerEntry, w.group, w.cfg, w.epoch = len(f), cls, peer, pt.entries[peer], group, cfg, r.epoch
+	return true
+}
+
+// match offers a received response to the initiator. It completes the
+// outstanding operation only if the source MAC, the Request ID and the
+// command (the expected response or ERROR_RSP) all match; a DMA_READ_RSP is
+// validated completely (length and EndOfData) before it is accepted, and
+// its buffer is then swapped to the initiator, which writes the data to
+// local memory. A matched response with a bad length or EndOfData
+// completes the operation at once with REMOTE_AXIS.
+func (e *Endpoint) match(f []byte, cls wire.Class, i int) {
+	in := &e.in
+	fr := wire.Frame(f)
+	rid, src := fr.RequestID(), fr.Src()
+	in.mu.Lock()
+	if in.state != stWaiting || src != in.peer || rid != in.rid || cls.Cmd != in.expect && cls.Cmd != wire.ErrorRsp {
+		late := in.lastValid && src == in.lastPeer && rid == in.lastRID
+		in.mu.Unlock()
+		if late {
+			e.st.dropLateResponse.Add(1)
+		} else {
+			e.st.dropUnmatchedResponse.Add(1)
+		}
+		return
+	}
+	code := wire.CodeNone
+	malformed := false
+	switch {
+	case cls.Problem != wire.OK:
+		malformed = true
+	case cls.Cmd == wire.ErrorRsp:
+		code = wire.CodeFromCause(fr.ErrorCode())
+	case cls.Cmd == wire.DMAReadRsp:
+		if wire.CheckDMAReadRsp(f, in.expLen) != wire.OK {
+			malformed = true
+		} else {
+			r := &e.rx
+			in.rsp, r.bufs[i] = r.bufs[i][:len(f)], in.spare[:cap(in.spare)]
+			in.spare = nil
+		}
+	case cls.Cmd == wire.RMEMReadRsp:
+		in.data = fr.Data()
+	}
+	if malformed {
+		code = wire.CodeRemoteAXIS
+		e.st.malformedResponses.Add(1)
+	}
+	in.code = code
+	in.state = stDone
+	if e.hookMatched != nil {
+		e.hookMatched()
+	}
+	in.mu.Unlock()
+	in.wake()
+}

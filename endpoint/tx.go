@@ -1,0 +1,107 @@
+package endpoint
+
+import (
+	"sync"
+	"time"
+)
+
+// txArb serialises link writes and gives replies to received requests
+// priority over initiating and raw frames: when the link becomes free, a
+// waiting reply goes first; other frames are served in arrival order.
+// Ownership is handed directly to the next waiter, so neither class can
+// barge ahead of the rule. At most one hand-off is in flight at a time, so
+// the one-slot channels never block the releaser.
+type txArb struct {
+	mu     sync.Mutex
+	busy   bool
+	hiWait int
+	loWait int
+	hi     chan struct{}
+	lo     chan struct{}
+}
+
+func newTxArb() txArb {
+	return txArb{hi: make(chan struct{}, 1), lo: make(chan struct{}, 1)}
+}
+
+func (a *txArb) lock(reply bool) {
+	a.mu.Lock()
+	if !a.busy {
+		a.busy = true
+		a.mu.Unlock()
+		return
+	}
+	if reply {
+		a.hiWait++
+	} else {
+		a.loWait++
+	}
+	a.mu.Unlock()
+	if reply {
+		<-a.hi
+	} else {
+		<-a.lo
+	}
+}
+
+func (a *txArb) unlock() {
+	a.mu.Lock()
+	switch {
+	case a.hiWait > 0:
+		a.hiWait--
+		a.hi <- struct{}{}
+	case a.loWait > 0:
+		a.loWait--
+		a.lo <- struct{}{}
+	default:
+		a.busy = false
+	}
+	a.mu.Unlock()
+}
+
+// waiting returns the number of replies and other frames waiting for the
+// link.
+func (a *txArb) waiting() (replies, others int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hiWait, a.loWait
+}
+
+// write hands frame to the link, as a reply (priority) or not, and returns
+// when the link has accepted it.
+func (e *Endpoint) write(frame []byte, reply bool) error {
+	e.tx.lock(reply)
+	err := e.link.Write(frame)
+	e.tx.unlock()
+	if err != nil {
+		e.st.txErrors.Add(1)
+		return err
+	}
+	e.st.txFrames.Add(1)
+	e.st.txBytes.Add(uint64(len(frame)))
+	return nil
+}
+
+// respTimer is the initiator's response timer. Start arms it for d and
+// returns the channel that receives when it fires; Stop disarms it. After
+// Stop returns, the channel delivers nothing stale. Tests replace the real
+// timer to control expiry.
+type respTimer interface {
+	Start(d time.Duration) <-chan time.Time
+	Stop()
+}
+
+type realTimer struct{ t *time.Timer }
+
+func newRealTimer() *realTimer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &realTimer{t: t}
+}
+
+func (r *realTimer) Start(d time.Duration) <-chan time.Time {
+	r.t.Reset(d)
+	return r.t.C
+}
+
+func (r *realTimer) Stop() { r.t.Stop() }
