@@ -1,6 +1,7 @@
 package pcap
 
 import (
+	"sync"
 	"time"
 
 	"github.com/openenoc/oetp/link"
@@ -13,6 +14,12 @@ import (
 // does, forwarding to it; Unwrap() returns l. Tee does not allocate per
 // frame. A failing w does not disturb the link: Tee drops the records and
 // w.Err reports the first error. Close closes l, not w.
+//
+// The capture keeps causal order: a write holds an ordering lock from the
+// call into l until its frame is recorded, and a read records its frames
+// under the same lock, so a reply that arrives while its request's write
+// call is still returning is recorded after the request, as on the wire.
+// Recording a read may therefore wait for a concurrent write call.
 func Tee(l link.Link, w *Writer) link.Link {
 	t := &tee{l: l, w: w}
 	if f, ok := l.(link.Filter); ok {
@@ -22,8 +29,9 @@ func Tee(l link.Link, w *Writer) link.Link {
 }
 
 type tee struct {
-	l link.Link
-	w *Writer
+	l     link.Link
+	w     *Writer
+	order sync.Mutex // orders records: see Tee
 }
 
 // filterTee is a tee of a link that also implements link.Filter.
@@ -49,16 +57,20 @@ func (t *tee) record(frames [][]byte) {
 func (t *tee) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 	n, err := t.l.ReadBatch(bufs, sizes)
 	if n > 0 {
+		t.order.Lock()
 		now := time.Now()
 		for i := range n {
 			t.w.WritePacket(now, bufs[i][:sizes[i]])
 		}
+		t.order.Unlock()
 	}
 	return n, err
 }
 
 // WriteBatch writes to the wrapped link and records the frames it accepted.
 func (t *tee) WriteBatch(frames [][]byte) (int, error) {
+	t.order.Lock()
+	defer t.order.Unlock()
 	n, err := t.l.WriteBatch(frames)
 	t.record(frames[:n])
 	return n, err
@@ -66,6 +78,8 @@ func (t *tee) WriteBatch(frames [][]byte) (int, error) {
 
 // Write writes to the wrapped link and records the frame if it was accepted.
 func (t *tee) Write(frame []byte) error {
+	t.order.Lock()
+	defer t.order.Unlock()
 	err := t.l.Write(frame)
 	if err == nil {
 		t.w.WritePacket(time.Now(), frame)
