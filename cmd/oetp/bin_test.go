@@ -1,0 +1,196 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/link/netns"
+)
+
+// This file runs the built oetp binary inside network namespaces: `serve`
+// on one host, the one-shot commands on another, over a veth pair.
+
+// buildOetp builds the oetp binary into a temporary directory of t, with the
+// race detector when the tests have it.
+func buildOetp(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "oetp")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// syncBuffer is a bytes.Buffer safe for a writing process and a reading test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// server is a running `oetp serve`.
+type server struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdout syncBuffer
+	stderr syncBuffer
+	done   chan struct{}
+}
+
+// startServe starts `oetp serve args...` on host h and waits for its ready
+// line. The server is stopped at the end of the test if still running.
+func startServe(t *testing.T, bin string, h *netns.Host, args ...string) *server {
+	t.Helper()
+	s := &server{t: t, done: make(chan struct{})}
+	s.cmd = h.Command(bin, append([]string{"serve"}, args...)...)
+	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("starting oetp serve: %v", err)
+	}
+	go func() { s.cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-s.done:
+		default:
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(s.stderr.String(), "msg=ready") {
+		select {
+		case <-s.done:
+			t.Fatalf("oetp serve exited before it was ready: %v\nstderr:\n%s", s.cmd.ProcessState, s.stderr.String())
+		case <-deadline:
+			t.Fatalf("oetp serve printed no ready line in 20s; stderr:\n%s", s.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return s
+}
+
+// stats asks the server for its counters (SIGUSR1) and returns them, read
+// from the JSON line it prints with --json-events.
+func (s *server) stats() map[string]any {
+	s.t.Helper()
+	before := strings.Count(s.stdout.String(), `"event":"stats"`)
+	if err := s.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		s.t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(s.stdout.String(), `"event":"stats"`) == before {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no stats line after SIGUSR1; stdout:\n%s", s.stdout.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s.lastJSON(`"event":"stats"`)
+}
+
+// lastJSON returns the last stdout line containing marker, decoded.
+func (s *server) lastJSON(marker string) map[string]any {
+	s.t.Helper()
+	lines := strings.Split(strings.TrimSpace(s.stdout.String()), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], marker) {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(lines[i]), &m); err != nil {
+				s.t.Fatalf("stdout line %q: %v", lines[i], err)
+			}
+			return m
+		}
+	}
+	s.t.Fatalf("no stdout line contains %s:\n%s", marker, s.stdout.String())
+	return nil
+}
+
+// events returns the server's JSON event lines for failed requests.
+func (s *server) events(t *testing.T) []serveEvent {
+	t.Helper()
+	var evs []serveEvent
+	for _, line := range strings.Split(s.stdout.String(), "\n") {
+		if strings.Contains(line, `"event":"PEER_DMA_COMPLETE"`) || strings.Contains(line, `"event":"RMEM_ERROR"`) {
+			var ev serveEvent
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("event line %q: %v", line, err)
+			}
+			ev.Time = ""
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// stop sends SIGTERM and waits for the server to exit.
+func (s *server) stop() int {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		s.t.Fatalf("oetp serve did not exit within 20s of SIGTERM; stderr:\n%s", s.stderr.String())
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// oetpIn runs the oetp binary on host h and returns its output and exit
+// status.
+func oetpIn(t *testing.T, bin string, h *netns.Host, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := h.Command(bin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("running oetp %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
+// lastLineJSON decodes the last line of stdout, which --json makes one
+// JSON object.
+func lastLineJSON(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		t.Fatalf("last line of stdout is not JSON: %v\n%s", err, stdout)
+	}
+	return m
+}
+
+// writeFile writes a test file.
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/wire"
+)
+
+func mustMAC(t *testing.T, s string) wire.MAC {
+	t.Helper()
+	m, err := wire.ParseMAC(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// serveSettingsOf parses serve's command line and merges it with the
+// configuration file it names, without running anything.
+func serveSettingsOf(t *testing.T, args ...string) (*serveSettings, error) {
+	t.Helper()
+	cmd, sf := serveCommand()
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatalf("parsing %v: %v", args, err)
+	}
+	return sf.settings(cmd.Flags())
+}
+
+// TestServeConfigExample checks that examples/oetp.toml says what its
+// comments say, and that flags override it.
+func TestServeConfigExample(t *testing.T) {
+	example := filepath.Join("..", "..", "examples", "oetp.toml")
+	got, err := serveSettingsOf(t, "--config", example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &serveSettings{
+		Iface: "eth1",
+		Group: mustMAC(t, "03:0e:0c:00:00:01"),
+		Regions: []memory.RegionSpec{
+			{Base: 0, Size: 64 << 10},
+			{Base: 0x1000000, Size: 16 << 20, Path: "/dev/shm/oetp-ddr.bin"},
+		},
+		Faults: []memory.FaultSpec{{Base: 0x2000000, Size: 4096, Resp: memory.SLVERR}},
+		Peers: []endpoint.Peer{
+			{MAC: mustMAC(t, "02:0e:0c:00:01:01"), Mode: endpoint.ModeRMEM, WindowBase: 0, WindowSize: 64 << 10, EventEnable: true},
+			{MAC: mustMAC(t, "02:0e:0c:00:01:02"), Mode: endpoint.ModeDMAWrite, WindowBase: 0x1000000, WindowSize: 16 << 20, EventEnable: true},
+			{MAC: mustMAC(t, "02:0e:0c:00:01:03"), Mode: endpoint.ModeDMARead, WindowBase: 0x1000000, WindowSize: 16 << 20, EventEnable: true},
+		},
+		Contexts:    4,
+		RawPolicy:   endpoint.RawDrop,
+		RMEMTimeout: time.Second,
+		DMATimeout:  time.Second,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("settings of %s (-want +got):\n%s", example, diff)
+	}
+
+	// Flags override scalars; a list flag replaces the file's list.
+	got, err = serveSettingsOf(t, "--config", example, "--iface", "eth9", "--contexts", "2", "--json-events",
+		"--peer", "02:0e:0c:00:00:09,mode=3", "--rmem-timeout", "0", "--raw-policy", "promiscuous", "--mac", "02:0e:0c:00:00:05")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Iface, want.Contexts, want.JSONEvents, want.RMEMTimeout = "eth9", 2, true, 0
+	want.RawPolicy, want.MAC = endpoint.RawPromiscuous, mustMAC(t, "02:0e:0c:00:00:05")
+	want.Peers = []endpoint.Peer{{MAC: mustMAC(t, "02:0e:0c:00:00:09"), Mode: endpoint.ModeDMARead, WindowSize: 1 << 32, EventEnable: true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("settings with flags over the file (-want +got):\n%s", diff)
+	}
+}
+
+func TestParsePeer(t *testing.T) {
+	m := mustMAC(t, "02:0e:0c:00:00:02")
+	for _, c := range []struct {
+		in   string
+		want endpoint.Peer
+	}{
+		{"02:0e:0c:00:00:02,mode=rmem", endpoint.Peer{MAC: m, Mode: 1, WindowSize: 1 << 32, EventEnable: true}},
+		{"02-0e-0c-00-00-02,mode=none", endpoint.Peer{MAC: m, Mode: 0, WindowSize: 1 << 32, EventEnable: true}},
+		{"020e0c000002, mode=DMA_WRITE ,window=0x100000:1M", endpoint.Peer{MAC: m, Mode: 2, WindowBase: 0x100000, WindowSize: 1 << 20, EventEnable: true}},
+		{"02:0e:0c:00:00:02,window=0:0x100000000,mode=3,events=off", endpoint.Peer{MAC: m, Mode: 3, WindowSize: 1 << 32}},
+		{"02:0e:0c:00:00:02,mode=dma-read,events=on", endpoint.Peer{MAC: m, Mode: 3, WindowSize: 1 << 32, EventEnable: true}},
+	} {
+		got, err := parsePeer(c.in)
+		if err != nil {
+			t.Errorf("parsePeer(%q): %v", c.in, err)
+			continue
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("parsePeer(%q) (-want +got):\n%s", c.in, diff)
+		}
+		if back, err := parsePeer(formatPeer(got)); err != nil || back != got {
+			t.Errorf("parsePeer(formatPeer(%+v)) = %+v, %v", got, back, err)
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{"zz,mode=rmem", "the first field must be the peer's MAC"},
+		{"00:00:00:00:00:00,mode=rmem", "unused entry"},
+		{"02:0e:0c:00:00:02", "mode is missing"},
+		{"02:0e:0c:00:00:02,mode=4", `mode "4" is not none, rmem, dma-write, dma-read or 0..3`},
+		{"02:0e:0c:00:00:02,mode=rmem,mode=rmem", "mode given twice"},
+		{"02:0e:0c:00:00:02,mode=rmem,speed=1", `unknown key "speed"`},
+		{"02:0e:0c:00:00:02,mode=rmem,window", `"window" is not KEY=VALUE`},
+		{"02:0e:0c:00:00:02,mode=rmem,window=64K", "is not BASE:SIZE"},
+		{"02:0e:0c:00:00:02,mode=rmem,window=0:0", "SIZE"},
+		{"02:0e:0c:00:00:02,mode=rmem,window=0xffffff00:4K", "SIZE"},
+		{"02:0e:0c:00:00:02,mode=rmem,events=maybe", `"maybe" is not on or off`},
+	} {
+		_, err := parsePeer(c.in)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("parsePeer(%q) = %v, want an error containing %q", c.in, err, c.want)
+		}
+	}
+}
+
+// TestServeUsageErrors checks that bad serve settings exit 2 before any
+// network access, with a message naming the flag or key.
+func TestServeUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	conf := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, []byte(body))
+		return p
+	}
+	unknown := conf("unknown.toml", "iface = \"lo\"\nspeed = 10\n")
+	badRegion := conf("region.toml", "[[region]]\nbase = 0\nsize = \"0\"\n")
+	noSize := conf("nosize.toml", "[[region]]\nbase = 0\n")
+	noMode := conf("nomode.toml", "[[peer]]\nmac = \"02:0e:0c:00:00:02\"\n")
+	badTimeout := conf("timeout.toml", "dma_timeout = \"soon\"\n")
+	badTOML := conf("bad.toml", "iface = \n")
+	badNum := conf("num.toml", "[[fault]]\nbase = 1.5\nsize = 4\nresp = \"slverr\"\n")
+	peer := "--peer=02:0e:0c:00:00:02,mode=rmem"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve"}, "--iface is required"},
+		{[]string{"serve", "--iface", "lo", "--peer", "02:0e:0c:00:00:02"}, "--peer"},
+		{[]string{"serve", "--iface", "lo", "--peer", "02:0e:0c:00:00:02,mode=9"}, "--peer"},
+		{[]string{"serve", "--iface", "lo", peer, peer}, "appears twice"},
+		{[]string{"serve", "--iface", "lo", "--region", "0:64K", "--region", "0x8000:64K"}, "--region"},
+		{[]string{"serve", "--iface", "lo", "--region", "0:0"}, "--region"},
+		{[]string{"serve", "--iface", "lo", "--region", "2:4K:" + filepath.Join(dir, "f.bin")}, "--region"},
+		{[]string{"serve", "--iface", "lo", "--region", "0:64K", "--fault", "0x1000:4K:slverr"}, "--fault"},
+		{[]string{"serve", "--iface", "lo", "--fault", "0:4K:boom"}, "--fault"},
+		{[]string{"serve", "--iface", "lo", "--group", "02:0e:0c:00:00:01"}, "--group"},
+		{[]string{"serve", "--iface", "lo", "--mac", "03:0e:0c:00:00:01"}, "--mac"},
+		{[]string{"serve", "--iface", "lo", "--contexts", "2000"}, "--contexts"},
+		{[]string{"serve", "--iface", "lo", "--raw-policy", "some"}, "--raw-policy"},
+		{[]string{"serve", "--iface", "lo", "--max-frame", "20"}, "--max-frame"},
+		{[]string{"serve", "--iface", "lo", "--rmem-timeout", "-1s"}, "--rmem-timeout"},
+		{[]string{"serve", "--iface", "lo", "--dma-timeout", "x"}, "--dma-timeout"},
+		{[]string{"serve", "--iface", "nosuchif0", "--region", "0:4K"}, "--iface nosuchif0"},
+		{[]string{"serve", "--config", filepath.Join(dir, "missing.toml")}, "--config"},
+		{[]string{"serve", "--config", unknown}, `unknown key "speed"`},
+		{[]string{"serve", "--config", badRegion}, "[[region]] #1: size"},
+		{[]string{"serve", "--config", noSize}, "[[region]] #1 needs base and size"},
+		{[]string{"serve", "--config", noMode}, "[[peer]] #1 needs mac and mode"},
+		{[]string{"serve", "--config", badTimeout}, "dma_timeout"},
+		{[]string{"serve", "--config", badTOML}, "--config " + badTOML},
+		{[]string{"serve", "--config", badNum}, "is not a number"},
+		{[]string{"serve", "--iface", "lo", "extra"}, "takes no arguments"},
+	} {
+		out, errOut, code := runCLI(t, "", c.args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("oetp %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	// A region that was created for a file that failed to map is not left
+	// behind by a failed start... but a created file stays (it is data):
+	// only check that nothing was served.
+	if _, err := os.Stat(filepath.Join(dir, "f.bin")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+}
+
+// TestInitiatorUsageErrors checks the one-shot commands' usage errors: exit
+// 2, nothing on stdout, the flag named.
+func TestInitiatorUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	p := "02:0e:0c:00:00:02"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rmem", "read"}, `required flag(s) "addr", "iface", "peer" not set`},
+		{[]string{"rmem", "write", "--iface", "lo", "--peer", p, "--addr", "0"}, `required flag(s) "data" not set`},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0x1g"}, `"--addr"`},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0x100000000"}, `"--addr"`},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", "02:0e", "--addr", "0"}, `"--peer"`},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", "00:00:00:00:00:00", "--addr", "0"}, "--peer must not be the zero MAC"},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--timeout", "-1s"}, "--timeout"},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--timeout", "1"}, `"--timeout"`},
+		{[]string{"rmem", "write", "--iface", "lo", "--peer", p, "--addr", "0", "--data", "1", "--mask", "-1"}, `"--mask"`},
+		{[]string{"rmem", "read", "--iface", "nosuchif0", "--peer", p, "--addr", "0"}, "--iface nosuchif0"},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--mac", "03:00:00:00:00:01"}, "--mac"},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--max-frame", "35"}, "--max-frame"},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0", "extra"}, "takes no arguments"},
+		{[]string{"dma", "write", "--iface", "lo", "--peer", p, "--addr", "0", "--in", filepath.Join(dir, "missing")}, "--in"},
+		{[]string{"dma", "write", "--iface", "lo", "--peer", p, "--addr", "0"}, `required flag(s) "in" not set`},
+		{[]string{"dma", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--length", "4"}, `required flag(s) "out" not set`},
+		{[]string{"dma", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--length", "4", "--out", "-", "--json"}, "--out - and --json"},
+		{[]string{"dma", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--length", "4", "--out", filepath.Join(dir, "no", "such", "dir")}, "--out"},
+		{[]string{"dma", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--length", "4", "--out", filepath.Join(dir, "x"), "--fragment", "x"}, `"--fragment"`},
+		{[]string{"rmem", "frob"}, "unknown command"},
+	} {
+		out, errOut, code := runCLI(t, "", c.args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("oetp %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused dma read created its --out file: %v", err)
+	}
+}

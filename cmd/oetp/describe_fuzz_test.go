@@ -1,0 +1,45 @@
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"testing"
+)
+
+// FuzzDescribe: describe never panics, whatever the frame, ceiling and
+// expected length, and valid and problem always agree.
+func FuzzDescribe(f *testing.F) {
+	b, err := os.ReadFile("../../wire/testdata/vectors.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	var vs []golden
+	if err := json.Unmarshal(b, &vs); err != nil {
+		f.Fatal(err)
+	}
+	for _, v := range vs {
+		frame, _ := hex.DecodeString(v.FrameHex)
+		var e uint32
+		if v.ExpectLength != nil {
+			e = *v.ExpectLength
+		}
+		f.Add(frame, uint16(v.MaxFrame), e, v.ExpectLength != nil)
+	}
+	f.Fuzz(func(t *testing.T, frame []byte, maxFrame uint16, expect uint32, hasExpect bool) {
+		opt := describeOptions{MaxFrame: int(maxFrame)}
+		if hasExpect {
+			opt.ExpectLength = &expect
+		}
+		d := describe(frame, opt)
+		if d.Valid != (d.Problem == "") || d.FrameLen != len(frame) {
+			t.Fatalf("valid %v, problem %q, frame_len %d of %d", d.Valid, d.Problem, d.FrameLen, len(frame))
+		}
+		if d.Valid && d.Kind != "oetp" {
+			t.Fatalf("valid %s frame", d.Kind)
+		}
+		if _, err := json.Marshal(d); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

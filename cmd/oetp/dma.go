@@ -1,0 +1,228 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openenoc/oetp/endpoint"
+)
+
+func init() { register(newDMACmd) }
+
+func newDMACmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dma",
+		Short: "Write or read a block of a remote endpoint's memory (bulk DMA)",
+		Long: `dma moves a block of bytes to or from a remote endpoint's memory as a one-shot
+initiator on --iface, one fragment at a time: each unicast fragment waits for
+its response (--timeout per fragment, no whole-block timer) before the next is
+sent, and the first failure aborts the rest of the block. The fragment size is
+--fragment (dma_max_fragment_size) rounded down to a multiple of 4, at most the
+ceiling 4*floor((max-frame - 32)/4): 8160 bytes for 8192-byte frames, 1480 for a
+1500-byte MTU. A value of 0..3, or one above the ceiling, is refused with
+LOCAL_INVALID (code 1) before anything is sent.
+
+The peer modes must be complementary: 'dma write' uses a local peer entry in
+mode 3 (mirror local to remote), so the remote endpoint needs mode 2 (accept
+DMA writes) for this MAC; 'dma read' uses mode 2, so the remote needs mode 3.
+
+Exit status: 0 success, 1 the operation failed (the JSON error_code says why),
+2 bad usage.`,
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usagef("unknown command %q for %s: use write or read", args[0], cmd.CommandPath())
+		}
+		return usagef("%s needs a subcommand: write or read", cmd.CommandPath())
+	}
+	cmd.AddCommand(newDMAWriteCmd(), newDMAReadCmd())
+	return cmd
+}
+
+// dmaFlags adds --fragment to the common flags.
+type dmaFlags struct {
+	opFlags
+	fragment u32Value
+}
+
+func (f *dmaFlags) register(cmd *cobra.Command) {
+	f.opFlags.register(cmd)
+	cmd.Flags().Var(&f.fragment, "fragment", "dma_max_fragment_size `N` in bytes, rounded down to a multiple of 4 (default the ceiling, 8160 for 8192-byte frames)")
+}
+
+// open opens the session and applies --fragment exactly as written, like a
+// write to the CSR: 0..3 then fail the block with LOCAL_INVALID.
+func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (*session, error) {
+	s, err := f.opFlags.open(mode)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.Flags().Changed("fragment") {
+		c := s.ep.Config()
+		c.MaxFragment = f.fragment.v
+		if err := s.ep.SetConfig(c); err != nil {
+			s.close()
+			return nil, usagef("--fragment: %v", err)
+		}
+	}
+	return s, nil
+}
+
+func newDMAWriteCmd() *cobra.Command {
+	f := &dmaFlags{}
+	var in string
+	cmd := &cobra.Command{
+		Use:   "write --iface IF --peer MAC --addr A --in FILE",
+		Short: "Write the bytes of a file to a remote endpoint's memory",
+		Long: `write sends the bytes of --in (- for standard input) to --addr in DMA_WRITE_REQ
+fragments. To a unicast --peer each fragment waits for its DMA_WRITE_RSP; to a
+group --peer the write is multicast: each fragment completes when it has been
+sent, with no reply (delivery to the members is best effort and unconfirmed).`,
+		Example: `  oetp dma write --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --in image.bin
+  oetp dma write --iface eth1 --peer 03:0e:0c:00:00:01 --addr 0x100000 --in image.bin --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			src, err := readInput(cmd, in)
+			if err != nil {
+				return err
+			}
+			s, err := f.open(cmd, endpoint.ModeDMARead)
+			if err != nil {
+				return f.openFailed(cmd, "dma write", err)
+			}
+			ctx, cancel := opContext(cmd)
+			defer cancel()
+			ctx, done := progress(ctx, cmd, "dma write", len(src))
+			t0 := time.Now()
+			tr, err := s.ep.DMAWrite(ctx, 0, f.addr.v, src)
+			elapsed := time.Since(t0)
+			done()
+			if cerr := s.close(); err == nil && cerr != nil {
+				return cerr
+			}
+			r := newResult("dma write", &f.opFlags, err, elapsed)
+			r.setTransfer(tr)
+			return f.finish(cmd, r, fmt.Sprintf("dma write %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s",
+				f.peer.m, f.addr.v, humanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS))
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&in, "in", "", "`FILE` whose bytes are written; - reads standard input")
+	if err := cmd.MarkFlagRequired("in"); err != nil {
+		panic(err)
+	}
+	return cmd
+}
+
+// readInput reads --in.
+func readInput(cmd *cobra.Command, in string) ([]byte, error) {
+	var b []byte
+	var err error
+	if in == "-" {
+		b, err = io.ReadAll(cmd.InOrStdin())
+	} else {
+		b, err = os.ReadFile(in)
+	}
+	if err != nil {
+		return nil, usagef("--in: %v", err)
+	}
+	if uint64(len(b)) > wholeSpace {
+		return nil, usagef("--in %s holds %d bytes, more than the 4 GiB address space", in, len(b))
+	}
+	return b, nil
+}
+
+func newDMAReadCmd() *cobra.Command {
+	f := &dmaFlags{}
+	var out string
+	var written bool
+	length := &u32Value{}
+	cmd := &cobra.Command{
+		Use:   "read --iface IF --peer MAC --addr A --length N --out FILE",
+		Short: "Read a block of a remote endpoint's memory into a file",
+		Long: `read fetches --length bytes at --addr with DMA_READ_REQ fragments and writes
+them to --out (- for standard output, in which case the report goes to standard
+error). The file is written only when the whole block succeeded. A group --peer
+is refused before anything is sent (LOCAL_INVALID, code 1): reads are unicast.`,
+		Example: `  oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 0x19000 --out back.bin
+  oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 64 --out - | xxd`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "-" && f.json {
+				return usagef("--out - and --json both use standard output: write the data to a file, or drop --json")
+			}
+			var file *os.File
+			if out != "-" {
+				// Check that the file can be written before anything is
+				// sent; a file created here is removed if the read fails.
+				_, statErr := os.Stat(out)
+				var err error
+				if file, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE, 0o644); err != nil {
+					return usagef("--out: %v", err)
+				}
+				created := errors.Is(statErr, fs.ErrNotExist)
+				defer func() {
+					file.Close()
+					if created && !written {
+						os.Remove(out)
+					}
+				}()
+			}
+			s, err := f.open(cmd, endpoint.ModeDMAWrite)
+			if err != nil {
+				return f.openFailed(cmd, "dma read", err)
+			}
+			ctx, cancel := opContext(cmd)
+			defer cancel()
+			dst := make([]byte, length.v)
+			ctx, done := progress(ctx, cmd, "dma read", len(dst))
+			t0 := time.Now()
+			tr, err := s.ep.DMARead(ctx, 0, f.addr.v, dst)
+			elapsed := time.Since(t0)
+			done()
+			if cerr := s.close(); err == nil && cerr != nil {
+				return cerr
+			}
+			r := newResult("dma read", &f.opFlags, err, elapsed)
+			r.setTransfer(tr)
+			human := fmt.Sprintf("dma read %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s -> %s",
+				f.peer.m, f.addr.v, humanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS, out)
+			if r.OK {
+				if file == nil {
+					if _, err := cmd.OutOrStdout().Write(dst); err != nil {
+						return err
+					}
+					fmt.Fprintln(cmd.ErrOrStderr(), human)
+					human = ""
+				} else {
+					if err := file.Truncate(0); err != nil {
+						return fmt.Errorf("--out: %w", err)
+					}
+					if _, err := file.Write(dst); err != nil {
+						return fmt.Errorf("--out: %w", err)
+					}
+					if err := file.Close(); err != nil {
+						return fmt.Errorf("--out: %w", err)
+					}
+					written = true
+				}
+			}
+			return f.finish(cmd, r, human)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().Var(length, "length", "number of bytes `N` to read (decimal or 0x hex)")
+	cmd.Flags().StringVar(&out, "out", "", "`FILE` the bytes are written to; - writes standard output")
+	for _, name := range []string{"length", "out"} {
+		if err := cmd.MarkFlagRequired(name); err != nil {
+			panic(err)
+		}
+	}
+	return cmd
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/wire"
+)
+
+// ifaceOptions say how to open a network interface for a command.
+type ifaceOptions struct {
+	Name     string   // --iface
+	MAC      wire.MAC // --mac; zero: the interface's own
+	MaxFrame int      // --max-frame; zero: min(8192, MTU+14)
+	Pcap     string   // --pcap; empty: no capture
+	AllTypes bool     // bind to every EtherType (a raw receive policy)
+}
+
+// ifaceLink is an AF_PACKET link on an interface, possibly teed into a pcap
+// file. Link is passed to endpoint.New itself (not ifaceLink, which would
+// hide its link.Filter methods, so the endpoint could not join its group).
+type ifaceLink struct {
+	Link     link.Link
+	ceiling  int // the frame ceiling in force
+	MTU      int
+	pcapFile *os.File
+	pcapW    *pcap.Writer
+}
+
+// openIface opens the interface. Errors that the user fixes by changing a
+// flag are usage errors naming it. The caller owns the link (endpoint.New
+// takes it over) and must call finish after the link is closed.
+func openIface(o ifaceOptions) (*ifaceLink, error) {
+	if o.Name == "" {
+		return nil, usagef("--iface is required: name the network interface (list them with `ip link`)")
+	}
+	ifi, err := net.InterfaceByName(o.Name)
+	if err != nil {
+		return nil, usagef("--iface %s: %v: list the interfaces with `ip link`", o.Name, err)
+	}
+	if !o.MAC.IsZero() && o.MAC.IsGroup() {
+		return nil, usagef("--mac %v is a group address: an endpoint's own address must be unicast (bit 0 of the first octet clear)", o.MAC)
+	}
+	carried := ifi.MTU + wire.HeaderLen
+	maxFrame := o.MaxFrame
+	if maxFrame == 0 {
+		maxFrame = min(wire.MaxFrameLen, carried)
+		if maxFrame < wire.MinMaxFrameLen {
+			return nil, usagef("--iface %s has MTU %d, too small for oETP frames: raise it (ip link set dev %s mtu 9000)", o.Name, ifi.MTU, o.Name)
+		}
+	} else if err := wire.CheckMaxFrame(maxFrame); err != nil {
+		return nil, usagef("--max-frame: %v", err)
+	} else if maxFrame > carried {
+		return nil, usagef("--max-frame %d needs an MTU of at least %d on %s, which has MTU %d: raise it (ip link set dev %s mtu 9000) or lower --max-frame to %d",
+			maxFrame, maxFrame-wire.HeaderLen, o.Name, ifi.MTU, o.Name, carried)
+	}
+	l, err := afpacket.Open(o.Name, afpacket.Config{MaxFrame: maxFrame, Addr: o.MAC, AllEtherTypes: o.AllTypes})
+	if err != nil {
+		return nil, err // afpacket's errors say what to do, e.g. "needs CAP_NET_RAW: run as root"
+	}
+	il := &ifaceLink{Link: l, ceiling: maxFrame, MTU: ifi.MTU}
+	if o.Pcap != "" {
+		f, err := os.Create(o.Pcap)
+		if err != nil {
+			l.Close()
+			return nil, usagef("--pcap: %v", err)
+		}
+		w, err := pcap.NewWriter(f, 0)
+		if err != nil {
+			l.Close()
+			f.Close()
+			return nil, fmt.Errorf("--pcap %s: %w", o.Pcap, err)
+		}
+		il.Link, il.pcapFile, il.pcapW = pcap.Tee(l, w), f, w
+	}
+	return il, nil
+}
+
+// finish closes the capture file once the link is closed and reports the
+// first capture error.
+func (l *ifaceLink) finish() error {
+	if l.pcapFile == nil {
+		return nil
+	}
+	err := l.pcapW.Err()
+	if cerr := l.pcapFile.Close(); err == nil {
+		err = cerr
+	}
+	l.pcapFile = nil
+	if err != nil {
+		return fmt.Errorf("--pcap: %w", err)
+	}
+	return nil
+}

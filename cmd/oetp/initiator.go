@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/wire"
+)
+
+// This file holds what the one-shot initiator commands (rmem read/write, dma
+// write/read) share: their common flags, the endpoint they run, and their
+// result, printed for people or as one JSON object.
+
+// hexU32Value is a pflag.Value for a 32-bit number in decimal or 0x hex,
+// shown in hex in the help.
+type hexU32Value struct{ v uint32 }
+
+func (u *hexU32Value) String() string {
+	if u.v == 0 {
+		return "0" // pflag shows no default for a zero value
+	}
+	return fmt.Sprintf("0x%08x", u.v)
+}
+func (u *hexU32Value) Type() string { return "uint32" }
+func (u *hexU32Value) Set(s string) error {
+	v, err := parseUint(s, 32)
+	u.v = uint32(v)
+	return err
+}
+
+// optMAC is a pflag.Value for an optional MAC address; the zero MAC means
+// not given and shows no default in the help.
+type optMAC struct{ m wire.MAC }
+
+func (m *optMAC) String() string {
+	if m.m.IsZero() {
+		return ""
+	}
+	return m.m.String()
+}
+func (m *optMAC) Type() string { return "MAC" }
+func (m *optMAC) Set(s string) error {
+	v, err := wire.ParseMAC(s)
+	m.m = v
+	return err
+}
+
+// opFlags are the flags of every one-shot initiator command.
+type opFlags struct {
+	iface    string
+	mac      optMAC
+	peer     optMAC
+	addr     hexU32Value
+	timeout  time.Duration
+	maxFrame intValue
+	pcap     string
+	json     bool
+}
+
+func (f *opFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.iface, "iface", "", "network interface `IF` to send on")
+	fs.Var(&f.mac, "mac", "own unicast `MAC` address (default the interface's)")
+	fs.Var(&f.peer, "peer", "the remote endpoint's `MAC` (a group MAC for a multicast write)")
+	fs.Var(&f.addr, "addr", "remote byte address `A` (decimal or 0x hex)")
+	fs.DurationVar(&f.timeout, "timeout", time.Second, "response timeout `D`, a Go duration; 0 waits forever")
+	fs.Var(&f.maxFrame, "max-frame", "frame ceiling `N` in bytes without FCS, 36..8192 (default min(8192, MTU+14))")
+	fs.StringVar(&f.pcap, "pcap", "", "record every frame sent and received in `PATH` (classic pcap)")
+	fs.BoolVar(&f.json, "json", false, "print the result as one JSON object, the last line of stdout")
+	for _, name := range []string{"iface", "peer", "addr"} {
+		if err := cmd.MarkFlagRequired(name); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// session is the endpoint of one initiator command.
+type session struct {
+	link *ifaceLink
+	ep   *endpoint.Endpoint
+}
+
+// open starts an initiator-only endpoint (no memory: every received request
+// is dropped, so a `serve` on the same interface stays the only responder)
+// with peer entry 0 for --peer in mode.
+func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
+	if f.peer.m.IsZero() {
+		return nil, usagef("--peer must not be the zero MAC: give the remote endpoint's address")
+	}
+	if f.timeout < 0 {
+		return nil, usagef("--timeout %v is negative: use a duration such as 1s, or 0 to wait forever", f.timeout)
+	}
+	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap})
+	if err != nil {
+		return nil, err
+	}
+	cfg := endpoint.Config{MAC: il.Link.Addr(), MaxFrame: il.ceiling, RMEMTimeout: f.timeout, DMATimeout: f.timeout}
+	ep, err := endpoint.New(il.Link, nil, cfg)
+	if err != nil {
+		il.Link.Close()
+		il.finish()
+		return nil, err
+	}
+	if err := ep.SetPeer(0, endpoint.Peer{MAC: f.peer.m, Mode: mode, WindowSize: wholeSpace}); err != nil {
+		ep.Close()
+		il.finish()
+		return nil, usagef("--peer %v: %v", f.peer.m, err)
+	}
+	return &session{link: il, ep: ep}, nil
+}
+
+// close stops the endpoint and closes the capture.
+func (s *session) close() error {
+	s.ep.Close()
+	return s.link.finish()
+}
+
+// opContext is the context of an operation: it ends on SIGINT or SIGTERM.
+func opContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+}
+
+// opResult is the JSON result of an initiator command. Fields that do not
+// apply to the operation are absent.
+type opResult struct {
+	OK bool `json:"ok"`
+	// ErrorCode is the CSR error code the operation completed with, 0..15.
+	ErrorCode uint8 `json:"error_code"`
+	// Error is its mnemonic: NONE, LOCAL_INVALID, TIMEOUT, REMOTE_AXI_WR_SLVERR...
+	Error string `json:"error"`
+	// Message is the full error message when the operation failed.
+	Message string `json:"message,omitempty"`
+	Op      string `json:"op"`
+	Peer    string `json:"peer"`
+	Addr    uint32 `json:"addr"`
+	// Data is the word an RMEM read returned.
+	Data *uint32 `json:"data,omitempty"`
+	// Bytes and Fragments are the DMA bytes and fragments completed, also
+	// on failure.
+	Bytes     *uint64 `json:"bytes,omitempty"`
+	Fragments *int    `json:"fragments,omitempty"`
+	Seconds   float64 `json:"seconds"`
+	// MBPerS is Bytes per second in units of 10^6 bytes.
+	MBPerS *float64 `json:"mb_per_s,omitempty"`
+}
+
+// newResult fills the fields every result has from the operation's error.
+func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult {
+	code := endpoint.CodeOf(err)
+	r := opResult{OK: err == nil, ErrorCode: uint8(code), Error: code.String(), Op: op,
+		Peer: f.peer.m.String(), Addr: f.addr.v, Seconds: elapsed.Seconds()}
+	if err != nil {
+		r.Message = opMessage(err)
+	}
+	return r
+}
+
+// setTransfer adds a DMA transfer's figures.
+func (r *opResult) setTransfer(t endpoint.Transfer) {
+	r.Bytes, r.Fragments = &t.Bytes, &t.Fragments
+	mbps := 0.0
+	if r.Seconds > 0 {
+		mbps = float64(t.Bytes) / r.Seconds / 1e6
+	}
+	r.MBPerS = &mbps
+}
+
+// opMessage describes an operation error without the endpoint's "oetp:"
+// prefix: "REMOTE_AXI_WR_SLVERR (14)", "TIMEOUT (8): no response before the
+// timeout".
+func opMessage(err error) string {
+	var oe *endpoint.OpError
+	if !errors.As(err, &oe) {
+		return err.Error()
+	}
+	s := fmt.Sprintf("%s (%d)", oe.Code, uint8(oe.Code))
+	if oe.Err != nil {
+		s += ": " + oe.Err.Error()
+	}
+	return s
+}
+
+// finish prints the result (JSON with --json, else human on success) and
+// returns the command's error: nil on success, else a failure (exit 1) whose
+// message names the operation and the code.
+func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
+	out := cmd.OutOrStdout()
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else if r.OK && human != "" {
+		if _, err := fmt.Fprintln(out, human); err != nil {
+			return err
+		}
+	}
+	if r.OK {
+		return nil
+	}
+	return fmt.Errorf("%s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Addr, r.Message)
+}
+
+// openFailed handles an error of open: usage errors exit 2 as they are;
+// anything else (no permission for a raw socket, an interface that is down)
+// is a failure before anything was sent, reported like a failed operation
+// with LOCAL_INVALID (1), so that --json still ends with a result.
+func (f *opFlags) openFailed(cmd *cobra.Command, op string, err error) error {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	r := newResult(op, f, err, 0)
+	return f.finish(cmd, r, "")
+}
+
+// progress returns a context that drives a progress bar on stderr for a DMA
+// block of n bytes when stderr is a terminal, and a function that finishes
+// the bar.
+func progress(ctx context.Context, cmd *cobra.Command, what string, n int) (context.Context, func()) {
+	w := cmd.ErrOrStderr()
+	if !isTerminal(w) || n == 0 {
+		return ctx, func() {}
+	}
+	bar := progressbar.NewOptions64(int64(n),
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	ctx = endpoint.WithProgress(ctx, func(done uint64) { bar.Set64(int64(done)) })
+	return ctx, func() { bar.Finish() }
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// humanBytes formats a byte count: "102400 bytes (100 KiB)".
+func humanBytes(n uint64) string {
+	s := strconv.FormatUint(n, 10) + " bytes"
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		s += fmt.Sprintf(" (%d MiB)", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		s += fmt.Sprintf(" (%d KiB)", n>>10)
+	}
+	return s
+}
+
+// codeString formats a code as "MNEMONIC (n)".
+func codeString(c wire.Code) string { return fmt.Sprintf("%s (%d)", c, uint8(c)) }

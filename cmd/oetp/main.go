@@ -1,0 +1,123 @@
+// Command oetp is the oETP v1 toolbox: it decodes and encodes openENOC
+// Ethernet Transport Protocol frames (raw Ethernet, EtherType 0x88B5) and
+// hosts the endpoint tools.
+//
+// # Adding a command
+//
+// Each subcommand lives in its own file, named after it (decode.go,
+// encode.go, version.go, ...). The file defines a constructor that returns a
+// fresh *cobra.Command and registers it from an init function:
+//
+//	func init() { register(newDumpCmd) }
+//
+//	func newDumpCmd() *cobra.Command {
+//		return &cobra.Command{Use: "dump FILE.pcap", Short: "...", RunE: runDump}
+//	}
+//
+// newRoot builds a new command tree from the registered constructors on
+// every call, so tests can run commands in-process any number of times.
+// Commands use RunE (never Run), write to cmd.OutOrStdout() and read
+// cmd.InOrStdin(), and report outcomes through the returned error:
+//
+//   - nil: success, exit status 0;
+//   - usagef(...) / usageError: bad usage or configuration, exit status 2.
+//     The message names the flag or argument and says how to fix it;
+//   - any other error: the operation failed, exit status 1.
+//
+// Errors raised by cobra itself before a command runs (unknown command or
+// flag, unparsable flag value, wrong argument count) are usage errors too.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses.
+const (
+	exitOK     = 0 // success
+	exitFailed = 1 // the operation failed
+	exitUsage  = 2 // bad usage or configuration
+)
+
+// commands holds the registered subcommand constructors in registration
+// order (file name order, since init functions run in that order).
+var commands []func() *cobra.Command
+
+// register adds a subcommand constructor; call it from an init function.
+func register(newCmd func() *cobra.Command) { commands = append(commands, newCmd) }
+
+// usageError marks bad usage or configuration: exit status 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError; the message should name the flag or argument
+// and the fix.
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+
+// newRoot returns a fresh command tree. ran is set once a command's RunE
+// starts, which tells cobra's own usage errors from a command's failures.
+func newRoot(ran *bool) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "oetp",
+		Short: "Tools for oETP v1, the openENOC Ethernet Transport Protocol",
+		Long: `oetp works with oETP v1, the openENOC Ethernet Transport Protocol: remote
+32-bit register access (RMEM) and bulk DMA reads and writes carried directly in
+raw Ethernet frames (EtherType 0x88B5, Magic 0x0E, little-endian parameters,
+frames up to 8192 bytes without FCS). It decodes and encodes frames exactly as
+the oETP v1 engine specification lays them out.
+
+Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd())
+	}
+	var mark func(c *cobra.Command)
+	mark = func(c *cobra.Command) {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				*ran = true
+				return run(cmd, args)
+			}
+		}
+		for _, sub := range c.Commands() {
+			mark(sub)
+		}
+	}
+	mark(root)
+	return root
+}
+
+// run executes the command line args and returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var ran bool
+	root := newRoot(&ran)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return exitOK
+	}
+	var ue *usageError
+	if errors.As(err, &ue) || !ran {
+		fmt.Fprintf(stderr, "oetp: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "oetp: %v\n", err)
+	return exitFailed
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/wire"
+)
+
+func init() { register(newServeCmd) }
+
+func newServeCmd() *cobra.Command {
+	cmd, _ := serveCommand()
+	return cmd
+}
+
+// serveCommand returns the serve command and the flag values it parses into.
+func serveCommand() (*cobra.Command, *serveFlags) {
+	sf := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve --iface IF [flags]",
+		Short: "Run an oETP endpoint that serves a memory map to its peers",
+		Long: `serve runs one oETP endpoint on --iface until SIGINT or SIGTERM: it answers the
+RMEM and DMA requests of the peers in its peer table from a local address space,
+exactly as an openENOC endpoint's responder does.
+
+Address space: each --region BASE:SIZE[:PATH] is RAM, or with PATH a shared
+mapping of that file (created, or extended with zeros to SIZE; other processes
+see writes live). Addresses in no region answer DECERR; a --fault
+BASE:SIZE:slverr|decerr range answers every access with that bus error. Numbers
+are decimal or 0x hex with an optional K, M or G suffix.
+
+Peers: each --peer MAC,mode=M[,window=BASE:SIZE][,events=on|off] is one peer
+table entry, with indexes 0, 1, ... in the order given. mode is none (0), rmem
+(1), dma-write (2: the peer may write here by DMA), or dma-read (3: the peer may
+read here by DMA). The window is the local range the peer's requests may
+touch; it defaults to the whole 4 GiB address space. Requests from MACs not in
+the table are dropped without a reply.
+
+--mac defaults to the interface's MAC. --group is the multicast address the
+endpoint accepts group writes on (zero, the default, disables them).
+--contexts is the number of requests served at once (default 1, like the
+hardware; a request that finds every context busy is dropped).
+
+Logs go to standard error; a line with msg=ready is printed once the endpoint
+is serving. --json-events prints one JSON object per event (a failed request,
+PEER_DMA_COMPLETE or RMEM_ERROR) on standard output. SIGUSR1 prints the
+counters; so does exit.
+
+--config FILE reads the same settings from a TOML file (see
+examples/oetp.toml): each key is the flag's name with '_' for '-', and --region,
+--fault and --peer become [[region]], [[fault]] and [[peer]] tables. A flag on
+the command line overrides the file; a list flag given at least once replaces
+the file's list.`,
+		Example: `  oetp serve --iface eth1 --region 0:64K --peer 02:0e:0c:00:00:01,mode=rmem
+  oetp serve --iface eth1 --group 03:0e:0c:00:00:01 --region 0x100000:1M:/dev/shm/ddr.bin \
+      --fault 0x200000:4K:slverr --peer 02:0e:0c:00:00:01,mode=dma-write,window=0x100000:1M
+  oetp serve --config examples/oetp.toml --json-events`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := sf.settings(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			return runServe(cmd, s)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&sf.config, "config", "", "read the settings from the TOML `FILE`; flags override it")
+	fs.StringVar(&sf.iface, "iface", "", "network interface `IF` to serve on")
+	fs.Var(&sf.mac, "mac", "own unicast `MAC` address (default the interface's)")
+	fs.Var(&sf.group, "group", "multicast `MAC` whose group writes are accepted (default none)")
+	fs.StringArrayVar(&sf.regions, "region", nil, "memory region `BASE:SIZE[:PATH]` (RAM, or a shared file mapping); repeatable")
+	fs.StringArrayVar(&sf.faults, "fault", nil, "range `BASE:SIZE:slverr|decerr` answering that bus error; repeatable")
+	fs.StringArrayVar(&sf.peers, "peer", nil, "peer entry `MAC,mode=M[,window=BASE:SIZE][,events=on|off]`; repeatable, indexes in order")
+	fs.Var(&sf.contexts, "contexts", "responder contexts `N`: requests served at once, 1..1024 (default 1)")
+	fs.Var(&sf.maxFrame, "max-frame", "frame ceiling `N` in bytes without FCS, 36..8192 (default min(8192, MTU+14))")
+	fs.StringVar(&sf.rawPolicy, "raw-policy", "drop", "non-oETP frames to log: drop, filtered, multicast or promiscuous")
+	fs.DurationVar(&sf.rmemTimeout, "rmem-timeout", 0, "RMEM response timeout `D` of operations this endpoint initiates (0 waits forever)")
+	fs.DurationVar(&sf.dmaTimeout, "dma-timeout", 0, "DMA fragment response timeout `D` of operations this endpoint initiates (0 waits forever)")
+	fs.StringVar(&sf.pcap, "pcap", "", "record every frame sent and received in `PATH` (classic pcap)")
+	fs.BoolVar(&sf.jsonEvents, "json-events", false, "print one JSON object per event (and the counters) on standard output")
+	return cmd, sf
+}
+
+// buildSpace builds the address space of the regions and faults. closers
+// are the file mappings to close after the endpoint.
+func buildSpace(s *serveSettings) (*memory.Map, []*memory.File, error) {
+	m := memory.NewMap()
+	var files []*memory.File
+	fail := func(err error) (*memory.Map, []*memory.File, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, nil, err
+	}
+	for _, r := range s.Regions {
+		var sp memory.Space
+		if r.Path == "" {
+			ram, err := memory.NewRAM(r.Base, r.Size)
+			if err != nil {
+				return fail(usagef("--region %v: %v", r, err))
+			}
+			sp = ram
+		} else {
+			f, err := memory.OpenFile(r.Path, r.Base, r.Size)
+			if err != nil {
+				return fail(usagef("--region %v: %v", r, err))
+			}
+			files = append(files, f)
+			sp = f
+		}
+		if err := m.Add(r.Base, r.Size, sp); err != nil {
+			return fail(usagef("--region %v: %v: regions and faults must not overlap", r, err))
+		}
+	}
+	for _, fs := range s.Faults {
+		f, err := memory.NewFault(fs.Base, fs.Size, fs.Resp)
+		if err != nil {
+			return fail(usagef("--fault %v: %v", fs, err))
+		}
+		if err := m.Add(fs.Base, fs.Size, f); err != nil {
+			return fail(usagef("--fault %v: %v: regions and faults must not overlap", fs, err))
+		}
+	}
+	return m, files, nil
+}
+
+// lineWriter serialises whole lines written by several goroutines.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) json(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.w.Write(append(b, '\n'))
+}
+
+// serveEvent is the JSON form of an endpoint event.
+type serveEvent struct {
+	Event     string `json:"event"` // PEER_DMA_COMPLETE or RMEM_ERROR
+	Time      string `json:"time"`
+	Source    uint8  `json:"source"`
+	Peer      int    `json:"peer"`
+	PeerMAC   string `json:"peer_mac"`
+	ErrorCode uint8  `json:"error_code"`
+	Error     string `json:"error"`
+	Coalesced int    `json:"coalesced"`
+}
+
+// rawEvent is the JSON form of a non-oETP frame admitted by the raw policy.
+type rawEvent struct {
+	Event     string `json:"event"` // "raw"
+	Time      string `json:"time"`
+	Dst       string `json:"dst"`
+	Src       string `json:"src"`
+	EtherType uint16 `json:"ethertype"`
+	Len       int    `json:"frame_len"`
+}
+
+func runServe(cmd *cobra.Command, s *serveSettings) error {
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	space, files, err := buildSpace(s)
+	if err != nil {
+		return err
+	}
+	closeFiles := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	il, err := openIface(ifaceOptions{Name: s.Iface, MAC: s.MAC, MaxFrame: s.MaxFrame, Pcap: s.Pcap, AllTypes: s.RawPolicy != endpoint.RawDrop})
+	if err != nil {
+		closeFiles()
+		return err
+	}
+	cfg := endpoint.Config{
+		MAC: il.Link.Addr(), Group: s.Group, RawPolicy: s.RawPolicy,
+		RMEMTimeout: s.RMEMTimeout, DMATimeout: s.DMATimeout,
+		MaxFrame: il.ceiling, Contexts: s.Contexts,
+		Events: endpoint.EventEnable{PeerDMAComplete: true, RMEMError: true},
+	}
+	ep, err := endpoint.New(il.Link, space, cfg)
+	if err != nil {
+		il.Link.Close()
+		il.finish()
+		closeFiles()
+		return usagef("%v", err)
+	}
+	stop := func() error {
+		ep.Close()
+		closeFiles()
+		return il.finish()
+	}
+	for i, p := range s.Peers {
+		if err := ep.SetPeer(i, p); err != nil {
+			stop()
+			return usagef("--peer #%d %s: %v", i+1, formatPeer(p), err)
+		}
+	}
+
+	for _, r := range s.Regions {
+		kind := "ram"
+		if r.Path != "" {
+			kind = "file " + r.Path
+		}
+		log.Info("region", "base", fmt.Sprintf("0x%08x", r.Base), "size", fmt.Sprintf("0x%x", r.Size), "kind", kind)
+	}
+	for _, f := range s.Faults {
+		log.Info("fault", "base", fmt.Sprintf("0x%08x", f.Base), "size", fmt.Sprintf("0x%x", f.Size), "resp", f.Resp.String())
+	}
+	for i, p := range s.Peers {
+		log.Info("peer", "index", i, "entry", formatPeer(p))
+	}
+	if len(s.Regions) == 0 {
+		log.Warn("no --region: every access answers DECERR")
+	}
+	c := ep.Config()
+	log.Info("ready", "iface", s.Iface, "mac", c.MAC.String(), "group", c.Group.String(),
+		"max_frame", c.MaxFrame, "fragment_ceiling", wire.FragmentCeiling(c.MaxFrame), "mtu", il.MTU,
+		"contexts", c.Contexts, "peers", len(s.Peers), "raw_policy", c.RawPolicy.String(), "pid", os.Getpid())
+
+	ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+
+	out := &lineWriter{w: cmd.OutOrStdout()}
+	var wg sync.WaitGroup
+	wg.Go(func() { serveEvents(ctx, ep, s, log, out) })
+	if s.RawPolicy != endpoint.RawDrop {
+		wg.Go(func() { serveRaw(ctx, ep, s, log, out) })
+	}
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-usr1:
+			printStats(ep.Stats(), log, out, s.JSONEvents)
+		}
+	}
+	cancel()
+	wg.Wait()
+	err = stop()
+	printStats(ep.Stats(), log, out, s.JSONEvents)
+	log.Info("stopped")
+	return err
+}
+
+// serveEvents logs every event, and prints it as JSON with --json-events.
+func serveEvents(ctx context.Context, ep *endpoint.Endpoint, s *serveSettings, log *slog.Logger, out *lineWriter) {
+	for {
+		ev, err := ep.NextEvent(ctx)
+		if err != nil {
+			return
+		}
+		var mac string
+		if p, ok := ep.Peer(ev.Peer); ok {
+			mac = p.MAC.String()
+		}
+		level := slog.LevelInfo
+		if ev.Code != wire.CodeNone {
+			level = slog.LevelWarn
+		}
+		log.Log(ctx, level, "event", "source", ev.Source.String(), "peer", ev.Peer, "peer_mac", mac,
+			"code", codeString(ev.Code), "coalesced", ev.Coalesced)
+		if s.JSONEvents {
+			out.json(serveEvent{Event: ev.Source.String(), Time: time.Now().Format(time.RFC3339Nano),
+				Source: uint8(ev.Source), Peer: ev.Peer, PeerMAC: mac, ErrorCode: uint8(ev.Code),
+				Error: ev.Code.String(), Coalesced: ev.Coalesced})
+		}
+	}
+}
+
+// serveRaw logs the non-oETP frames the raw policy admits.
+func serveRaw(ctx context.Context, ep *endpoint.Endpoint, s *serveSettings, log *slog.Logger, out *lineWriter) {
+	buf := make([]byte, ep.Config().MaxFrame)
+	for {
+		n, err := ep.RecvRaw(ctx, buf)
+		if err != nil && !errors.Is(err, io.ErrShortBuffer) {
+			return
+		}
+		f := wire.Frame(buf[:n])
+		log.Info("raw frame", "dst", f.Dst().String(), "src", f.Src().String(),
+			"ethertype", fmt.Sprintf("0x%04x", f.EtherType()), "len", n)
+		if s.JSONEvents {
+			out.json(rawEvent{Event: "raw", Time: time.Now().Format(time.RFC3339Nano), Dst: f.Dst().String(),
+				Src: f.Src().String(), EtherType: f.EtherType(), Len: n})
+		}
+	}
+}
+
+// printStats logs the counters, and prints them as one JSON object
+// {"event":"stats", "rx_frames": ...} with --json-events.
+func printStats(st endpoint.Stats, log *slog.Logger, out *lineWriter, asJSON bool) {
+	v := reflect.ValueOf(st)
+	attrs := make([]any, 0, v.NumField())
+	obj := map[string]any{"event": "stats", "time": time.Now().Format(time.RFC3339Nano)}
+	for i := range v.NumField() {
+		name := snakeCase(v.Type().Field(i).Name)
+		val := v.Field(i).Interface()
+		attrs = append(attrs, slog.Any(name, val))
+		obj[name] = val
+	}
+	log.Info("stats", attrs...)
+	if asJSON {
+		out.json(obj)
+	}
+}
+
+// snakeCase turns a Go field name into snake case, keeping acronyms
+// together: ServedRMEMRead -> served_rmem_read.
+func snakeCase(s string) string {
+	r := []rune(s)
+	var b strings.Builder
+	for i, c := range r {
+		if i > 0 && unicode.IsUpper(c) {
+			prev := r[i-1]
+			next := i+1 < len(r) && unicode.IsLower(r[i+1])
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && next) {
+				b.WriteByte('_')
+			}
+		}
+		b.WriteRune(unicode.ToLower(c))
+	}
+	return b.String()
+}
