@@ -1,0 +1,19 @@
+// Package e2e holds end-to-end tests of oETP through the Linux kernel: oETP
+// endpoints (package endpoint) on AF_PACKET links (link/afpacket) in throwaway
+// network namespaces (link/netns), joined by a veth pair or a Linux bridge,
+// exchanging real Ethernet frames.
+//
+// The tests check what an observer of the network sees: the exact bytes of
+// every frame on the wire (captured by a third AF_PACKET socket in promiscuous
+// mode or by a pcap Tee, and compared with frames built by the wire
+// encoders), the exact contents of every memory involved, and the exact error
+// codes recorded on both sides. They cover RMEM masks, DMA lengths and
+// fragmentation, error replies, group replication over a bridge, Ethernet
+// padding of short frames, frames at a 1500-byte MTU, two endpoints
+// requesting from each other at once, and pcap recording.
+//
+// The package has no non-test code. Its tests need root (CAP_SYS_ADMIN and
+// CAP_NET_ADMIN, to build namespaces and links); they skip, saying why, only
+// when netns.Available reports that networks cannot be built. They use no
+// network but the namespaces they create.
+package e2e
