@@ -70,14 +70,17 @@ func newRoot(ran *bool) *cobra.Command {
 		Long: `oetp works with oETP v1, the openENOC Ethernet Transport Protocol: remote
 32-bit register access (RMEM) and bulk DMA reads and writes carried directly in
 raw Ethernet frames (EtherType 0x88B5, Magic 0x0E, little-endian parameters,
-frames up to 8192 bytes without FCS). It decodes and encodes frames exactly as
-the oETP v1 engine specification lays them out.
+frames up to 8192 bytes without FCS). It serves a memory map to peers
+(serve), reads and writes a board's registers and memory (rmem, dma), runs the
+specification's replication example on an embedded network (demo), decodes
+captures and hex dumps (dump, decode), builds stimulus frames (encode) and
+measures itself against the medium's own limit (bench), exactly as the oETP v1
+engine specification lays the protocol out.
 
 Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd())
 	}
