@@ -47,11 +47,27 @@ func (e *OpError) Error() string {
 	if e.Op == opRMEMRead || e.Op == opDMARead {
 		prep = "from"
 	}
-	s := fmt.Sprintf("oetp: %s %s peer %d: %v (%d)", e.Op, prep, e.Peer, e.Code, uint8(e.Code))
+	return fmt.Sprintf("oetp: %s %s peer %d: %s", e.Op, prep, e.Peer, e.Outcome())
+}
+
+// Outcome describes the failure without the operation and peer, e.g.
+// "TIMEOUT (8): no response before the timeout".
+func (e *OpError) Outcome() string {
+	s := fmt.Sprintf("%v (%d)", e.Code, uint8(e.Code))
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
 	}
 	return s
+}
+
+// Outcome describes an operation's error briefly: OpError.Outcome for an
+// error wrapping an *OpError, else err's own text.
+func Outcome(err error) string {
+	var oe *OpError
+	if errors.As(err, &oe) {
+		return oe.Outcome()
+	}
+	return err.Error()
 }
 
 // Unwrap returns Err.

@@ -2,6 +2,8 @@ package endpoint_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -42,4 +44,17 @@ func TestInitiatorOnly(t *testing.T) {
 			s.DropNoResponder, s.ErrorsSent, s.ServedRMEMRead)
 	}
 	wantStatus(t, "A's record for P", a, 1, endpoint.PeerStatus{})
+}
+
+func TestOutcome(t *testing.T) {
+	err := error(&endpoint.OpError{Op: "DMA write", Peer: 2, Code: wire.CodeTimeout, Err: endpoint.ErrTimeout})
+	if got, want := err.Error(), "oetp: DMA write to peer 2: TIMEOUT (8): no response before the timeout"; got != want {
+		t.Errorf("Error() = %q; want %q", got, want)
+	}
+	if got, want := endpoint.Outcome(fmt.Errorf("wrapped: %w", err)), "TIMEOUT (8): no response before the timeout"; got != want {
+		t.Errorf("Outcome = %q; want %q", got, want)
+	}
+	if got, want := endpoint.Outcome(errors.New("plain")), "plain"; got != want {
+		t.Errorf("Outcome(plain) = %q; want %q", got, want)
+	}
 }

@@ -163,7 +163,7 @@ func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult
 	r := opResult{OK: err == nil, ErrorCode: uint8(code), Error: code.String(), Op: op,
 		Peer: f.peer.m.String(), Addr: f.addr.v, Seconds: elapsed.Seconds()}
 	if err != nil {
-		r.Message = opMessage(err)
+		r.Message = endpoint.Outcome(err)
 	}
 	return r
 }
@@ -176,21 +176,6 @@ func (r *opResult) setTransfer(t endpoint.Transfer) {
 		mbps = float64(t.Bytes) / r.Seconds / 1e6
 	}
 	r.MBPerS = &mbps
-}
-
-// opMessage describes an operation error without the endpoint's "oetp:"
-// prefix: "REMOTE_AXI_WR_SLVERR (14)", "TIMEOUT (8): no response before the
-// timeout".
-func opMessage(err error) string {
-	var oe *endpoint.OpError
-	if !errors.As(err, &oe) {
-		return err.Error()
-	}
-	s := fmt.Sprintf("%s (%d)", oe.Code, uint8(oe.Code))
-	if oe.Err != nil {
-		s += ": " + oe.Err.Error()
-	}
-	return s
 }
 
 // finish prints the result (JSON with --json, else human on success) and

@@ -430,23 +430,9 @@ func (st *Step) outcome(err error, want wire.Code) {
 		if err == nil {
 			st.addDetail(fmt.Sprintf("succeeded, want %s", want))
 		} else {
-			st.addDetail(errText(err))
+			st.addDetail(endpoint.Outcome(err))
 		}
 	}
-}
-
-// errText describes an operation error briefly: "TIMEOUT (8): no response
-// before the timeout".
-func errText(err error) string {
-	var oe *endpoint.OpError
-	if !errors.As(err, &oe) {
-		return err.Error()
-	}
-	s := fmt.Sprintf("%s (%d)", oe.Code, uint8(oe.Code))
-	if oe.Err != nil {
-		s += ": " + oe.Err.Error()
-	}
-	return s
 }
 
 // run executes the phases in order.
@@ -547,7 +533,7 @@ func (d *demo) rmemGroup(ctx context.Context, addr, data uint32) {
 			switch {
 			case err != nil:
 				st.OK = false
-				st.addDetail(fmt.Sprintf("read back from %s: %s", s.name, errText(err)))
+				st.addDetail(fmt.Sprintf("read back from %s: %s", s.name, endpoint.Outcome(err)))
 			case v != data:
 				st.OK = false
 				st.addDetail(fmt.Sprintf("%s has 0x%08x", s.name, v))
