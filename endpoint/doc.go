@@ -20,8 +20,15 @@
 // dropped and counted, and the loop keeps going, so a reply to the endpoint's
 // own outstanding request is still matched. The goroutine that admits a
 // request serves it itself and hands the receive role to an idle context, so
-// a request is served without a goroutine hop. Replies to received requests
-// have transmit priority over new initiating and raw frames.
+// a request is served without a goroutine hop; when the memory is a
+// memory.RAM, which never blocks, the receive loop serves it without handing
+// the role on, which saves waking a context per request. Replies to received
+// requests have transmit priority over new initiating and raw frames.
+//
+// A unicast DMA block is chained: the receive loop sends each next fragment
+// as soon as it has validated the previous fragment's response, so the
+// calling goroutine sleeps once per block, not once per fragment (see
+// DMAWrite).
 //
 // # Outcomes of an initiated operation
 //

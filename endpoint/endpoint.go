@@ -21,6 +21,7 @@ type Endpoint struct {
 	link     link.Link
 	filter   link.Filter // nil when the link does not filter
 	mem      memory.Space
+	inline   bool // mem is RAM, which never blocks: the receive loop serves requests itself
 	maxFrame int
 	ceiling  uint32 // the fragment ceiling of maxFrame
 	bufLen   int    // receive buffers: maxFrame+1, so an oversized frame shows as oversized
@@ -96,6 +97,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 		done:     make(chan struct{}),
 	}
 	e.filter, _ = l.(link.Filter)
+	_, e.inline = mem.(*memory.RAM)
 	e.cfg.Store(&c)
 	e.peers.Store(&peerTable{bySrc: map[wire.MAC]int{}})
 	e.dmaTok <- struct{}{}

@@ -45,12 +45,19 @@ type initiator struct {
 	sig   chan struct{} // wake-up token for the waiting operation
 	timer respTimer
 	tx    []byte // the request frame; used only by the slot holder
+
+	// The DMA block being chained (see chain.go), and the frame buffer of
+	// the fragments the receive loop sends for it.
+	ch       chainState
+	chaining bool
+	chainTx  []byte
 }
 
 func (in *initiator) init(bufLen, maxFrame int) {
 	in.sig = make(chan struct{}, 1)
 	in.timer = newRealTimer()
 	in.tx = make([]byte, 0, maxFrame)
+	in.chainTx = make([]byte, 0, maxFrame)
 	in.spare = make([]byte, bufLen)
 }
 
@@ -342,6 +349,12 @@ func (b *bulk) write(p []byte, off uint64) memory.Resp {
 // globally and for the peer; failures are recorded in the peer status.
 // Context cancellation, Reset and Close behave as for RMEMRead. Transfer
 // reports the bytes and fragments completed, also on failure.
+//
+// A unicast block without a WithProgress callback is chained: after the
+// first fragment, the receive loop sends each fragment as soon as the
+// previous one's response has been validated, reading its source bytes then
+// (DMARead: writing the received data then), and the calling goroutine
+// sleeps until the block ends. The wire sees exactly the same frames.
 func (e *Endpoint) DMAWrite(ctx context.Context, peer int, remote uint32, src []byte) (Transfer, error) {
 	return e.dma(ctx, opDMAWrite, peer, remote, uint64(len(src)), bulk{b: src})
 }
@@ -404,6 +417,13 @@ func (e *Endpoint) dma(ctx context.Context, op string, peer int, remote uint32, 
 	}
 	progress, _ := ctx.Value(progressKey{}).(func(uint64))
 	for t.Bytes < n {
+		if progress == nil && !p.MAC.IsGroup() {
+			code, err := e.chainBlock(ctx, op, p, remote, n, &b, &t, epoch, mfs)
+			if code != wire.CodeNone {
+				return t, e.dmaDone(op, peer, code, err)
+			}
+			continue
+		}
 		fl := uint32(min(uint64(mfs), n-t.Bytes))
 		code, err := e.fragment(ctx, op, p, remote+uint32(t.Bytes), fl, &b, t.Bytes, epoch)
 		if code != wire.CodeNone {

@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/openenoc/oetp/link"
@@ -15,6 +16,7 @@ type rxRing struct {
 	sizes []int
 	n, i  int    // frames in the batch, next frame
 	epoch uint64 // the Reset epoch the batch was read in
+	woke  bool   // a frame of the batch may have readied a goroutine
 }
 
 func (r *rxRing) init(bufLen int) {
@@ -53,13 +55,18 @@ func (e *Endpoint) work(w *worker) {
 		if !e.receive(w) {
 			return
 		}
-		reply := e.serve(w)
-		// The context is free before its reply is visible: the initiator
-		// may send its next request as soon as it has the reply.
-		e.serving.Add(-1)
-		if reply {
-			e.reply(w)
-		}
+		e.respond(w)
+	}
+}
+
+// respond serves the request admitted to w and sends its reply, if any.
+func (e *Endpoint) respond(w *worker) {
+	reply := e.serve(w)
+	// The context is free before its reply is visible: the initiator may
+	// send its next request as soon as it has the reply.
+	e.serving.Add(-1)
+	if reply {
+		e.reply(w)
 	}
 }
 
@@ -69,6 +76,16 @@ func (e *Endpoint) receive(w *worker) bool {
 	r := &e.rx
 	for {
 		if r.i >= r.n {
+			if r.woke {
+				// A frame just handled readied a goroutine (the waiting
+				// initiator, a RecvRaw caller): let it run before this one
+				// waits in the link. A link that blocks in a system call
+				// keeps this goroutine's processor meanwhile, and it would
+				// wait for the scheduler to take that back (tens of µs to
+				// ms) instead of running at once.
+				r.woke = false
+				runtime.Gosched()
+			}
 			n, err := e.link.ReadBatch(r.bufs, r.sizes)
 			if err != nil {
 				if e.isClosed() || errors.Is(err, link.ErrClosed) {
@@ -95,6 +112,14 @@ func (e *Endpoint) receive(w *worker) bool {
 			continue
 		}
 		if e.admit(w, i) {
+			if e.inline {
+				// RAM answers at once: serving the request here costs
+				// less than waking a context to take over the receive
+				// role, and nothing can arrive in the meantime that a
+				// context would have had to drop as busy.
+				e.respond(w)
+				continue
+			}
 			e.lead <- struct{}{}
 			return true
 		}
@@ -119,6 +144,7 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 		} else if !admitRaw(cfg, wire.Frame(f).Dst()) {
 			e.st.dropRawPolicy.Add(1)
 		} else if e.raw.put(&r.bufs[i], len(f)) {
+			r.woke = true // a RecvRaw caller may be waiting
 			e.st.rawReceived.Add(1)
 		} else {
 			e.st.dropRawQueueFull.Add(1)
@@ -199,7 +225,7 @@ func (e *Endpoint) match(f []byte, cls wire.Class, i int) {
 	case cls.Cmd == wire.DMAReadRsp:
 		if wire.CheckDMAReadRsp(f, in.expLen) != wire.OK {
 			malformed = true
-		} else {
+		} else if !in.chaining { // a chained fragment's data is written by continueChainLocked
 			r := &e.rx
 			in.rsp, r.bufs[i] = r.bufs[i][:len(f)], in.spare[:cap(in.spare)]
 			in.spare = nil
@@ -211,11 +237,20 @@ func (e *Endpoint) match(f []byte, cls wire.Class, i int) {
 		code = wire.CodeRemoteAXIS
 		e.st.malformedResponses.Add(1)
 	}
+	if in.chaining {
+		more, c := e.continueChainLocked(fr, code)
+		if more {
+			in.mu.Unlock()
+			return
+		}
+		code = c
+	}
 	in.code = code
 	in.state = stDone
 	if e.hookMatched != nil {
 		e.hookMatched()
 	}
 	in.mu.Unlock()
+	e.rx.woke = true
 	in.wake()
 }

@@ -105,3 +105,6 @@ func (r *realTimer) Start(d time.Duration) <-chan time.Time {
 }
 
 func (r *realTimer) Stop() { r.t.Stop() }
+
+// Expired reports whether deadline has passed by the clock.
+func (r *realTimer) Expired(deadline time.Time) bool { return !time.Now().Before(deadline) }

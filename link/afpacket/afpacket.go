@@ -22,7 +22,10 @@
 //
 // IOPoll (the default) uses a non-blocking socket registered with the Go
 // runtime's network poller, like a net.Conn: a ReadBatch waiting for frames
-// parks its goroutine, not an OS thread, and Close wakes it at once.
+// parks its goroutine, not an OS thread, and Close wakes it at once. It sends
+// on a second socket that receives nothing, so that the write-space signal
+// the kernel raises for every sent frame does not wake the network poller
+// for nothing (which cost about 1 µs per round trip).
 //
 // IOBlocking uses blocking system calls on the caller's OS thread. The
 // receive and send timeouts (SO_RCVTIMEO/SO_SNDTIMEO, 50 ms) only bound how

@@ -51,7 +51,17 @@ type Link struct {
 	file   *os.File        // IOPoll only
 	rc     syscall.RawConn // IOPoll only
 	closed atomic.Bool
-	fdmu   sync.RWMutex // IOBlocking: read-held around each use of fd, write-held by Close
+	fdmu   sync.RWMutex // read-held around each blocking use of fd or txfd, write-held by Close
+
+	// txfd is IOPoll's send socket: a second, blocking AF_PACKET socket on
+	// the interface that receives nothing (bound to protocol 0). Sending
+	// on fd itself would wake the network poller after every frame: the
+	// kernel signals write space (EPOLLOUT) when a sent frame is freed,
+	// and the runtime registers fd for both directions, so each frame
+	// would cost a spurious poller wake-up, a few µs on a round trip. A
+	// send on an AF_PACKET socket blocks only while its send buffer is
+	// full. -1 in IOBlocking mode, where fd sends.
+	txfd int
 
 	// Reader state, guarded by rmu; readFn is l.pollRead bound once.
 	rmu    sync.Mutex
@@ -63,15 +73,13 @@ type Link struct {
 	rerr   error
 	readFn func(fd uintptr) bool
 
-	// Writer state, guarded by wmu; writeFn is l.pollWrite bound once.
-	wmu     sync.Mutex
-	wmsgs   []unix.Mmsghdr
-	wiov    []unix.Iovec
-	wframe  []byte // the frame of a one-frame write
-	wk      int    // frames to send
-	wdone   int    // frames sent
-	werr    error
-	writeFn func(fd uintptr) bool
+	// Writer state, guarded by wmu.
+	wmu    sync.Mutex
+	wmsgs  []unix.Mmsghdr
+	wiov   []unix.Iovec
+	wframe []byte // the frame of a one-frame write
+	wk     int    // frames to send
+	wdone  int    // frames sent
 
 	// Receive filter state, guarded by cmu.
 	cmu            sync.Mutex
@@ -126,20 +134,26 @@ func Open(ifname string, cfg Config) (*Link, error) {
 		}
 		return nil, fmt.Errorf("afpacket: open %s: %w", ifname, err)
 	}
-	l := &Link{ifname: ifname, maxFrame: maxFrame, mode: mode, fd: fd}
+	l := &Link{ifname: ifname, maxFrame: maxFrame, mode: mode, fd: fd, txfd: -1}
 	if err := l.setup(cfg, bufSize); err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
+	if mode == IOPoll {
+		if err := l.openSender(bufSize); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+	}
 	l.rmsgs, l.riov = makeBatch(initialBatch)
 	l.wmsgs, l.wiov = makeBatch(initialBatch)
 	l.readFn = l.pollRead
-	l.writeFn = l.pollWrite
 	if mode == IOPoll {
 		l.file = os.NewFile(uintptr(fd), "afpacket:"+ifname)
 		rc, err := l.file.SyscallConn()
 		if err != nil {
 			l.file.Close()
+			unix.Close(l.txfd)
 			return nil, fmt.Errorf("afpacket: %s: %w", ifname, err)
 		}
 		l.rc = rc
@@ -242,6 +256,32 @@ func (l *Link) setup(cfg Config, bufSize int) error {
 	if err := unix.Bind(l.fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: l.ifindex}); err != nil {
 		return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("bind", err))
 	}
+	return nil
+}
+
+// openSender opens txfd, IOPoll's send socket (see Link.txfd).
+func (l *Link) openSender(bufSize int) error {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("afpacket: %s: send socket: %w", l.ifname, os.NewSyscallError("socket", err))
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, bufSize); err != nil {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, bufSize); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("afpacket: %s: send socket: %w", l.ifname, os.NewSyscallError("setsockopt SO_SNDBUF", err))
+		}
+	}
+	tv := unix.Timeval{Usec: blockTimeout}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("afpacket: %s: send socket: %w", l.ifname, os.NewSyscallError("setsockopt SO_SNDTIMEO", err))
+	}
+	// Protocol 0: bound to the interface for sending, receiving nothing.
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: 0, Ifindex: l.ifindex}); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("afpacket: %s: send socket: %w", l.ifname, os.NewSyscallError("bind", err))
+	}
+	l.txfd = fd
 	return nil
 }
 
@@ -433,44 +473,25 @@ func (l *Link) send(fd int) error {
 	return nil
 }
 
-// pollWrite is the RawConn.Write callback of IOPoll mode.
-func (l *Link) pollWrite(fd uintptr) bool {
-	for {
-		switch err := l.send(int(fd)); err {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		default:
-			l.werr = err
-			return true
-		}
-	}
-}
-
 // transmit sends the prepared frames and returns how many were sent.
 func (l *Link) transmit() (int, error) {
 	l.wdone = 0
 	var err error
-	if l.mode == IOPoll {
-		l.werr = nil
-		err = l.rc.Write(l.writeFn)
-		if err == nil {
-			err = l.werr
-		}
-	} else {
-		for {
-			l.fdmu.RLock()
-			if l.closed.Load() {
-				l.fdmu.RUnlock()
-				err = link.ErrClosed
-				break
-			}
-			err = l.send(l.fd)
+	for {
+		l.fdmu.RLock()
+		if l.closed.Load() {
 			l.fdmu.RUnlock()
-			if err != unix.EAGAIN && err != unix.EINTR {
-				break
-			}
+			err = link.ErrClosed
+			break
+		}
+		fd := l.fd
+		if l.txfd >= 0 {
+			fd = l.txfd
+		}
+		err = l.send(fd)
+		l.fdmu.RUnlock()
+		if err != unix.EAGAIN && err != unix.EINTR {
+			break
 		}
 	}
 	n := l.wdone
@@ -706,6 +727,10 @@ func (l *Link) Close() error {
 	l.closed.Store(true)
 	var err error
 	if l.mode == IOPoll {
+		l.fdmu.Lock()
+		unix.Close(l.txfd)
+		l.txfd = -1
+		l.fdmu.Unlock()
 		err = l.file.Close()
 	} else {
 		l.fdmu.Lock()

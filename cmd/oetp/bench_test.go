@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openenoc/oetp/internal/bench"
+)
+
+func TestBenchJSONAndSVG(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "bench.svg")
+	out, errOut, code := runCLI(t, "", "bench", "--scenario", "codec,mem", "--duration", "40ms", "--rounds", "2",
+		"--blocks", "4KiB,64KiB", "--json", "--svg", svg)
+	if code != exitOK {
+		t.Fatalf("bench: exit %d, stderr %q", code, errOut)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("bench --json printed no JSON report: %v\n%s", err, out)
+	}
+	seen := map[string]bool{}
+	for _, r := range rep.Results {
+		seen[r.Scenario] = true
+		if r.Ops <= 0 {
+			t.Errorf("%s %s: %d ops", r.Scenario, r.Name, r.Ops)
+		}
+	}
+	if !seen["codec"] || !seen["mem"] || seen["veth"] {
+		t.Errorf("scenarios in the report: %v; want codec and mem only", seen)
+	}
+	if !strings.Contains(errOut, "mem: rmem-read") {
+		t.Errorf("no progress lines on stderr: %q", errOut)
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil || !strings.HasPrefix(string(b), "<svg") {
+		t.Errorf("--svg wrote %q, %v", b, err)
+	}
+}
+
+func TestBenchTable(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "bench", "--scenario", "codec", "--duration", "30ms", "--quiet")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("bench: exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"scenario", "encode DMA_WRITE_REQ", "= copy 8160B", "allocs/frame", "GB/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scenario", "tcp"}, "--scenario"},
+		{[]string{"--duration", "0s"}, "--duration"},
+		{[]string{"--rounds", "0"}, "--rounds"},
+		{[]string{"--max-ops", "1"}, "--max-ops"},
+		{[]string{"--blocks", "3"}, "--blocks"},
+		{[]string{"--blocks", "1GiB"}, "--blocks"},
+		{[]string{"--link-io", "fast"}, "--link-io"},
+		{[]string{"extra"}, "no arguments"},
+	} {
+		out, errOut, code := runCLI(t, "", append([]string{"bench"}, c.args...)...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("bench %v: exit %d, stdout %q, stderr %q; want exit 2 naming %s", c.args, code, out, errOut, c.want)
+		}
+	}
+}
+
+func TestParseBlocks(t *testing.T) {
+	got, err := parseBlocks("4096, 4KiB,64k,1MiB,2M,8160B")
+	want := []int64{4096, 4096, 64 << 10, 1 << 20, 2 << 20, 8160}
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("parseBlocks = %v, %v; want %v", got, err, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("block %d = %d, want %d", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"", "x", "-4", "4.5KiB", "6"} {
+		if _, err := parseBlocks(bad); err == nil {
+			t.Errorf("parseBlocks(%q) succeeded", bad)
+		}
+	}
+}
