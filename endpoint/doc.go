@@ -20,9 +20,11 @@
 // dropped and counted, and the loop keeps going, so a reply to the endpoint's
 // own outstanding request is still matched. The goroutine that admits a
 // request serves it itself and hands the receive role to an idle context, so
-// a request is served without a goroutine hop; when the memory is a
-// memory.RAM, which never blocks, the receive loop serves it without handing
-// the role on, which saves waking a context per request. Replies to received
+// a request is served without a goroutine hop; when the memory is
+// memory.Immediate (RAM, file mappings, fault regions and maps of them, which
+// never wait), the receive loop serves it without handing the role on, which
+// saves waking a context per request and, like the hardware's streaming
+// responder, frees the context by the time the next frame is classified. Replies to received
 // requests have transmit priority over new initiating and raw frames.
 //
 // A unicast DMA block is chained: the receive loop sends each next fragment

@@ -21,7 +21,7 @@ type Endpoint struct {
 	link     link.Link
 	filter   link.Filter // nil when the link does not filter
 	mem      memory.Space
-	inline   bool // mem is RAM, which never blocks: the receive loop serves requests itself
+	inline   bool // mem is memory.Immediate: the receive loop serves requests itself
 	maxFrame int
 	ceiling  uint32 // the fragment ceiling of maxFrame
 	bufLen   int    // receive buffers: maxFrame+1, so an oversized frame shows as oversized
@@ -97,7 +97,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 		done:     make(chan struct{}),
 	}
 	e.filter, _ = l.(link.Filter)
-	_, e.inline = mem.(*memory.RAM)
+	e.inline = memory.IsImmediate(mem)
 	e.cfg.Store(&c)
 	e.peers.Store(&peerTable{bySrc: map[wire.MAC]int{}})
 	e.dmaTok <- struct{}{}

@@ -49,3 +49,36 @@ type Space interface {
 	// passed by the engine. ok is false on any bus error.
 	WriteWord(addr uint32, data, mask uint32) (ok bool)
 }
+
+// Immediate is implemented by spaces whose accesses complete at once,
+// without waiting on another goroutine, a device or a lock held across an
+// access: RAM, File (a page fault aside), Fault, and a Map whose regions are
+// all immediate. An endpoint serves requests to an immediate space directly
+// in its receive loop; any other space is served by responder contexts, so
+// a slow access never holds up the receive path.
+type Immediate interface {
+	Immediate() bool
+}
+
+// IsImmediate reports whether s declares itself immediate.
+func IsImmediate(s Space) bool {
+	i, ok := s.(Immediate)
+	return ok && i.Immediate()
+}
+
+// Immediate reports true: a byte-backed space never waits.
+func (s *bytesSpace) Immediate() bool { return true }
+
+// Immediate reports true: a fault region answers at once.
+func (f *Fault) Immediate() bool { return true }
+
+// Immediate reports whether every region of m is immediate (an empty map
+// answers DECERR at once). It reflects the regions at the time of the call.
+func (m *Map) Immediate() bool {
+	for _, r := range m.load() {
+		if !IsImmediate(r.s) {
+			return false
+		}
+	}
+	return true
+}
