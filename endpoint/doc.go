@@ -22,8 +22,11 @@
 // request serves it itself and hands the receive role to an idle context, so
 // a request is served without a goroutine hop; when the memory is a
 // memory.RAM, which never blocks, the receive loop serves it without handing
-// the role on, which saves waking a context per request. Replies to received
-// requests have transmit priority over new initiating and raw frames.
+// the role on, which saves waking a context per request. On a link that
+// implements link.Looper the receive loop runs inside the link's ReadLoop,
+// handling each batch from its callback, which spares the read of an empty
+// socket before every wait. Replies to received requests have transmit
+// priority over new initiating and raw frames.
 //
 // A unicast DMA block is chained: the receive loop sends each next fragment
 // as soon as it has validated the previous fragment's response, so the
