@@ -24,8 +24,11 @@
 // memory.Immediate (RAM, file mappings, fault regions and maps of them, which
 // never wait), the receive loop serves it without handing the role on, which
 // saves waking a context per request and, like the hardware's streaming
-// responder, frees the context by the time the next frame is classified. Replies to received
-// requests have transmit priority over new initiating and raw frames.
+// responder, frees the context by the time the next frame is classified. On a
+// link that implements link.Looper the receive loop runs inside the link's
+// ReadLoop, handling each batch from its callback, which spares the read of an
+// empty socket before every wait. Replies to received requests have transmit
+// priority over new initiating and raw frames.
 //
 // A unicast DMA block is chained: the receive loop sends each next fragment
 // as soon as it has validated the previous fragment's response, so the

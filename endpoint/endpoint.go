@@ -20,6 +20,7 @@ const rxBatch = 32
 type Endpoint struct {
 	link     link.Link
 	filter   link.Filter // nil when the link does not filter
+	looper   link.Looper // nil when the link cannot; see receive
 	mem      memory.Space
 	inline   bool // mem is memory.Immediate: the receive loop serves requests itself
 	maxFrame int
@@ -97,6 +98,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 		done:     make(chan struct{}),
 	}
 	e.filter, _ = l.(link.Filter)
+	e.looper, _ = l.(link.Looper)
 	e.inline = memory.IsImmediate(mem)
 	e.cfg.Store(&c)
 	e.peers.Store(&peerTable{bySrc: map[wire.MAC]int{}})
@@ -148,6 +150,7 @@ func (e *Endpoint) applyFilter(c *Config) error {
 func (e *Endpoint) startWorkers(n int) {
 	for ; e.nworkers < n; e.nworkers++ {
 		w := &worker{buf: make([]byte, e.bufLen), tx: make([]byte, 0, e.maxFrame)}
+		w.batchFn = func(n int) bool { return e.onBatch(w, n) }
 		e.wg.Add(1)
 		go e.work(w)
 	}

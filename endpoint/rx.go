@@ -42,6 +42,11 @@ type worker struct {
 	group     bool
 	cfg       *Config
 	epoch     uint64
+
+	// With a link.Looper: onBatch bound to this worker once, and whether
+	// it stopped the loop for a request admitted to this worker.
+	batchFn  func(n int) bool
+	admitted bool
 }
 
 func (e *Endpoint) work(w *worker) {
@@ -75,55 +80,100 @@ func (e *Endpoint) respond(w *worker) {
 func (e *Endpoint) receive(w *worker) bool {
 	r := &e.rx
 	for {
-		if r.i >= r.n {
-			if r.woke {
-				// A frame just handled readied a goroutine (the waiting
-				// initiator, a RecvRaw caller): let it run before this one
-				// waits in the link. A link that blocks in a system call
-				// keeps this goroutine's processor meanwhile, and it would
-				// wait for the scheduler to take that back (tens of µs to
-				// ms) instead of running at once.
-				r.woke = false
-				runtime.Gosched()
+		// Frames left in the ring by the previous holder of the role.
+		for r.i < r.n {
+			if e.step(w) {
+				return true
 			}
-			n, err := e.link.ReadBatch(r.bufs, r.sizes)
-			if err != nil {
-				if e.isClosed() || errors.Is(err, link.ErrClosed) {
-					e.shutdown()
-					return false
-				}
-				e.st.rxErrors.Add(1)
-				time.Sleep(time.Millisecond) // do not spin on a persistent link error
-				continue
-			}
-			var nb int
-			for _, s := range r.sizes[:n] {
-				nb += s
-			}
-			e.st.rxFrames.Add(uint64(n))
-			e.st.rxBytes.Add(uint64(nb))
-			r.n, r.i, r.epoch = n, 0, e.epoch.Load()
 		}
-		i := r.i
-		r.i++
-		if e.epoch.Load() != r.epoch {
-			e.st.dropReset.Add(uint64(r.n - i))
-			r.i = r.n
-			continue
+		if r.woke {
+			// A frame just handled readied a goroutine (the waiting
+			// initiator, a RecvRaw caller): let it run before this one
+			// waits in the link. A link that blocks in a system call
+			// keeps this goroutine's processor meanwhile, and it would
+			// wait for the scheduler to take that back (tens of µs to
+			// ms) instead of running at once.
+			r.woke = false
+			runtime.Gosched()
 		}
-		if e.admit(w, i) {
-			if e.inline {
-				// RAM answers at once: serving the request here costs
-				// less than waking a context to take over the receive
-				// role, and nothing can arrive in the meantime that a
-				// context would have had to drop as busy.
-				e.respond(w)
-				continue
+		var err error
+		if e.looper != nil {
+			if err = e.looper.ReadLoop(r.bufs, r.sizes, w.batchFn); err == nil && w.admitted {
+				w.admitted = false
+				return true
 			}
-			e.lead <- struct{}{}
-			return true
+		} else {
+			var n int
+			if n, err = e.link.ReadBatch(r.bufs, r.sizes); err == nil {
+				e.received(n)
+			}
+		}
+		if err != nil {
+			if e.isClosed() || errors.Is(err, link.ErrClosed) {
+				e.shutdown()
+				return false
+			}
+			e.st.rxErrors.Add(1)
+			time.Sleep(time.Millisecond) // do not spin on a persistent link error
 		}
 	}
+}
+
+// received makes the n frames just read into the ring the batch to handle.
+func (e *Endpoint) received(n int) {
+	r := &e.rx
+	var nb int
+	for _, s := range r.sizes[:n] {
+		nb += s
+	}
+	e.st.rxFrames.Add(uint64(n))
+	e.st.rxBytes.Add(uint64(nb))
+	r.n, r.i, r.epoch = n, 0, e.epoch.Load()
+}
+
+// onBatch is the link.Looper callback of w's receive loop: it handles the
+// batch read and tells the link to go on reading, unless a request has been
+// admitted to w (the role then passes on and w serves it).
+func (e *Endpoint) onBatch(w *worker, n int) bool {
+	r := &e.rx
+	e.received(n)
+	for r.i < r.n {
+		if e.step(w) {
+			w.admitted = true
+			return false
+		}
+	}
+	if r.woke {
+		r.woke = false
+		runtime.Gosched() // see receive
+	}
+	return true
+}
+
+// step handles the next frame of the ring. It returns true when a request
+// has been admitted to w and the receive role passed on.
+func (e *Endpoint) step(w *worker) bool {
+	r := &e.rx
+	i := r.i
+	r.i++
+	if e.epoch.Load() != r.epoch {
+		e.st.dropReset.Add(uint64(r.n - i))
+		r.i = r.n
+		return false
+	}
+	if e.admit(w, i) {
+		if e.inline {
+			// RAM answers at once: serving the request here costs
+			// less than waking a context to take over the receive
+			// role, and nothing can arrive in the meantime that a
+			// context would have had to drop as busy.
+			e.respond(w)
+			return false
+		}
+		e.lead <- struct{}{}
+		return true
+	}
+	return false
 }
 
 // admit runs the receive checks on frame i of the ring, cheapest first. It

@@ -54,3 +54,16 @@ type Filter interface {
 	LeaveGroup(mac wire.MAC) error
 	SetPromiscuous(on bool) error
 }
+
+// Looper is implemented by links that can deliver batches of frames to a
+// callback while they keep waiting for more, which spares a waiting reader
+// the read that finds the medium empty before it sleeps (see
+// link/afpacket). The endpoint uses it instead of ReadBatch when present.
+type Looper interface {
+	// ReadLoop waits for frames and calls batch(n) for each batch read:
+	// bufs[i][:sizes[i]] is frame i, as for ReadBatch. The buffers of bufs
+	// may be replaced between calls (the next batch is read into bufs as
+	// they are then). ReadLoop returns nil as soon as batch returns false,
+	// and ErrClosed once the link is closed.
+	ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error
+}

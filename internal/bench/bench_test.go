@@ -19,6 +19,10 @@ import (
 // BenchmarkVeth, like oetp bench --link-io.
 var linkIO = flag.String("linkio", "", "I/O mode of the engine's AF_PACKET links in BenchmarkVeth: blocking or poll (default: the link's own)")
 
+// engineAnyCPU frees the engine's threads in BenchmarkVeth, like oetp bench
+// --engine-any-cpu; by default they run on the one-CPU baseline's CPU.
+var engineAnyCPU = flag.Bool("engineanycpu", false, "run BenchmarkVeth's engine paths with the threads free to run on any CPU")
+
 // benchBlocks are the DMA block sizes of the Go benchmarks.
 var benchBlocks = []int{64 << 10, 1 << 20}
 
@@ -48,6 +52,7 @@ func BenchmarkVeth(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	e.anyCPU = *engineAnyCPU
 	benchEnv(b, e)
 }
 

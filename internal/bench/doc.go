@@ -23,7 +23,11 @@
 // pinned to one CPU and free to run anywhere; the faster one is the limit
 // (on a VM, a wake-up across CPUs costs more than the whole exchange on
 // one). Its frames carry EtherType 0x88B6 so that the engine's links never
-// see them.
+// see them. The engine's rows get the same placement as the one-CPU
+// baseline: during each engine round every thread of the process (both
+// endpoints' receive loops, the caller, the Go runtime's) is pinned to that
+// CPU, and released afterwards; Options.EngineAnyCPU (oetp bench
+// --engine-any-cpu) leaves them free.
 //
 // The veth scenario needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to build
 // the namespaces; without it, it is reported as skipped with the reason.

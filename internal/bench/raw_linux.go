@@ -283,3 +283,43 @@ func startSink(s *rawSock) *rawSink {
 	}()
 	return k
 }
+
+// pinProcess moves every thread of the process to cpu (threads created
+// meanwhile inherit it from their creator) and returns the function that
+// gives each thread back the affinity the process had. With cpu negative it
+// does nothing. The veth scenario runs its engine rounds this way, under the
+// same placement as the one-CPU baseline (both of its threads on cpu).
+func pinProcess(cpu int) (restore func(), err error) {
+	if cpu < 0 {
+		return func() {}, nil
+	}
+	var all, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		return nil, fmt.Errorf("bench: %w", os.NewSyscallError("sched_getaffinity", err))
+	}
+	one.Set(cpu)
+	set := func(s *unix.CPUSet) error {
+		// Two passes: a thread created during the first inherits the old
+		// affinity from a thread not yet moved.
+		for range 2 {
+			tids, err := os.ReadDir("/proc/self/task")
+			if err != nil {
+				return fmt.Errorf("bench: listing the process's threads: %w", err)
+			}
+			for _, t := range tids {
+				var tid int
+				if _, err := fmt.Sscan(t.Name(), &tid); err != nil {
+					continue
+				}
+				// A thread may exit meanwhile (ESRCH); a pinned baseline
+				// thread that has not exited yet keeps its own CPU.
+				_ = unix.SchedSetaffinity(tid, s)
+			}
+		}
+		return nil
+	}
+	if err := set(&one); err != nil {
+		return nil, err
+	}
+	return func() { _ = set(&all) }, nil
+}

@@ -26,6 +26,10 @@ type Options struct {
 	// LinkIO selects the I/O mode of the engine's AF_PACKET links in the
 	// veth scenario: "" (the link's default), "blocking" or "poll".
 	LinkIO string
+	// EngineAnyCPU runs the veth scenario's engine rows with the process's
+	// threads free to run on any CPU. By default they run on the CPU of the
+	// one-CPU baseline, the placement of the baseline's faster variant.
+	EngineAnyCPU bool
 	// Log, if not nil, receives one line per measurement as it starts.
 	Log io.Writer
 }

@@ -68,6 +68,7 @@ func runVeth(o *Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	v.anyCPU = o.EngineAnyCPU
 	out, err := runEnv(o, v)
 	if err != nil {
 		return out, err
@@ -79,10 +80,11 @@ func runVeth(o *Options) ([]Result, error) {
 // vethEnv is two namespaces joined by a veth pair, with an engine pair on
 // AF_PACKET links and the baseline's raw sockets.
 type vethEnv struct {
-	n   *netns.Net
-	p   *pair
-	raw *vethRaw
-	cpu int
+	n      *netns.Net
+	p      *pair
+	raw    *vethRaw
+	cpu    int
+	anyCPU bool // run the engine without pinning (Options.EngineAnyCPU)
 }
 
 // newVethEnv builds the veth medium for blocks up to maxBlock bytes, with
@@ -134,7 +136,26 @@ func (v *vethEnv) bases(op string) []*step {
 	return []*step{v.raw.step(op, v.cpu), v.raw.step(op, -1)}
 }
 
-func (v *vethEnv) engine(op string, n int) *step { return engineStep(ScenarioVeth, v.p, op, n) }
+// engine returns the engine's measurement of op, run with every thread of
+// the process on the one-CPU baseline's CPU (unless anyCPU): the same
+// placement as the baseline's faster variant, applied to the engine's
+// threads (both endpoints' receive loops, the callers and the runtime's).
+func (v *vethEnv) engine(op string, n int) *step {
+	s := engineStep(ScenarioVeth, v.p, op, n)
+	if v.anyCPU {
+		return s
+	}
+	round := s.round
+	s.round = func(d time.Duration, maxOps int64) error {
+		restore, err := pinProcess(v.cpu)
+		if err != nil {
+			return err
+		}
+		defer restore()
+		return round(d, maxOps)
+	}
+	return s
+}
 
 func (v *vethEnv) close() error {
 	if v.p != nil {

@@ -36,6 +36,15 @@
 // one buffer) and WriteBatch sendmmsg(2) (write(2) for one frame), so a
 // single frame never waits for a batch to fill, and neither allocates.
 //
+// ReadLoop (link.Looper), which the endpoint uses, hands batches to a
+// callback while it keeps waiting. In IOPoll mode that saves a system call
+// per wake-up: ReadBatch must read the empty socket once more before it may
+// park (the poller forgets readiness at the start of each wait), while
+// ReadLoop parks straight after a recvmmsg that came back short, which
+// means the socket was empty, and any frame after that raises a new
+// readiness event. Over veth with the engine on one CPU: RMEM read p50 about
+// 1.30× the raw ping-pong instead of 1.48×, DMA +5–15 %.
+//
 // Ping-pong round trip between two namespaces over veth (h1 writes, h2
 // echoes, h1 reads), 2 vCPUs shared with other work. BenchmarkModes
 // alternates chunks of 100 round trips between the modes so that load hits

@@ -22,6 +22,7 @@ import (
 var (
 	_ link.Link   = (*Link)(nil)
 	_ link.Filter = (*Link)(nil)
+	_ link.Looper = (*Link)(nil)
 )
 
 // blockTimeout bounds each blocking system call in IOBlocking mode, and so
@@ -72,6 +73,11 @@ type Link struct {
 	rn     int    // frames received
 	rerr   error
 	readFn func(fd uintptr) bool
+	// ReadLoop's state, guarded by rmu; loopFn is l.loopRead bound once.
+	loopBufs  [][]byte
+	loopSizes []int
+	loopBatch func(n int) bool
+	loopFn    func(fd uintptr) bool
 
 	// Writer state, guarded by wmu.
 	wmu    sync.Mutex
@@ -148,6 +154,7 @@ func Open(ifname string, cfg Config) (*Link, error) {
 	l.rmsgs, l.riov = makeBatch(initialBatch)
 	l.wmsgs, l.wiov = makeBatch(initialBatch)
 	l.readFn = l.pollRead
+	l.loopFn = l.loopRead
 	if mode == IOPoll {
 		l.file = os.NewFile(uintptr(fd), "afpacket:"+ifname)
 		rc, err := l.file.SyscallConn()
@@ -745,4 +752,95 @@ func (l *Link) Close() error {
 		return fmt.Errorf("afpacket: close %s: %w", l.ifname, err)
 	}
 	return nil
+}
+
+// ReadLoop implements link.Looper. In IOPoll mode it stays inside one wait
+// of the network poller: after a batch that emptied the socket
+// (recvmmsg(2) with MSG_WAITFORONE returned fewer frames than asked for)
+// it parks until the poller reports new frames, instead of returning and
+// having the next ReadBatch read the empty socket once more before it may
+// park (the poller forgets readiness at the start of each wait). That saves
+// one system call per wake-up. In IOBlocking mode it is a loop of
+// ReadBatch.
+func (l *Link) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error {
+	if l.mode != IOPoll {
+		for {
+			n, err := l.ReadBatch(bufs, sizes)
+			if err != nil {
+				return err
+			}
+			if !batch(n) {
+				return nil
+			}
+		}
+	}
+	if len(bufs) == 0 {
+		return errors.New("afpacket: ReadLoop needs at least one buffer in bufs")
+	}
+	if len(sizes) < len(bufs) {
+		return fmt.Errorf("afpacket: ReadLoop got %d sizes for %d bufs; make sizes at least as long as bufs", len(sizes), len(bufs))
+	}
+	l.rmu.Lock()
+	defer l.rmu.Unlock()
+	if l.closed.Load() {
+		return link.ErrClosed
+	}
+	l.rk = len(bufs)
+	l.loopBufs, l.loopSizes, l.loopBatch, l.rerr = bufs, sizes, batch, nil
+	err := l.rc.Read(l.loopFn)
+	if err == nil {
+		err = l.rerr
+	}
+	l.loopBufs, l.loopSizes, l.loopBatch, l.rbuf = nil, nil, nil, nil
+	if l.rk > 1 {
+		clearBatch(l.riov, l.rk)
+	}
+	if err != nil {
+		if l.closed.Load() {
+			return link.ErrClosed
+		}
+		call := "recvmmsg"
+		if l.rk == 1 {
+			call = "read"
+		}
+		return fmt.Errorf("afpacket: read %s: %w", l.ifname, os.NewSyscallError(call, err))
+	}
+	return nil
+}
+
+// loopRead is the RawConn.Read callback of ReadLoop: true ends the wait.
+func (l *Link) loopRead(fd uintptr) bool {
+	for {
+		if l.rk == 1 {
+			l.rbuf = l.loopBufs[0]
+		} else {
+			setBatch(&l.rmsgs, &l.riov, l.loopBufs) // the caller may have swapped buffers
+		}
+		n, err := l.recv(int(fd))
+		switch err {
+		case nil:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		default:
+			l.rerr = err
+			return true
+		}
+		var total uint64
+		for i := range n {
+			l.loopSizes[i] = int(l.rmsgs[i].Len)
+			total += uint64(l.loopSizes[i])
+		}
+		l.rxFrames.Add(uint64(n))
+		l.rxBytes.Add(total)
+		if !l.loopBatch(n) {
+			return true
+		}
+		if l.rk > 1 && n < l.rk {
+			// MSG_WAITFORONE stopped at an empty socket: every frame that
+			// arrives from now on raises a new readiness event.
+			return false
+		}
+	}
 }

@@ -713,3 +713,71 @@ func TestInterfaceDown(t *testing.T) {
 		}
 	})
 }
+
+// TestReadLoop: ReadLoop hands every frame to its callback in order, in
+// batches, reads into the buffers as the callback left them (it may swap
+// them), keeps waiting between batches, returns nil when the callback says
+// stop, and returns link.ErrClosed promptly when the link is closed.
+func TestReadLoop(t *testing.T) {
+	forModes(t, func(t *testing.T, mode afpacket.IOMode) {
+		tn := netns.NewPair(t)
+		a, b := open(t, tn.Host(0), afpacket.Config{IO: mode}), open(t, tn.Host(1), afpacket.Config{IO: mode})
+		var sent [][]byte
+		for i := range 70 {
+			sent = append(sent, frame(b.Addr(), a.Addr(), afpacket.EtherType, 60+i*13, byte(i)))
+		}
+		bufs := make([][]byte, 8)
+		for i := range bufs {
+			bufs[i] = make([]byte, 2000)
+		}
+		sizes := make([]int, len(bufs))
+		var got [][]byte
+		done := make(chan error, 1)
+		go func() {
+			done <- b.ReadLoop(bufs, sizes, func(n int) bool {
+				for i := range n {
+					got = append(got, bufs[i][:sizes[i]])
+					bufs[i] = make([]byte, 2000) // the frame's buffer is kept: swap in another
+				}
+				return len(got) < len(sent)
+			})
+		}()
+		for i, f := range sent {
+			write(t, a, f)
+			if i%10 == 0 {
+				time.Sleep(2 * time.Millisecond) // let the loop wait between batches
+			}
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("ReadLoop = %v, want nil after the callback stopped it", err)
+			}
+		case <-time.After(5 * time.Second):
+			b.Close()
+			t.Fatalf("ReadLoop got %d of %d frames in 5s", len(got), len(sent))
+		}
+		for i := range sent {
+			if !bytes.Equal(got[i], sent[i]) {
+				t.Fatalf("frame %d: got %d bytes, want %d (frames out of order or changed)", i, len(got[i]), len(sent[i]))
+			}
+		}
+		go func() {
+			done <- b.ReadLoop(bufs, sizes, func(int) bool { return true })
+		}()
+		time.Sleep(30 * time.Millisecond)
+		start := time.Now()
+		b.Close()
+		select {
+		case err := <-done:
+			if err != link.ErrClosed {
+				t.Fatalf("ReadLoop after Close = %v, want link.ErrClosed", err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("Close did not end ReadLoop within 2s")
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Errorf("ReadLoop took %v to notice Close", d)
+		}
+	})
+}
