@@ -66,8 +66,13 @@ func (e *Endpoint) serve(w *worker) (reply bool) {
 // initiating frames. A reply the link refuses is counted in TxErrors; its
 // initiator times out.
 func (e *Endpoint) reply(w *worker) {
-	if e.write(w.tx, true) == nil && w.cause != 0 {
+	// Counted before the write, like TxFrames: the initiator may see the
+	// ERROR_RSP before Write returns.
+	if w.cause != 0 {
 		e.st.errorsSent[w.cause].Add(1)
+	}
+	if e.write(w.tx, true) != nil && w.cause != 0 {
+		e.st.errorsSent[w.cause].Add(^uint64(0))
 	}
 }
 

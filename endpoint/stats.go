@@ -7,7 +7,7 @@ type Stats struct {
 	RxFrames uint64 // frames handed over by the link
 	RxBytes  uint64 // bytes in RxFrames
 	RxErrors uint64 // link read errors other than closure
-	TxFrames uint64 // frames accepted by the link: requests, replies and raw
+	TxFrames uint64 // frames accepted by the link (counted as they are handed over): requests, replies and raw
 	TxBytes  uint64 // bytes in TxFrames
 	TxErrors uint64 // frames the link refused
 
@@ -36,7 +36,8 @@ type Stats struct {
 	// ResponderFailures counts received requests that failed admission or
 	// memory access after their source was known (unicast and group).
 	ResponderFailures uint64
-	// ErrorsSent counts ERROR_RSP frames sent, indexed by wire cause 1..7.
+	// ErrorsSent counts ERROR_RSP frames sent, indexed by wire cause 1..7,
+	// counted as they are handed to the link (like TxFrames).
 	ErrorsSent [8]uint64
 
 	Timeouts    uint64 // initiated operations that ended in TIMEOUT (timer or cancellation)

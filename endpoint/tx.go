@@ -68,17 +68,22 @@ func (a *txArb) waiting() (replies, others int) {
 }
 
 // write hands frame to the link, as a reply (priority) or not, and returns
-// when the link has accepted it.
+// when the link has accepted it. The frame is counted in TxFrames before it
+// is handed over, so a peer that has received it already sees it counted
+// (a link may deliver before Write returns); a frame the link refuses is
+// moved from TxFrames to TxErrors.
 func (e *Endpoint) write(frame []byte, reply bool) error {
 	e.tx.lock(reply)
+	e.st.txFrames.Add(1)
+	e.st.txBytes.Add(uint64(len(frame)))
 	err := e.link.Write(frame)
 	e.tx.unlock()
 	if err != nil {
+		e.st.txFrames.Add(^uint64(0))
+		e.st.txBytes.Add(^uint64(len(frame) - 1))
 		e.st.txErrors.Add(1)
 		return err
 	}
-	e.st.txFrames.Add(1)
-	e.st.txBytes.Add(uint64(len(frame)))
 	return nil
 }
 
