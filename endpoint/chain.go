@@ -218,33 +218,9 @@ func (e *Endpoint) awaitChain(ctx context.Context) (wire.Code, error) {
 	for {
 		in.mu.Lock()
 		cs := &in.ch
-		switch in.state {
-		case stDone:
-			in.state = stIdle
-			code := in.code
+		if code, err, done := e.settleLocked(expired, cause); done {
 			in.mu.Unlock()
-			if expired {
-				e.st.expiredAfterResponse.Add(1)
-			}
-			return code, nil
-		case stAborted:
-			in.state = stIdle
-			err := in.abortErr
-			in.mu.Unlock()
-			return wire.CodeTimeout, err
-		}
-		if expired || cause != nil {
-			in.state = stIdle
-			in.invalidateLocked()
-			in.mu.Unlock()
-			if cause == ErrClosed {
-				return wire.CodeTimeout, cause
-			}
-			e.st.timeouts.Add(1)
-			if expired {
-				return wire.CodeTimeout, ErrTimeout
-			}
-			return wire.CodeTimeout, cause
+			return code, err
 		}
 		if !cs.armed && cs.timeout > 0 {
 			// The first start is for the fragment this goroutine has

@@ -130,33 +130,9 @@ func (e *Endpoint) await(ctx context.Context, timeout time.Duration) (wire.Code,
 	var cause error
 	for {
 		in.mu.Lock()
-		switch in.state {
-		case stDone:
-			in.state = stIdle
-			code := in.code
+		if code, err, done := e.settleLocked(expired, cause); done {
 			in.mu.Unlock()
-			if expired {
-				e.st.expiredAfterResponse.Add(1)
-			}
-			return code, nil
-		case stAborted:
-			in.state = stIdle
-			err := in.abortErr
-			in.mu.Unlock()
-			return wire.CodeTimeout, err
-		}
-		if expired || cause != nil {
-			in.state = stIdle
-			in.invalidateLocked()
-			in.mu.Unlock()
-			if cause == ErrClosed {
-				return wire.CodeTimeout, cause
-			}
-			e.st.timeouts.Add(1)
-			if expired {
-				return wire.CodeTimeout, ErrTimeout
-			}
-			return wire.CodeTimeout, cause
+			return code, err
 		}
 		in.mu.Unlock()
 		select {
@@ -169,6 +145,41 @@ func (e *Endpoint) await(ctx context.Context, timeout time.Duration) (wire.Code,
 			cause = ErrClosed
 		}
 	}
+}
+
+// settleLocked decides the outcome of the outstanding request, with in.mu
+// held: the recorded response or abort if there is one (a validated
+// response recorded by the time the timer fired wins), else TIMEOUT when the
+// timer expired or the wait was cut short by cause (ctx's error or
+// ErrClosed), which invalidates the Request ID so a late reply is
+// discarded. done is false while the request is still outstanding.
+func (e *Endpoint) settleLocked(expired bool, cause error) (code wire.Code, err error, done bool) {
+	in := &e.in
+	switch in.state {
+	case stDone:
+		in.state = stIdle
+		if expired {
+			e.st.expiredAfterResponse.Add(1)
+		}
+		return in.code, nil, true
+	case stAborted:
+		in.state = stIdle
+		return wire.CodeTimeout, in.abortErr, true
+	}
+	if !expired && cause == nil {
+		return 0, nil, false
+	}
+	in.state = stIdle
+	in.invalidateLocked()
+	switch {
+	case cause == ErrClosed:
+		return wire.CodeTimeout, cause, true
+	case expired:
+		e.st.timeouts.Add(1)
+		return wire.CodeTimeout, ErrTimeout, true
+	}
+	e.st.timeouts.Add(1)
+	return wire.CodeTimeout, cause, true
 }
 
 // aborted reports whether err means the operation was cut short by Reset
