@@ -256,6 +256,10 @@ func TestUnmatchedResponses(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 	wantStatus(t, "A", a, 0, endpoint.PeerStatus{})
+	// No response, ERROR_RSP or reserved frame is ever answered: nothing
+	// but A's one request reached P or Q.
+	p.none(t, 50*time.Millisecond)
+	q.none(t, 10*time.Millisecond)
 }
 
 // TestLocalInvalid: every local check fails with LOCAL_INVALID before
