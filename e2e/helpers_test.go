@@ -377,6 +377,7 @@ type pair struct {
 	macA, macB wire.MAC
 	ramA, ramB *memory.RAM
 	snA, snB   *port
+	la, lb     *afpacket.Link // the endpoints' links (A's before wrapA)
 }
 
 // pairSetup says how to build a pair; zero fields take defaults.
@@ -398,7 +399,8 @@ func newPair(t *testing.T, s pairSetup) *pair {
 	p := &pair{net: n, macA: h1.MAC(), macB: h2.MAC(), ramA: newRAM(t), ramB: newRAM(t)}
 	p.snA = openPort(t, h1, true, s.link)
 	p.snB = openPort(t, h2, true, s.link)
-	var la link.Link = openLink(t, h1, s.link)
+	p.la, p.lb = openLink(t, h1, s.link), openLink(t, h2, s.link)
+	var la link.Link = p.la
 	if s.wrapA != nil {
 		la = s.wrapA(la)
 	}
@@ -407,7 +409,7 @@ func newPair(t *testing.T, s pairSetup) *pair {
 		spaceB = s.spaceB
 	}
 	p.a = newEndpoint(t, la, p.ramA, s.cfgA)
-	p.b = newEndpoint(t, openLink(t, h2, s.link), spaceB, s.cfgB)
+	p.b = newEndpoint(t, p.lb, spaceB, s.cfgB)
 	setPeer(t, p.a, peerAB, win(p.macB, s.modeAB))
 	if s.winBA != nil {
 		e := *s.winBA

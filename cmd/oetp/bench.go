@@ -25,6 +25,7 @@ func newBenchCmd() *cobra.Command {
 		svg       string
 		linkIO    string
 		anyCPU    bool
+		busyPoll  time.Duration
 		quiet     bool
 	)
 	cmd := &cobra.Command{
@@ -60,7 +61,7 @@ Every measurement also stops after --max-ops operations.`,
   sudo oetp bench --svg docs/bench.svg`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := bench.Options{Duration: duration, Rounds: rounds, MaxOps: maxOps, LinkIO: linkIO, EngineAnyCPU: anyCPU}
+			o := bench.Options{Duration: duration, Rounds: rounds, MaxOps: maxOps, LinkIO: linkIO, EngineAnyCPU: anyCPU, BusyPoll: busyPoll}
 			var err error
 			if o.Scenarios, err = bench.ParseScenarios(scenarios); err != nil {
 				return usagef("--scenario: %v", err)
@@ -116,6 +117,7 @@ Every measurement also stops after --max-ops operations.`,
 	f.StringVar(&svg, "svg", "", "also draw the report as an SVG picture into this file")
 	f.StringVar(&linkIO, "link-io", "", "I/O mode of the engine's AF_PACKET links in the veth scenario: blocking or poll (default: the link's own)")
 	f.BoolVar(&anyCPU, "engine-any-cpu", false, "run the veth scenario's engine rows with the threads free to run on any CPU instead of on the one-CPU baseline's CPU")
+	f.DurationVar(&busyPoll, "busy-poll", 0, "spin window of the engine's AF_PACKET links in the veth scenario (afpacket Config.BusyPoll), such as 50us; 0 never spins")
 	f.BoolVar(&quiet, "quiet", false, "do not print progress lines on stderr")
 	return cmd
 }

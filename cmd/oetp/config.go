@@ -153,6 +153,7 @@ type serveSettings struct {
 	RMEMTimeout time.Duration
 	DMATimeout  time.Duration
 	Pcap        string
+	BusyPoll    time.Duration
 	JSONEvents  bool
 }
 
@@ -171,6 +172,7 @@ type serveFile struct {
 	RMEMTimeout *string      `toml:"rmem_timeout"`
 	DMATimeout  *string      `toml:"dma_timeout"`
 	Pcap        *string      `toml:"pcap"`
+	BusyPoll    *string      `toml:"busy_poll"`
 	JSONEvents  *bool        `toml:"json_events"`
 }
 
@@ -226,7 +228,7 @@ func loadServeFile(path string) (*serveFile, error) {
 		return nil, usagef("--config %s: %v", path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return nil, usagef("--config %s: unknown key %q: the keys are the serve flags with '_' for '-' (iface, mac, group, [[region]], [[fault]], [[peer]], contexts, max_frame, raw_policy, rmem_timeout, dma_timeout, pcap, json_events)", path, und[0].String())
+		return nil, usagef("--config %s: unknown key %q: the keys are the serve flags with '_' for '-' (iface, mac, group, [[region]], [[fault]], [[peer]], contexts, max_frame, raw_policy, rmem_timeout, dma_timeout, pcap, busy_poll, json_events)", path, und[0].String())
 	}
 	return &f, nil
 }
@@ -246,6 +248,7 @@ type serveFlags struct {
 	rmemTimeout time.Duration
 	dmaTimeout  time.Duration
 	pcap        string
+	busyPoll    time.Duration
 	jsonEvents  bool
 }
 
@@ -326,6 +329,9 @@ func (sf *serveFlags) settings(fs *pflag.FlagSet) (*serveSettings, error) {
 	}
 	if changed("pcap") {
 		s.Pcap = sf.pcap
+	}
+	if changed("busy-poll") {
+		s.BusyPoll = sf.busyPoll
 	}
 	if changed("json-events") {
 		s.JSONEvents = sf.jsonEvents
@@ -417,6 +423,11 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 	if f.Pcap != nil {
 		s.Pcap = *f.Pcap
 	}
+	if f.BusyPoll != nil {
+		if s.BusyPoll, err = time.ParseDuration(*f.BusyPoll); err != nil {
+			return usagef("%s: %v (write a Go duration such as \"50us\"; \"0\" never spins)", where("busy_poll"), err)
+		}
+	}
 	if f.JSONEvents != nil {
 		s.JSONEvents = *f.JSONEvents
 	}
@@ -451,6 +462,8 @@ func (s *serveSettings) check() error {
 		return usagef("--rmem-timeout must not be negative: use 0 to wait forever")
 	case s.DMATimeout < 0:
 		return usagef("--dma-timeout must not be negative: use 0 to wait forever")
+	case checkBusyPoll(s.BusyPoll, s.Pcap) != nil:
+		return checkBusyPoll(s.BusyPoll, s.Pcap)
 	case len(s.Peers) > endpoint.MaxPeers:
 		return usagef("--peer given %d times: the peer table has %d entries", len(s.Peers), endpoint.MaxPeers)
 	}

@@ -67,11 +67,11 @@ func TestServeConfigExample(t *testing.T) {
 
 	// Flags override scalars; a list flag replaces the file's list.
 	got, err = serveSettingsOf(t, "--config", example, "--iface", "eth9", "--contexts", "2", "--json-events",
-		"--peer", "02:0e:0c:00:00:09,mode=3", "--rmem-timeout", "0", "--raw-policy", "promiscuous", "--mac", "02:0e:0c:00:00:05")
+		"--peer", "02:0e:0c:00:00:09,mode=3", "--rmem-timeout", "0", "--raw-policy", "promiscuous", "--mac", "02:0e:0c:00:00:05", "--busy-poll", "50us")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want.Iface, want.Contexts, want.JSONEvents, want.RMEMTimeout = "eth9", 2, true, 0
+	want.Iface, want.Contexts, want.JSONEvents, want.RMEMTimeout, want.BusyPoll = "eth9", 2, true, 0, 50*time.Microsecond
 	want.RawPolicy, want.MAC = endpoint.RawPromiscuous, mustMAC(t, "02:0e:0c:00:00:05")
 	want.Peers = []endpoint.Peer{{MAC: mustMAC(t, "02:0e:0c:00:00:09"), Mode: endpoint.ModeDMARead, WindowSize: 1 << 32, EventEnable: true}}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -138,6 +138,8 @@ func TestServeUsageErrors(t *testing.T) {
 	noMode := conf("nomode.toml", "[[peer]]\nmac = \"02:0e:0c:00:00:02\"\n")
 	badTimeout := conf("timeout.toml", "dma_timeout = \"soon\"\n")
 	badTOML := conf("bad.toml", "iface = \n")
+	badBusy := conf("busy.toml", "iface = \"lo\"\nbusy_poll = \"soon\"\n")
+	busyPcap := conf("busypcap.toml", "iface = \"lo\"\nbusy_poll = \"50us\"\npcap = \"x.pcap\"\n")
 	badNum := conf("num.toml", "[[fault]]\nbase = 1.5\nsize = 4\nresp = \"slverr\"\n")
 	peer := "--peer=02:0e:0c:00:00:02,mode=rmem"
 	for _, c := range []struct {
@@ -161,6 +163,11 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--iface", "lo", "--rmem-timeout", "-1s"}, "--rmem-timeout"},
 		{[]string{"serve", "--iface", "lo", "--dma-timeout", "x"}, "--dma-timeout"},
 		{[]string{"serve", "--iface", "nosuchif0", "--region", "0:4K"}, "--iface nosuchif0"},
+		{[]string{"serve", "--iface", "lo", "--busy-poll", "20ms"}, "--busy-poll 20ms: use 0 (off) through 10ms"},
+		{[]string{"serve", "--iface", "lo", "--busy-poll", "-1us"}, "--busy-poll -1µs: use 0 (off) through 10ms"},
+		{[]string{"serve", "--iface", "lo", "--busy-poll", "50us", "--pcap", filepath.Join(dir, "c.pcap")}, "--busy-poll works without --pcap only"},
+		{[]string{"serve", "--config", badBusy}, `busy_poll: time: invalid duration "soon"`},
+		{[]string{"serve", "--config", busyPcap}, "--busy-poll works without --pcap only"},
 		{[]string{"serve", "--config", filepath.Join(dir, "missing.toml")}, "--config"},
 		{[]string{"serve", "--config", unknown}, `unknown key "speed"`},
 		{[]string{"serve", "--config", badRegion}, "[[region]] #1: size"},
@@ -212,6 +219,8 @@ func TestInitiatorUsageErrors(t *testing.T) {
 		{[]string{"dma", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--length", "4", "--out", "-", "--json"}, "--out - and --json"},
 		{[]string{"dma", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--length", "4", "--out", filepath.Join(dir, "no", "such", "dir")}, "--out"},
 		{[]string{"dma", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--length", "4", "--out", filepath.Join(dir, "x"), "--fragment", "x"}, `"--fragment"`},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--busy-poll", "11ms"}, "--busy-poll 11ms: use 0 (off) through 10ms"},
+		{[]string{"dma", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--length", "4", "--out", filepath.Join(dir, "x"), "--busy-poll", "1ms", "--pcap", filepath.Join(dir, "d.pcap")}, "--busy-poll works without --pcap only"},
 		{[]string{"rmem", "frob"}, "unknown command"},
 	} {
 		out, errOut, code := runCLI(t, "", c.args...)

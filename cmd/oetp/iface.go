@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
@@ -13,11 +14,23 @@ import (
 
 // ifaceOptions say how to open a network interface for a command.
 type ifaceOptions struct {
-	Name     string   // --iface
-	MAC      wire.MAC // --mac; zero: the interface's own
-	MaxFrame int      // --max-frame; zero: min(8192, MTU+14)
-	Pcap     string   // --pcap; empty: no capture
-	AllTypes bool     // bind to every EtherType (a raw receive policy)
+	Name     string        // --iface
+	MAC      wire.MAC      // --mac; zero: the interface's own
+	MaxFrame int           // --max-frame; zero: min(8192, MTU+14)
+	Pcap     string        // --pcap; empty: no capture
+	AllTypes bool          // bind to every EtherType (a raw receive policy)
+	BusyPoll time.Duration // --busy-poll; zero: never spin
+}
+
+// checkBusyPoll validates a --busy-poll value given with a --pcap path.
+func checkBusyPoll(d time.Duration, pcap string) error {
+	switch {
+	case d < 0 || d > afpacket.MaxBusyPoll:
+		return usagef("--busy-poll %v: use 0 (off) through %v, such as 50us", d, afpacket.MaxBusyPoll)
+	case d > 0 && pcap != "":
+		return usagef("--busy-poll works without --pcap only: the capture reads frame by frame, which never spins; drop one of them")
+	}
+	return nil
 }
 
 // ifaceLink is an AF_PACKET link on an interface, possibly teed into a pcap
@@ -37,6 +50,9 @@ type ifaceLink struct {
 func openIface(o ifaceOptions) (*ifaceLink, error) {
 	if o.Name == "" {
 		return nil, usagef("--iface is required: name the network interface (list them with `ip link`)")
+	}
+	if err := checkBusyPoll(o.BusyPoll, o.Pcap); err != nil {
+		return nil, err
 	}
 	ifi, err := net.InterfaceByName(o.Name)
 	if err != nil {
@@ -58,7 +74,7 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 		return nil, usagef("--max-frame %d needs an MTU of at least %d on %s, which has MTU %d: raise it (ip link set dev %s mtu 9000) or lower --max-frame to %d",
 			maxFrame, maxFrame-wire.HeaderLen, o.Name, ifi.MTU, o.Name, carried)
 	}
-	l, err := afpacket.Open(o.Name, afpacket.Config{MaxFrame: maxFrame, Addr: o.MAC, AllEtherTypes: o.AllTypes})
+	l, err := afpacket.Open(o.Name, afpacket.Config{MaxFrame: maxFrame, Addr: o.MAC, AllEtherTypes: o.AllTypes, BusyPoll: o.BusyPoll})
 	if err != nil {
 		return nil, err // afpacket's errors say what to do, e.g. "needs CAP_NET_RAW: run as root"
 	}
@@ -96,3 +112,6 @@ func (l *ifaceLink) finish() error {
 	}
 	return nil
 }
+
+// busyPollUsage is the help of --busy-poll.
+const busyPollUsage = "after each frame received, keep reading the socket for `D` (such as 50us, at most 10ms) before sleeping: lower latency for a CPU that spins; 0 never spins"

@@ -67,6 +67,7 @@ type opFlags struct {
 	timeout  time.Duration
 	maxFrame intValue
 	pcap     string
+	busyPoll time.Duration
 	json     bool
 }
 
@@ -79,6 +80,7 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&f.timeout, "timeout", time.Second, "response timeout `D`, a Go duration; 0 waits forever")
 	fs.Var(&f.maxFrame, "max-frame", "frame ceiling `N` in bytes without FCS, 36..8192 (default min(8192, MTU+14))")
 	fs.StringVar(&f.pcap, "pcap", "", "record every frame sent and received in `PATH` (classic pcap)")
+	fs.DurationVar(&f.busyPoll, "busy-poll", 0, busyPollUsage)
 	fs.BoolVar(&f.json, "json", false, "print the result as one JSON object, the last line of stdout")
 	for _, name := range []string{"iface", "peer", "addr"} {
 		if err := cmd.MarkFlagRequired(name); err != nil {
@@ -103,7 +105,7 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	if f.timeout < 0 {
 		return nil, usagef("--timeout %v is negative: use a duration such as 1s, or 0 to wait forever", f.timeout)
 	}
-	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap})
+	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, BusyPoll: f.busyPoll})
 	if err != nil {
 		return nil, err
 	}

@@ -95,6 +95,7 @@ the file's list.`,
 	fs.DurationVar(&sf.rmemTimeout, "rmem-timeout", 0, "RMEM response timeout `D` of operations this endpoint initiates (0 waits forever)")
 	fs.DurationVar(&sf.dmaTimeout, "dma-timeout", 0, "DMA fragment response timeout `D` of operations this endpoint initiates (0 waits forever)")
 	fs.StringVar(&sf.pcap, "pcap", "", "record every frame sent and received in `PATH` (classic pcap)")
+	fs.DurationVar(&sf.busyPoll, "busy-poll", 0, busyPollUsage)
 	fs.BoolVar(&sf.jsonEvents, "json-events", false, "print one JSON object per event (and the counters) on standard output")
 	return cmd, sf
 }
@@ -191,7 +192,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 			f.Close()
 		}
 	}
-	il, err := openIface(ifaceOptions{Name: s.Iface, MAC: s.MAC, MaxFrame: s.MaxFrame, Pcap: s.Pcap, AllTypes: s.RawPolicy != endpoint.RawDrop})
+	il, err := openIface(ifaceOptions{Name: s.Iface, MAC: s.MAC, MaxFrame: s.MaxFrame, Pcap: s.Pcap, AllTypes: s.RawPolicy != endpoint.RawDrop, BusyPoll: s.BusyPoll})
 	if err != nil {
 		closeFiles()
 		return err

@@ -23,6 +23,10 @@ var linkIO = flag.String("linkio", "", "I/O mode of the engine's AF_PACKET links
 // --engine-any-cpu; by default they run on the one-CPU baseline's CPU.
 var engineAnyCPU = flag.Bool("engineanycpu", false, "run BenchmarkVeth's engine paths with the threads free to run on any CPU")
 
+// busyPoll is the engine's AF_PACKET links' spin window in BenchmarkVeth,
+// like oetp bench --busy-poll.
+var busyPoll = flag.Duration("busypoll", 0, "spin window of the engine's AF_PACKET links in BenchmarkVeth (afpacket Config.BusyPoll); 0 never spins")
+
 // benchBlocks are the DMA block sizes of the Go benchmarks.
 var benchBlocks = []int{64 << 10, 1 << 20}
 
@@ -48,7 +52,7 @@ func BenchmarkVeth(b *testing.B) {
 	if why := vethUnavailable(); why != "" {
 		b.Skip(why)
 	}
-	e, err := newVethEnv(benchBlocks[len(benchBlocks)-1], *linkIO)
+	e, err := newVethEnv(benchBlocks[len(benchBlocks)-1], *linkIO, *busyPoll)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,6 +30,9 @@ type Options struct {
 	// threads free to run on any CPU. By default they run on the CPU of the
 	// one-CPU baseline, the placement of the baseline's faster variant.
 	EngineAnyCPU bool
+	// BusyPoll is the engine's AF_PACKET links' Config.BusyPoll in the veth
+	// scenario; 0 never spins.
+	BusyPoll time.Duration
 	// Log, if not nil, receives one line per measurement as it starts.
 	Log io.Writer
 }

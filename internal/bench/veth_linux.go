@@ -32,8 +32,8 @@ const mcastSlaves = 3
 
 // openLink opens an AF_PACKET link on h's interface, inside h's namespace,
 // in the I/O mode named by io ("", "blocking" or "poll").
-func openLink(h *netns.Host, io string) (*afpacket.Link, error) {
-	cfg := afpacket.Config{}
+func openLink(h *netns.Host, io string, busyPoll time.Duration) (*afpacket.Link, error) {
+	cfg := afpacket.Config{BusyPoll: busyPoll}
 	switch io {
 	case "blocking":
 		cfg.IO = afpacket.IOBlocking
@@ -64,7 +64,7 @@ func openRawOn(h *netns.Host) (*rawSock, error) {
 // multicast writes to three hosts on a bridge next to a raw blast of the
 // same frames.
 func runVeth(o *Options) ([]Result, error) {
-	v, err := newVethEnv(o.maxBlock(), o.LinkIO)
+	v, err := newVethEnv(o.maxBlock(), o.LinkIO, o.BusyPoll)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ type vethEnv struct {
 
 // newVethEnv builds the veth medium for blocks up to maxBlock bytes, with
 // the engine's links in I/O mode io.
-func newVethEnv(maxBlock int, io string) (_ *vethEnv, err error) {
+func newVethEnv(maxBlock int, io string, busyPoll time.Duration) (_ *vethEnv, err error) {
 	n, err := netns.New(netns.Topology{Hosts: 2})
 	if err != nil {
 		return nil, err
@@ -112,11 +112,11 @@ func newVethEnv(maxBlock int, io string) (_ *vethEnv, err error) {
 		req, rsp := rawFrames(op, v.raw.nearMAC, v.raw.farMAC)
 		v.raw.replies[wire.Cmd(req[15])] = retype(rsp)
 	}
-	la, err := openLink(ha, io)
+	la, err := openLink(ha, io, busyPoll)
 	if err != nil {
 		return nil, err
 	}
-	lb, err := openLink(hb, io)
+	lb, err := openLink(hb, io, busyPoll)
 	if err != nil {
 		la.Close()
 		return nil, err
@@ -258,7 +258,7 @@ func runVethMulticast(o *Options) (_ []Result, err error) {
 	}
 
 	// The engine: a master endpoint writing to the group, slaves accepting.
-	lm, err := openLink(master, o.LinkIO)
+	lm, err := openLink(master, o.LinkIO, o.BusyPoll)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +280,7 @@ func runVethMulticast(o *Options) (_ []Result, err error) {
 		}
 	}()
 	for _, h := range hosts[1:] {
-		l, err := openLink(h, o.LinkIO)
+		l, err := openLink(h, o.LinkIO, o.BusyPoll)
 		if err != nil {
 			return nil, err
 		}

@@ -71,6 +71,7 @@ package afpacket
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/openenoc/oetp/wire"
 )
@@ -134,7 +135,17 @@ type Config struct {
 	// SocketBuffer is the size of the receive and send socket buffers in
 	// bytes; 0 means DefaultSocketBuffer.
 	SocketBuffer int
+	// BusyPoll, in IOPoll mode, makes ReadLoop keep reading the socket
+	// without waiting for up to this long after the last frame it received
+	// before it parks in the network poller (see "Busy polling" above).
+	// 0, the default, never spins; the most is MaxBusyPoll. IOBlocking
+	// mode and ReadBatch ignore it.
+	BusyPoll time.Duration
 }
+
+// MaxBusyPoll is the largest Config.BusyPoll: a spin window longer than this
+// only burns a CPU that a parked reader would give back.
+const MaxBusyPoll = 10 * time.Millisecond
 
 // Stats counts a link's traffic since Open.
 type Stats struct {
@@ -145,6 +156,10 @@ type Stats struct {
 	// DropQueueFull counts frames for this socket that the kernel dropped
 	// because the receive queue was full (PACKET_STATISTICS tp_drops).
 	DropQueueFull uint64
+	// BusyPolls counts the reads of an empty socket that ReadLoop made
+	// while busy polling (Config.BusyPoll), each after yielding the
+	// processor: the price of the spin window in system calls.
+	BusyPolls uint64
 }
 
 // ErrFrameTooLong is wrapped by the error Write and WriteBatch return for a
@@ -164,4 +179,12 @@ func (c *Config) maxFrame() (int, error) {
 		return 0, fmt.Errorf("afpacket: Config.MaxFrame is %d: use 14 through 65549 bytes, or 0 for %d", c.MaxFrame, DefaultMaxFrame)
 	}
 	return c.MaxFrame, nil
+}
+
+// busyPoll validates Config.BusyPoll.
+func (c *Config) busyPoll() (time.Duration, error) {
+	if c.BusyPoll < 0 || c.BusyPoll > MaxBusyPoll {
+		return 0, fmt.Errorf("afpacket: Config.BusyPoll is %v: use 0 (off) through %v", c.BusyPoll, MaxBusyPoll)
+	}
+	return c.BusyPoll, nil
 }

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,6 +49,7 @@ type Link struct {
 	addr     wire.MAC
 	maxFrame int
 	mode     IOMode
+	busyPoll time.Duration // IOPoll's ReadLoop spin window; 0 never spins
 
 	fd     int
 	file   *os.File        // IOPoll only
@@ -78,6 +81,7 @@ type Link struct {
 	loopSizes []int
 	loopBatch func(n int) bool
 	loopFn    func(fd uintptr) bool
+	loopLast  time.Time // when loopRead last received a frame (busy polling)
 
 	// Writer state, guarded by wmu.
 	wmu    sync.Mutex
@@ -95,6 +99,7 @@ type Link struct {
 	drops          uint64
 
 	txFrames, txBytes, rxFrames, rxBytes atomic.Uint64
+	spins                                atomic.Uint64
 }
 
 // Open opens an AF_PACKET socket on the interface ifname of the calling
@@ -105,6 +110,10 @@ func Open(ifname string, cfg Config) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
+	busyPoll, err := cfg.busyPoll()
+	if err != nil {
+		return nil, err
+	}
 	mode := cfg.IO
 	switch mode {
 	case IODefault:
@@ -112,6 +121,9 @@ func Open(ifname string, cfg Config) (*Link, error) {
 	case IOBlocking, IOPoll:
 	default:
 		return nil, fmt.Errorf("afpacket: Config.IO is %v: use IODefault, IOBlocking or IOPoll", mode)
+	}
+	if busyPoll > 0 && mode != IOPoll {
+		return nil, fmt.Errorf("afpacket: Config.BusyPoll is %v with Config.IO %v: busy polling needs IOPoll (or IODefault); set BusyPoll to 0 for IOBlocking", busyPoll, mode)
 	}
 	if cfg.Addr.IsGroup() {
 		return nil, fmt.Errorf("afpacket: Config.Addr %v is a group address: the link's own address must be unicast (bit 0 of the first octet clear)", cfg.Addr)
@@ -140,7 +152,7 @@ func Open(ifname string, cfg Config) (*Link, error) {
 		}
 		return nil, fmt.Errorf("afpacket: open %s: %w", ifname, err)
 	}
-	l := &Link{ifname: ifname, maxFrame: maxFrame, mode: mode, fd: fd, txfd: -1}
+	l := &Link{ifname: ifname, maxFrame: maxFrame, mode: mode, busyPoll: busyPoll, fd: fd, txfd: -1}
 	if err := l.setup(cfg, bufSize); err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -344,6 +356,9 @@ func (l *Link) IfName() string { return l.ifname }
 
 // MTU returns the interface's MTU when the link was opened.
 func (l *Link) MTU() int { return l.mtu }
+
+// BusyPoll returns ReadLoop's spin window (Config.BusyPoll); 0 never spins.
+func (l *Link) BusyPoll() time.Duration { return l.busyPoll }
 
 // Mode returns the I/O mode in use (never IODefault).
 func (l *Link) Mode() IOMode { return l.mode }
@@ -717,6 +732,7 @@ func (l *Link) Stats() Stats {
 		RxFrames:      l.rxFrames.Load(),
 		RxBytes:       l.rxBytes.Load(),
 		DropQueueFull: l.drops,
+		BusyPolls:     l.spins.Load(),
 	}
 }
 
@@ -810,11 +826,15 @@ func (l *Link) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) erro
 
 // loopRead is the RawConn.Read callback of ReadLoop: true ends the wait.
 func (l *Link) loopRead(fd uintptr) bool {
+	fresh := true // the callback has run since the buffers were set up
 	for {
-		if l.rk == 1 {
-			l.rbuf = l.loopBufs[0]
-		} else {
-			setBatch(&l.rmsgs, &l.riov, l.loopBufs) // the caller may have swapped buffers
+		if fresh {
+			if l.rk == 1 {
+				l.rbuf = l.loopBufs[0]
+			} else {
+				setBatch(&l.rmsgs, &l.riov, l.loopBufs) // the caller may have swapped buffers
+			}
+			fresh = false
 		}
 		n, err := l.recv(int(fd))
 		switch err {
@@ -822,6 +842,9 @@ func (l *Link) loopRead(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
+			if l.spin() {
+				continue
+			}
 			return false
 		default:
 			l.rerr = err
@@ -834,13 +857,31 @@ func (l *Link) loopRead(fd uintptr) bool {
 		}
 		l.rxFrames.Add(uint64(n))
 		l.rxBytes.Add(total)
+		if l.busyPoll > 0 {
+			l.loopLast = time.Now()
+		}
+		fresh = true
 		if !l.loopBatch(n) {
 			return true
 		}
-		if l.rk > 1 && n < l.rk {
+		if l.rk > 1 && n < l.rk && !l.spin() {
 			// MSG_WAITFORONE stopped at an empty socket: every frame that
 			// arrives from now on raises a new readiness event.
 			return false
 		}
 	}
+}
+
+// spin reports whether loopRead should read the empty socket again instead
+// of parking: busy polling is on, the last frame came less than busyPoll
+// ago, and the link is open. It yields the processor first, so that the
+// goroutines the last batch readied (a caller waiting for its response, a
+// responder) run on this P before the next attempt.
+func (l *Link) spin() bool {
+	if l.busyPoll == 0 || l.closed.Load() || time.Since(l.loopLast) >= l.busyPoll {
+		return false
+	}
+	l.spins.Add(1)
+	runtime.Gosched()
+	return true
 }

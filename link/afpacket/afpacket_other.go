@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/wire"
@@ -62,3 +63,6 @@ func (*Link) MTU() int { return 0 }
 
 // Mode returns IODefault.
 func (*Link) Mode() IOMode { return IODefault }
+
+// BusyPoll returns 0: AF_PACKET sockets need Linux.
+func (*Link) BusyPoll() time.Duration { return 0 }

@@ -347,6 +347,9 @@ func TestOpenErrors(t *testing.T) {
 		{"eth0", afpacket.Config{MaxFrame: 65550}, "afpacket: Config.MaxFrame is 65550: use 14 through 65549 bytes, or 0 for 8192"},
 		{"eth0", afpacket.Config{IO: 7}, "afpacket: Config.IO is IOMode(7): use IODefault, IOBlocking or IOPoll"},
 		{"eth0", afpacket.Config{Addr: wire.MAC{0x03, 0, 0, 0, 0, 1}}, "afpacket: Config.Addr 03:00:00:00:00:01 is a group address: the link's own address must be unicast (bit 0 of the first octet clear)"},
+		{"eth0", afpacket.Config{BusyPoll: -time.Microsecond}, "afpacket: Config.BusyPoll is -1µs: use 0 (off) through 10ms"},
+		{"eth0", afpacket.Config{BusyPoll: 11 * time.Millisecond}, "afpacket: Config.BusyPoll is 11ms: use 0 (off) through 10ms"},
+		{"eth0", afpacket.Config{BusyPoll: time.Millisecond, IO: afpacket.IOBlocking}, "afpacket: Config.BusyPoll is 1ms with Config.IO blocking: busy polling needs IOPoll (or IODefault); set BusyPoll to 0 for IOBlocking"},
 		{"eth0", afpacket.Config{SocketBuffer: -1}, "afpacket: Config.SocketBuffer is -1: use a positive size in bytes, or 0 for 4194304"},
 		{"", afpacket.Config{}, `afpacket: interface name "": use 1 through 15 bytes`},
 		{"sixteen-bytes-xx", afpacket.Config{}, `afpacket: interface name "sixteen-bytes-xx": use 1 through 15 bytes`},
@@ -780,4 +783,150 @@ func TestReadLoop(t *testing.T) {
 			t.Errorf("ReadLoop took %v to notice Close", d)
 		}
 	})
+}
+
+// TestBusyPoll: with Config.BusyPoll, ReadLoop keeps reading the empty
+// socket after a frame for the spin window (Stats.BusyPolls grows), parks
+// once the window has passed (BusyPolls stops growing) and is woken by the
+// poller for the next frame; it does not spin before the first frame, a
+// link without BusyPoll never spins, and Close ends a spinning ReadLoop
+// promptly.
+func TestBusyPoll(t *testing.T) {
+	const window = afpacket.MaxBusyPoll
+	tn := netns.NewPair(t)
+	a := open(t, tn.Host(0), afpacket.Config{BusyPoll: window})
+	b := open(t, tn.Host(1), afpacket.Config{BusyPoll: window})
+	if got := b.BusyPoll(); got != window {
+		t.Fatalf("BusyPoll() = %v, want %v", got, window)
+	}
+	bufs := [][]byte{make([]byte, 2000), make([]byte, 2000)}
+	sizes := make([]int, len(bufs))
+	frames := make(chan []byte, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.ReadLoop(bufs, sizes, func(n int) bool {
+			for i := range n {
+				frames <- bytes.Clone(bufs[i][:sizes[i]])
+			}
+			return true
+		})
+	}()
+	recv := func(want []byte) time.Time {
+		t.Helper()
+		select {
+		case got := <-frames:
+			if !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes % x..., want %d bytes % x...", len(got), got[:min(len(got), 16)], len(want), want[:16])
+			}
+			return time.Now()
+		case <-time.After(5 * time.Second):
+			t.Fatal("no frame in 5s")
+		}
+		return time.Time{}
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := b.Stats().BusyPolls; n != 0 {
+		t.Fatalf("BusyPolls = %d before any frame, want 0: the loop spins only after a frame", n)
+	}
+	f1 := frame(b.Addr(), a.Addr(), afpacket.EtherType, 60, 1)
+	write(t, a, f1)
+	got1 := recv(f1)
+	// A frame sent inside the window is read by the spinning loop.
+	time.Sleep(window / 4)
+	f2 := frame(b.Addr(), a.Addr(), afpacket.EtherType, 100, 2)
+	write(t, a, f2)
+	got2 := recv(f2)
+	spun := b.Stats().BusyPolls
+	if spun == 0 {
+		t.Fatalf("BusyPolls = 0 %v after a frame, want the loop spinning", time.Since(got1))
+	}
+	// Past the window the loop parks: the count stops.
+	time.Sleep(time.Until(got2.Add(window + 20*time.Millisecond)))
+	parked := b.Stats().BusyPolls
+	if parked < 20 {
+		t.Fatalf("BusyPolls = %d over a %v window, want the loop to have read the socket again and again", parked, window)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := b.Stats().BusyPolls; n != parked {
+		t.Fatalf("BusyPolls grew from %d to %d more than %v after the last frame: the loop did not park", parked, n, window)
+	}
+	// The parked loop is woken by the poller for the next frame.
+	f3 := frame(b.Addr(), a.Addr(), afpacket.EtherType, 1500, 3)
+	write(t, a, f3)
+	recv(f3)
+	if st := b.Stats(); st.RxFrames != 3 || a.Stats().BusyPolls != 0 {
+		t.Fatalf("b received %d frames, a (which only sent) polled %d times; want 3 and 0", st.RxFrames, a.Stats().BusyPolls)
+	}
+	// Close ends a spinning loop promptly.
+	start := time.Now()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != link.ErrClosed {
+			t.Fatalf("ReadLoop after Close = %v, want link.ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not end the spinning ReadLoop within 2s")
+	}
+	if d := time.Since(start); d > window+100*time.Millisecond {
+		t.Errorf("ReadLoop took %v to notice Close", d)
+	}
+
+	// Without BusyPoll the loop never spins.
+	c, d := open(t, tn.Host(0), afpacket.Config{}), open(t, tn.Host(1), afpacket.Config{})
+	go func() {
+		done <- d.ReadLoop(bufs, sizes, func(n int) bool {
+			for i := range n {
+				frames <- bytes.Clone(bufs[i][:sizes[i]])
+			}
+			return true
+		})
+	}()
+	for i := range 5 {
+		f := frame(d.Addr(), c.Addr(), afpacket.EtherType, 60+i, byte(i))
+		write(t, c, f)
+		recv(f)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if n := d.Stats().BusyPolls; n != 0 {
+		t.Errorf("BusyPolls = %d without Config.BusyPoll, want 0", n)
+	}
+	d.Close()
+	<-done
+}
+
+// TestBusyPollNoAllocs: a ReadLoop that spins between frames allocates
+// nothing per frame.
+func TestBusyPollNoAllocs(t *testing.T) {
+	tn := netns.NewPair(t)
+	a := open(t, tn.Host(0), afpacket.Config{})
+	b := open(t, tn.Host(1), afpacket.Config{BusyPoll: afpacket.MaxBusyPoll})
+	bufs := [][]byte{make([]byte, 2000), make([]byte, 2000)}
+	sizes := make([]int, len(bufs))
+	got := make(chan int, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.ReadLoop(bufs, sizes, func(n int) bool { got <- n; return true })
+	}()
+	f := frame(b.Addr(), a.Addr(), afpacket.EtherType, 60, 9)
+	var err error
+	n := 0
+	allocs := testing.AllocsPerRun(300, func() {
+		if err == nil {
+			err = a.Write(f)
+		}
+		if err == nil {
+			n += <-got
+		}
+	})
+	if err != nil || allocs != 0 {
+		t.Errorf("Write + spinning ReadLoop: %v allocations per frame, err %v; want 0", allocs, err)
+	}
+	if b.Stats().BusyPolls == 0 {
+		t.Error("the loop never spun")
+	}
+	b.Close()
+	<-done
 }
