@@ -23,9 +23,9 @@ var linkIO = flag.String("linkio", "", "I/O mode of the engine's AF_PACKET links
 // --engine-any-cpu; by default they run on the one-CPU baseline's CPU.
 var engineAnyCPU = flag.Bool("engineanycpu", false, "run BenchmarkVeth's engine paths with the threads free to run on any CPU")
 
-// busyPoll is the engine's AF_PACKET links' spin window in BenchmarkVeth,
-// like oetp bench --busy-poll.
-var busyPoll = flag.Duration("busypoll", 0, "spin window of the engine's AF_PACKET links in BenchmarkVeth (afpacket Config.BusyPoll); 0 never spins")
+// busyPoll is the spin window of BenchmarkVeth's busy-polling engine
+// pair, like oetp bench --busy-poll.
+var busyPoll = flag.Duration("busypoll", DefaultBusyPoll, "spin window of BenchmarkVeth's busy-polling engine pair (afpacket Config.BusyPoll); 0 leaves its paths out")
 
 // benchBlocks are the DMA block sizes of the Go benchmarks.
 var benchBlocks = []int{64 << 10, 1 << 20}
@@ -52,7 +52,11 @@ func BenchmarkVeth(b *testing.B) {
 	if why := vethUnavailable(); why != "" {
 		b.Skip(why)
 	}
-	e, err := newVethEnv(benchBlocks[len(benchBlocks)-1], *linkIO, *busyPoll)
+	bp := *busyPoll
+	if bp == 0 {
+		bp = -1
+	}
+	e, err := newVethEnv(benchBlocks[len(benchBlocks)-1], *linkIO, bp)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,10 +75,10 @@ func benchEnv(b *testing.B, e env) {
 	for _, op := range engineOps {
 		steps := e.bases(op)
 		if op == opRMEMRead {
-			steps = append(steps, e.engine(op, 4))
+			steps = append(steps, e.engines(op, 4)...)
 		} else {
 			for _, n := range benchBlocks {
-				steps = append(steps, e.engine(op, n))
+				steps = append(steps, e.engines(op, n)...)
 			}
 		}
 		for _, s := range steps {

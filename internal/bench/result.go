@@ -156,6 +156,9 @@ type Report struct {
 	Took     time.Duration `json:"took_ns"`
 	Results  []Result      `json:"results"`
 	Skipped  []Skip        `json:"skipped,omitempty"`
+	// Notes say how a scenario ran where its rows cannot, e.g. the
+	// placement and spin window of the busy-polling rows.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Find returns the first result of scenario with the given name and block
@@ -210,6 +213,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		if r.Note != "" {
 			fmt.Fprintf(w, "note: %s %s %s: %s\n", r.Scenario, r.Name, sizeOrDash(r.Block), r.Note)
 		}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(w, "skipped %s: %s\n", s.Scenario, s.Reason)

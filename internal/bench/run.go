@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/openenoc/oetp/link/afpacket"
 )
 
 // Options bound and select a run. The zero value of each field selects its
@@ -30,11 +32,16 @@ type Options struct {
 	// threads free to run on any CPU. By default they run on the CPU of the
 	// one-CPU baseline, the placement of the baseline's faster variant.
 	EngineAnyCPU bool
-	// BusyPoll is the engine's AF_PACKET links' Config.BusyPoll in the veth
-	// scenario; 0 never spins.
+	// BusyPoll is the spin window (afpacket Config.BusyPoll) of the veth
+	// scenario's second engine pair, whose rows are named with
+	// BusySuffix and run with the threads free on any CPU: spinning on the
+	// CPU the peer needs would starve it. 0 means DefaultBusyPoll; a
+	// negative value leaves those rows out. The first pair never spins.
 	BusyPoll time.Duration
 	// Log, if not nil, receives one line per measurement as it starts.
 	Log io.Writer
+
+	report *Report // of the run, for scenario notes
 }
 
 // Defaults of Options.
@@ -42,7 +49,13 @@ const (
 	DefaultDuration = 500 * time.Millisecond
 	DefaultRounds   = 3
 	DefaultMaxOps   = 2_000_000
+	// DefaultBusyPoll is the spin window of the busy-polling engine rows.
+	DefaultBusyPoll = 100 * time.Microsecond
 )
+
+// BusySuffix ends the names of the engine rows measured with busy-polling
+// links, e.g. "rmem-read busy-poll".
+const BusySuffix = " busy-poll"
 
 // DefaultBlocks are the DMA block sizes measured: 4 KiB to 64 MiB in steps
 // of four.
@@ -90,6 +103,12 @@ func (o *Options) fill() error {
 	if o.MaxOps < int64(o.Rounds) {
 		return fmt.Errorf("bench: at most %d operations per measurement cannot fill %d rounds", o.MaxOps, o.Rounds)
 	}
+	if o.BusyPoll == 0 {
+		o.BusyPoll = DefaultBusyPoll
+	}
+	if o.BusyPoll > afpacket.MaxBusyPoll {
+		return fmt.Errorf("bench: busy-poll window %v: use at most %v, or a negative value for none", o.BusyPoll, afpacket.MaxBusyPoll)
+	}
 	switch o.LinkIO {
 	case "", "blocking", "poll":
 	default:
@@ -130,6 +149,7 @@ func Run(o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Machine: thisMachine(), Duration: o.Duration, Started: time.Now()}
+	o.report = rep
 	var errs []error
 	want := map[string]bool{}
 	for _, s := range o.Scenarios {
@@ -304,8 +324,9 @@ type env interface {
 	scenario() string
 	// bases returns the baseline measurements of op's frame sizes.
 	bases(op string) []*step
-	// engine returns the measurement of op on blocks of n bytes.
-	engine(op string, n int) *step
+	// engines returns the measurements of op on blocks of n bytes: the
+	// engine as configured, and any variants of it.
+	engines(op string, n int) []*step
 	close() error
 }
 
@@ -324,10 +345,10 @@ func runEnv(o *Options, e env) (out []Result, err error) {
 		bases := e.bases(op)
 		var engines []*step
 		if op == opRMEMRead {
-			engines = append(engines, e.engine(op, 4))
+			engines = append(engines, e.engines(op, 4)...)
 		} else {
 			for _, b := range o.Blocks {
-				engines = append(engines, e.engine(op, int(b)))
+				engines = append(engines, e.engines(op, int(b))...)
 			}
 		}
 		err := runSteps(o, append(append([]*step{}, bases...), engines...))

@@ -33,7 +33,13 @@ const mcastSlaves = 3
 // openLink opens an AF_PACKET link on h's interface, inside h's namespace,
 // in the I/O mode named by io ("", "blocking" or "poll").
 func openLink(h *netns.Host, io string, busyPoll time.Duration) (*afpacket.Link, error) {
-	cfg := afpacket.Config{BusyPoll: busyPoll}
+	return openLinkAddr(h, io, busyPoll, wire.MAC{})
+}
+
+// openLinkAddr is openLink with the link's own address addr instead of the
+// interface's (zero: the interface's).
+func openLinkAddr(h *netns.Host, io string, busyPoll time.Duration, addr wire.MAC) (*afpacket.Link, error) {
+	cfg := afpacket.Config{BusyPoll: busyPoll, Addr: addr}
 	switch io {
 	case "blocking":
 		cfg.IO = afpacket.IOBlocking
@@ -69,6 +75,11 @@ func runVeth(o *Options) ([]Result, error) {
 		return nil, err
 	}
 	v.anyCPU = o.EngineAnyCPU
+	if v.busy != nil {
+		o.report.Notes = append(o.report.Notes, fmt.Sprintf(
+			"veth rows named %q: a second engine pair whose AF_PACKET links busy-poll (afpacket Config.BusyPoll %v, oetp serve/rmem/dma --busy-poll), on addresses of their own on the same veth pair, with every thread free on any CPU: a loop spinning on the CPU its peer needs would starve it",
+			BusySuffix, o.BusyPoll))
+	}
 	out, err := runEnv(o, v)
 	if err != nil {
 		return out, err
@@ -82,13 +93,21 @@ func runVeth(o *Options) ([]Result, error) {
 type vethEnv struct {
 	n      *netns.Net
 	p      *pair
+	busy   *pair // busy-polling links on addresses of their own; nil if none
 	raw    *vethRaw
 	cpu    int
 	anyCPU bool // run the engine without pinning (Options.EngineAnyCPU)
 }
 
+// Addresses of the busy-polling engine pair on the veth pair.
+var (
+	busyMACA = wire.MAC{0x02, 0x0e, 0x0c, 0xb5, 0x00, 0x0a}
+	busyMACB = wire.MAC{0x02, 0x0e, 0x0c, 0xb5, 0x00, 0x0b}
+)
+
 // newVethEnv builds the veth medium for blocks up to maxBlock bytes, with
-// the engine's links in I/O mode io.
+// the engine's links in I/O mode io, and, for a positive busyPoll, a
+// second engine pair whose links busy-poll that long.
 func newVethEnv(maxBlock int, io string, busyPoll time.Duration) (_ *vethEnv, err error) {
 	n, err := netns.New(netns.Topology{Hosts: 2})
 	if err != nil {
@@ -112,19 +131,30 @@ func newVethEnv(maxBlock int, io string, busyPoll time.Duration) (_ *vethEnv, er
 		req, rsp := rawFrames(op, v.raw.nearMAC, v.raw.farMAC)
 		v.raw.replies[wire.Cmd(req[15])] = retype(rsp)
 	}
-	la, err := openLink(ha, io, busyPoll)
+	if v.p, err = openPair(ha, hb, io, 0, wire.MAC{}, wire.MAC{}, maxBlock); err != nil {
+		return nil, err
+	}
+	if busyPoll > 0 {
+		if v.busy, err = openPair(ha, hb, "poll", busyPoll, busyMACA, busyMACB, maxBlock); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// openPair opens links on ha and hb (own addresses a and b, zero for the
+// interfaces') and starts an engine pair on them.
+func openPair(ha, hb *netns.Host, io string, busyPoll time.Duration, a, b wire.MAC, maxBlock int) (*pair, error) {
+	la, err := openLinkAddr(ha, io, busyPoll, a)
 	if err != nil {
 		return nil, err
 	}
-	lb, err := openLink(hb, io, busyPoll)
+	lb, err := openLinkAddr(hb, io, busyPoll, b)
 	if err != nil {
 		la.Close()
 		return nil, err
 	}
-	if v.p, err = newPair(la, lb, maxBlock); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return newPair(la, lb, maxBlock)
 }
 
 func (v *vethEnv) scenario() string { return ScenarioVeth }
@@ -136,8 +166,21 @@ func (v *vethEnv) bases(op string) []*step {
 	return []*step{v.raw.step(op, v.cpu), v.raw.step(op, -1)}
 }
 
-// engine returns the engine's measurement of op, run with every thread of
-// the process on the one-CPU baseline's CPU (unless anyCPU): the same
+// engines returns the first pair's measurement of op (see engine) and, if
+// there is one, the busy-polling pair's, named with BusySuffix and run with
+// the threads free on any CPU.
+func (v *vethEnv) engines(op string, n int) []*step {
+	out := []*step{v.engine(op, n)}
+	if v.busy != nil {
+		s := engineStep(ScenarioVeth, v.busy, op, n)
+		s.res.Name += BusySuffix
+		out = append(out, s)
+	}
+	return out
+}
+
+// engine returns the first pair's measurement of op, run with every thread
+// of the process on the one-CPU baseline's CPU (unless anyCPU): the same
 // placement as the baseline's faster variant, applied to the engine's
 // threads (both endpoints' receive loops, the callers and the runtime's).
 func (v *vethEnv) engine(op string, n int) *step {
@@ -160,6 +203,9 @@ func (v *vethEnv) engine(op string, n int) *step {
 func (v *vethEnv) close() error {
 	if v.p != nil {
 		v.p.close()
+	}
+	if v.busy != nil {
+		v.busy.close()
 	}
 	if v.raw != nil {
 		if v.raw.near != nil {
@@ -258,7 +304,7 @@ func runVethMulticast(o *Options) (_ []Result, err error) {
 	}
 
 	// The engine: a master endpoint writing to the group, slaves accepting.
-	lm, err := openLink(master, o.LinkIO, o.BusyPoll)
+	lm, err := openLink(master, o.LinkIO, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +326,7 @@ func runVethMulticast(o *Options) (_ []Result, err error) {
 		}
 	}()
 	for _, h := range hosts[1:] {
-		l, err := openLink(h, o.LinkIO, o.BusyPoll)
+		l, err := openLink(h, o.LinkIO, 0)
 		if err != nil {
 			return nil, err
 		}
