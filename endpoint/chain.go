@@ -87,6 +87,12 @@ func (e *Endpoint) chainBlock(ctx context.Context, op string, p Peer, remote uin
 			in.mu.Lock()
 			if in.state == stWaiting && in.rid == rid {
 				in.ch.sent = time.Now()
+				if e.warm {
+					// Under the lock, like the receive loop's
+					// accesses to the block: a DMA read's
+					// destination is written there.
+					in.ch.b.touch(in.ch.ahead())
+				}
 			}
 			in.mu.Unlock()
 			code, err = e.awaitChain(ctx)
@@ -193,7 +199,43 @@ func (e *Endpoint) continueChainLocked(f wire.Frame, code wire.Code) (bool, wire
 	if wakeToArm {
 		in.wake() // the caller must start the timer of this fragment
 	}
+	// Under the lock: the chain is still alive, so cs.b is the caller's
+	// buffer, and it stays so until the lock is released.
+	if e.warm {
+		cs.b.touch(cs.ahead())
+	}
 	return true, wire.CodeNone
+}
+
+// ahead returns the block offset and length of the local memory that the
+// chain accesses next, once the outstanding fragment (cs.fl bytes at
+// cs.done) is answered: for a DMA write, the source of the following
+// fragment (none after the last); for a DMA read, the destination of the
+// outstanding fragment itself, written when its response has been
+// validated.
+//
+// The initiator touches that range (bulk.touch) right after it has sent the
+// outstanding fragment, so that the memory is in the cache when it is
+// needed instead of the copy stalling on main memory on the critical path
+// of every round trip: blocks larger than the caches otherwise pay a DRAM
+// miss per cache line of each fragment. Touching only reads; it does not
+// change what is sent, what is written or when, or any code: the
+// destination is still written only after the response is validated.
+//
+// Only when the link busy-polls (Endpoint.warm): on 2 vCPUs over veth,
+// with busy polling, DMA of 4 and 16 MiB blocks went from 0.85–0.88 to
+// 1.02–1.09 of the raw ping-pong's MB/s (6 runs each side by side); with
+// the receive loop sleeping instead, and the engine on one CPU, the touch
+// only added to the round trip (2–4 % slower).
+func (cs *chainState) ahead() (off, n uint64) {
+	if cs.op == opDMARead {
+		return cs.done, uint64(cs.fl)
+	}
+	off = cs.done + uint64(cs.fl)
+	if off >= cs.n {
+		return off, 0
+	}
+	return off, min(uint64(cs.mfs), cs.n-off)
 }
 
 // awaitChain waits for the end of a chain, like await does for one request:

@@ -18,11 +18,17 @@ const rxBatch = 32
 // Endpoint is the protocol engine of one oETP endpoint. Its methods are safe
 // for concurrent use.
 type Endpoint struct {
-	link     link.Link
-	filter   link.Filter // nil when the link does not filter
-	looper   link.Looper // nil when the link cannot; see receive
-	mem      memory.Space
-	inline   bool // mem is memory.Immediate: the receive loop serves requests itself
+	link    link.Link
+	filter  link.Filter // nil when the link does not filter
+	looper  link.Looper // nil when the link cannot; see receive
+	mem     memory.Space
+	inline  bool           // mem is memory.Immediate: the receive loop serves requests itself
+	toucher memory.Toucher // mem, when warm, inline and a memory.Toucher; see prefetch
+	// warm: the link busy-polls (link.Spinner), so the receive loop spends
+	// time it would spin anyway touching the memory of the next DMA
+	// fragment (chainState.ahead, prefetch). A loop that would sleep
+	// instead would add the touch to the round trip.
+	warm     bool
 	maxFrame int
 	ceiling  uint32 // the fragment ceiling of maxFrame
 	bufLen   int    // receive buffers: maxFrame+1, so an oversized frame shows as oversized
@@ -100,6 +106,12 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 	e.filter, _ = l.(link.Filter)
 	e.looper, _ = l.(link.Looper)
 	e.inline = memory.IsImmediate(mem)
+	if s, ok := l.(link.Spinner); ok && s.BusyPoll() > 0 {
+		e.warm = true
+	}
+	if e.inline && e.warm {
+		e.toucher, _ = mem.(memory.Toucher)
+	}
 	e.cfg.Store(&c)
 	e.peers.Store(&peerTable{bySrc: map[wire.MAC]int{}})
 	e.dmaTok <- struct{}{}

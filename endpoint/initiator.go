@@ -344,6 +344,25 @@ func (b *bulk) write(p []byte, off uint64) memory.Resp {
 	return memory.OKAY
 }
 
+// touch warms the caches for an access to the n bytes at block offset off
+// that is likely to come (see chainState.prefetch). A byte slice is the
+// caller's own buffer for the block and is touched directly; a Space only
+// when it is memory.Immediate and a memory.Toucher (RAM, File), whose Touch
+// only reads. Any other Space is left alone: a read may have side effects
+// there. Touching never changes a byte, a frame or a code.
+func (b *bulk) touch(off, n uint64) {
+	if n == 0 {
+		return
+	}
+	if b.s == nil {
+		memory.TouchBytes(b.b[off : off+n])
+		return
+	}
+	if t, ok := b.s.(memory.Toucher); ok && memory.IsImmediate(b.s) {
+		t.Touch(b.base+uint32(off), int(n))
+	}
+}
+
 // DMAWrite writes src to peer's memory at remote (peer mode ModeDMARead:
 // mirror local to remote). The block is split into fragments of the
 // effective Config.MaxFragment sampled at the start of the block (the last

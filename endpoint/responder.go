@@ -58,8 +58,33 @@ func (e *Endpoint) serve(w *worker) (reply bool) {
 	case wire.DMAWriteReq:
 		e.st.servedDMAWrite.Add(1)
 	}
+	if e.toucher != nil && (cmd == wire.DMAReadReq || cmd == wire.DMAWriteReq) {
+		e.prefetch(w, f)
+	}
 	w.cause = 0
 	return !w.group
+}
+
+// prefetch arranges for respond to touch, after the reply has been sent,
+// the memory that a served DMA request of length L at address A makes the
+// likely next one: [A+L, A+2L), the following fragment of the same block,
+// clamped by Touch to the memory (nothing past 2^32). A block larger than
+// the caches otherwise makes every fragment's copy stall on main memory,
+// and that stall sits on the critical path of each round trip; touched
+// while the initiator turns the reply into its next request, the lines are
+// in the cache when that request arrives.
+//
+// It is only done for memory that is memory.Immediate and a memory.Toucher
+// (RAM, File: e.toucher), whose Touch only reads: no byte, frame, record or
+// code changes, and the memory of the served request was written (a DMA
+// write) or read (a DMA read) completely before its response was built.
+// Any other Space is never touched, since a read there may have effects.
+func (e *Endpoint) prefetch(w *worker, f wire.Frame) {
+	next := uint64(f.Address()) + uint64(f.Length())
+	if next >= 1<<32 {
+		return
+	}
+	w.ahead, w.aheadN = uint32(next), f.Length()
 }
 
 // reply transmits the reply that serve built in w.tx, with priority over

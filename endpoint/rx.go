@@ -36,6 +36,11 @@ type worker struct {
 	n     int
 	cause uint32 // the wire cause of the ERROR_RSP in tx, 0 for a success response
 
+	// The memory to touch once the reply is sent: aheadN bytes at ahead
+	// (aheadN 0: none). See respond.
+	ahead  uint32
+	aheadN uint32
+
 	cls       wire.Class
 	peer      int
 	peerEntry Peer // the source peer's entry, sampled at admission
@@ -72,6 +77,12 @@ func (e *Endpoint) respond(w *worker) {
 	e.serving.Add(-1)
 	if reply {
 		e.reply(w)
+	}
+	if w.aheadN != 0 {
+		// Off the critical path: the reply is out, and the initiator
+		// of a DMA block sends its next fragment only once it has it.
+		e.toucher.Touch(w.ahead, int(w.aheadN))
+		w.aheadN = 0
 	}
 }
 

@@ -9,6 +9,7 @@ package link
 
 import (
 	"errors"
+	"time"
 
 	"github.com/openenoc/oetp/wire"
 )
@@ -53,6 +54,16 @@ type Filter interface {
 	JoinGroup(mac wire.MAC) error
 	LeaveGroup(mac wire.MAC) error
 	SetPromiscuous(on bool) error
+}
+
+// Spinner is implemented by links whose reader can busy-poll: keep
+// reading the medium for a while after each frame instead of sleeping as
+// soon as it is empty (afpacket's Config.BusyPoll). BusyPoll returns that
+// window; 0 means the reader sleeps at once. The endpoint uses it to spend
+// the time its receive loop would spin anyway on warming the caches for
+// the next DMA fragment.
+type Spinner interface {
+	BusyPoll() time.Duration
 }
 
 // Looper is implemented by links that can deliver batches of frames to a

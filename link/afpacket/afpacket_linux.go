@@ -22,9 +22,10 @@ import (
 )
 
 var (
-	_ link.Link   = (*Link)(nil)
-	_ link.Filter = (*Link)(nil)
-	_ link.Looper = (*Link)(nil)
+	_ link.Link    = (*Link)(nil)
+	_ link.Filter  = (*Link)(nil)
+	_ link.Looper  = (*Link)(nil)
+	_ link.Spinner = (*Link)(nil)
 )
 
 // blockTimeout bounds each blocking system call in IOBlocking mode, and so

@@ -13,8 +13,9 @@ import (
 )
 
 var (
-	_ link.Link   = (*Link)(nil)
-	_ link.Filter = (*Link)(nil)
+	_ link.Link    = (*Link)(nil)
+	_ link.Filter  = (*Link)(nil)
+	_ link.Spinner = (*Link)(nil)
 )
 
 var errNoPacket = fmt.Errorf("afpacket: AF_PACKET sockets need Linux, not %s: %w", runtime.GOOS, errors.ErrUnsupported)

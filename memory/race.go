@@ -1,0 +1,6 @@
+//go:build race
+
+package memory
+
+// raceEnabled is true in builds with the race detector; see Touch.
+const raceEnabled = true
