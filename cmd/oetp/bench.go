@@ -47,10 +47,11 @@ limit of the medium underneath, measured in the same run:
          for a DMA write fragment, 28↔8184 for a DMA read fragment) with
          blocking system calls on locked OS threads, both on one CPU and
          free, the faster one counting, and the engine's threads on that same
-         one CPU (--engine-any-cpu: free); the same engine paths again
-         with busy-polling links (rows "... busy-poll", --busy-poll, threads
-         free on any CPU); and group DMA writes to 3 hosts on a bridge
-         against a raw blast of the same frames. Needs root.
+         one CPU (--engine-any-cpu: free); then the same comparisons on a
+         fresh veth pair with busy-polling links and the engine free on any
+         CPU (scenario veth-busy in the table; --busy-poll sets the spin
+         window, 0 leaves it out); and group DMA writes to 3 hosts on a
+         bridge against a raw blast of the same frames. Needs root.
 
 Each engine figure is printed as a ratio of its baseline, with the target
 (RMEM read p50 ≤ 1.10×, DMA MB/s ≥ 0.95× from 1 MiB blocks up, codec
@@ -88,7 +89,7 @@ Every measurement also stops after --max-ops operations.`,
 			}
 			switch {
 			case busyPoll < 0 || busyPoll > afpacket.MaxBusyPoll:
-				return usagef("--busy-poll %v: use 0 (no busy-polling rows) through %v, such as 100us", busyPoll, afpacket.MaxBusyPoll)
+				return usagef("--busy-poll %v: use 0 (no veth-busy rows) through %v, such as 100us", busyPoll, afpacket.MaxBusyPoll)
 			case busyPoll == 0:
 				o.BusyPoll = -1 // no busy-polling rows
 			}
@@ -126,7 +127,7 @@ Every measurement also stops after --max-ops operations.`,
 	f.StringVar(&svg, "svg", "", "also draw the report as an SVG picture into this file")
 	f.StringVar(&linkIO, "link-io", "", "I/O mode of the engine's AF_PACKET links in the veth scenario: blocking or poll (default: the link's own)")
 	f.BoolVar(&anyCPU, "engine-any-cpu", false, "run the veth scenario's engine rows with the threads free to run on any CPU instead of on the one-CPU baseline's CPU")
-	f.DurationVar(&busyPoll, "busy-poll", bench.DefaultBusyPoll, "spin window `D` of the veth scenario's busy-polling engine rows (afpacket Config.BusyPoll, at most 10ms); 0 leaves them out")
+	f.DurationVar(&busyPoll, "busy-poll", bench.DefaultBusyPoll, "spin window `D` of the busy-polling links in the veth-busy rows (afpacket Config.BusyPoll, at most 10ms); 0 leaves those rows out")
 	f.BoolVar(&quiet, "quiet", false, "do not print progress lines on stderr")
 	return cmd
 }

@@ -64,7 +64,7 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"--blocks", "3"}, "--blocks"},
 		{[]string{"--blocks", "1GiB"}, "--blocks"},
 		{[]string{"--link-io", "fast"}, "--link-io"},
-		{[]string{"--busy-poll", "11ms"}, "--busy-poll 11ms: use 0 (no busy-polling rows) through 10ms"},
+		{[]string{"--busy-poll", "11ms"}, "--busy-poll 11ms: use 0 (no veth-busy rows) through 10ms"},
 		{[]string{"--busy-poll", "-1us"}, "--busy-poll"},
 		{[]string{"extra"}, "no arguments"},
 	} {

@@ -23,9 +23,9 @@ var linkIO = flag.String("linkio", "", "I/O mode of the engine's AF_PACKET links
 // --engine-any-cpu; by default they run on the one-CPU baseline's CPU.
 var engineAnyCPU = flag.Bool("engineanycpu", false, "run BenchmarkVeth's engine paths with the threads free to run on any CPU")
 
-// busyPoll is the spin window of BenchmarkVeth's busy-polling engine
-// pair, like oetp bench --busy-poll.
-var busyPoll = flag.Duration("busypoll", DefaultBusyPoll, "spin window of BenchmarkVeth's busy-polling engine pair (afpacket Config.BusyPoll); 0 leaves its paths out")
+// busyPoll is the spin window of BenchmarkVethBusy's links, like oetp
+// bench --busy-poll.
+var busyPoll = flag.Duration("busypoll", DefaultBusyPoll, "spin window of BenchmarkVethBusy's links (afpacket Config.BusyPoll); 0 skips it")
 
 // benchBlocks are the DMA block sizes of the Go benchmarks.
 var benchBlocks = []int{64 << 10, 1 << 20}
@@ -52,15 +52,27 @@ func BenchmarkVeth(b *testing.B) {
 	if why := vethUnavailable(); why != "" {
 		b.Skip(why)
 	}
-	bp := *busyPoll
-	if bp == 0 {
-		bp = -1
-	}
-	e, err := newVethEnv(benchBlocks[len(benchBlocks)-1], *linkIO, bp)
+	e, err := newVethEnv(benchBlocks[len(benchBlocks)-1], *linkIO, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	e.anyCPU = *engineAnyCPU
+	benchEnv(b, e)
+}
+
+// BenchmarkVethBusy is BenchmarkVeth with busy-polling links and the
+// engine free on any CPU, like oetp bench's veth-busy rows.
+func BenchmarkVethBusy(b *testing.B) {
+	if why := vethUnavailable(); why != "" {
+		b.Skip(why)
+	}
+	if *busyPoll <= 0 {
+		b.Skip("-busypoll 0: no busy-polling links")
+	}
+	e, err := newVethEnv(benchBlocks[len(benchBlocks)-1], *linkIO, *busyPoll)
+	if err != nil {
+		b.Fatal(err)
+	}
 	benchEnv(b, e)
 }
 
@@ -75,10 +87,10 @@ func benchEnv(b *testing.B, e env) {
 	for _, op := range engineOps {
 		steps := e.bases(op)
 		if op == opRMEMRead {
-			steps = append(steps, e.engines(op, 4)...)
+			steps = append(steps, e.engine(op, 4))
 		} else {
 			for _, n := range benchBlocks {
-				steps = append(steps, e.engines(op, n)...)
+				steps = append(steps, e.engine(op, n))
 			}
 		}
 		for _, s := range steps {

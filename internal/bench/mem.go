@@ -126,9 +126,7 @@ func (m *memEnv) scenario() string { return ScenarioMem }
 
 func (m *memEnv) bases(op string) []*step { return []*step{memRawStep(m.raw, op)} }
 
-func (m *memEnv) engines(op string, n int) []*step {
-	return []*step{engineStep(ScenarioMem, m.p, op, n)}
-}
+func (m *memEnv) engine(op string, n int) *step { return engineStep(ScenarioMem, m.p, op, n) }
 
 func (m *memEnv) close() error {
 	m.p.close()

@@ -148,24 +148,38 @@ func startEcho(s *rawSock, replies map[wire.Cmd][]byte, cpu int) *rawEcho {
 // thread never returns to the pool.
 func lockThread(cpu int) error {
 	runtime.LockOSThread()
-	if cpu < 0 {
-		return nil
+	set := startCPUs
+	if cpu >= 0 {
+		set.Zero()
+		set.Set(cpu)
 	}
-	var set unix.CPUSet
-	set.Set(cpu)
+	// Free (cpu < 0) means the process's CPUs, set explicitly: a new
+	// thread inherits the affinity of the thread that created it, which
+	// may be pinned.
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
 		return fmt.Errorf("bench: pin thread to CPU %d: %w", cpu, os.NewSyscallError("sched_setaffinity", err))
 	}
 	return nil
 }
 
+// startCPUs are the CPUs the process may run on, as it started (before any
+// pinning of the benchmark): what "any CPU" means, and what pinProcess
+// restores. Taken from the thread that initializes the package, which
+// nothing has pinned yet.
+var startCPUs = func() unix.CPUSet {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil || set.Count() == 0 {
+		for c := range runtime.NumCPU() {
+			set.Set(c)
+		}
+	}
+	return set
+}()
+
 // lastCPU returns the highest-numbered CPU this process may run on, where
 // the one-CPU baseline places both of its threads.
 func lastCPU() int {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return 0
-	}
+	set := startCPUs
 	for c := 1023; c >= 0; c-- {
 		if set.IsSet(c) {
 			return c
@@ -285,18 +299,17 @@ func startSink(s *rawSock) *rawSink {
 }
 
 // pinProcess moves every thread of the process to cpu (threads created
-// meanwhile inherit it from their creator) and returns the function that
-// gives each thread back the affinity the process had. With cpu negative it
-// does nothing. The veth scenario runs its engine rounds this way, under the
+// meanwhile inherit it from their creator) and sets GOMAXPROCS to 1, and
+// returns the function that gives each thread back the CPUs the process
+// started with and GOMAXPROCS its value. With cpu negative it does
+// nothing. The veth scenario runs its engine rounds this way, under the
 // same placement as the one-CPU baseline (both of its threads on cpu).
 func pinProcess(cpu int) (restore func(), err error) {
 	if cpu < 0 {
 		return func() {}, nil
 	}
-	var all, one unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &all); err != nil {
-		return nil, fmt.Errorf("bench: %w", os.NewSyscallError("sched_getaffinity", err))
-	}
+	all := startCPUs // not the calling thread's: it may be pinned
+	var one unix.CPUSet
 	one.Set(cpu)
 	set := func(s *unix.CPUSet) error {
 		// Two passes: a thread created during the first inherits the old
@@ -321,5 +334,11 @@ func pinProcess(cpu int) (restore func(), err error) {
 	if err := set(&one); err != nil {
 		return nil, err
 	}
-	return func() { _ = set(&all) }, nil
+	// One P, as the runtime itself would choose for a process whose
+	// affinity is one CPU (Go 1.25+), without its delay of about a second.
+	procs := runtime.GOMAXPROCS(1)
+	return func() {
+		_ = set(&all)
+		runtime.GOMAXPROCS(procs)
+	}, nil
 }

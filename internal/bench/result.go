@@ -15,6 +15,10 @@ const (
 	ScenarioCodec = "codec"
 	ScenarioMem   = "mem"
 	ScenarioVeth  = "veth"
+	// ScenarioVethBusy names the results of the veth scenario's second
+	// part, with busy-polling links (Options.BusyPoll); it is selected with
+	// ScenarioVeth, not on its own.
+	ScenarioVethBusy = "veth-busy"
 )
 
 // Scenarios lists every scenario in the order a run executes them.

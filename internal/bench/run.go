@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"time"
 
 	"github.com/openenoc/oetp/link/afpacket"
@@ -32,11 +34,13 @@ type Options struct {
 	// threads free to run on any CPU. By default they run on the CPU of the
 	// one-CPU baseline, the placement of the baseline's faster variant.
 	EngineAnyCPU bool
-	// BusyPoll is the spin window (afpacket Config.BusyPoll) of the veth
-	// scenario's second engine pair, whose rows are named with
-	// BusySuffix and run with the threads free on any CPU: spinning on the
-	// CPU the peer needs would starve it. 0 means DefaultBusyPoll; a
-	// negative value leaves those rows out. The first pair never spins.
+	// BusyPoll is the spin window (afpacket Config.BusyPoll) of the
+	// engine's links in the second part of the veth scenario, whose
+	// results are reported as scenario ScenarioVethBusy: the same
+	// comparisons on a fresh veth pair, with the engine's threads free on
+	// any CPU (a loop spinning on the CPU its peer needs would starve it).
+	// 0 means DefaultBusyPoll; a negative value leaves that part out. The
+	// first part never spins.
 	BusyPoll time.Duration
 	// Log, if not nil, receives one line per measurement as it starts.
 	Log io.Writer
@@ -49,13 +53,9 @@ const (
 	DefaultDuration = 500 * time.Millisecond
 	DefaultRounds   = 3
 	DefaultMaxOps   = 2_000_000
-	// DefaultBusyPoll is the spin window of the busy-polling engine rows.
+	// DefaultBusyPoll is the spin window of the busy-polling veth part.
 	DefaultBusyPoll = 100 * time.Microsecond
 )
-
-// BusySuffix ends the names of the engine rows measured with busy-polling
-// links, e.g. "rmem-read busy-poll".
-const BusySuffix = " busy-poll"
 
 // DefaultBlocks are the DMA block sizes measured: 4 KiB to 64 MiB in steps
 // of four.
@@ -148,6 +148,7 @@ func Run(o Options) (*Report, error) {
 	if err := o.fill(); err != nil {
 		return nil, err
 	}
+	defer holdGOMAXPROCS()()
 	rep := &Report{Machine: thisMachine(), Duration: o.Duration, Started: time.Now()}
 	o.report = rep
 	var errs []error
@@ -183,6 +184,25 @@ func Run(o Options) (*Report, error) {
 	}
 	rep.Took = time.Since(rep.Started)
 	return rep, errors.Join(errs...)
+}
+
+// holdGOMAXPROCS keeps GOMAXPROCS at its current value until the returned
+// function is called. Since Go 1.25 the runtime follows the process's CPU
+// affinity: while the veth rows pin every thread to one CPU it lowers
+// GOMAXPROCS to 1 after about a second, and raises it again about a second
+// after they are released, so the rows after a pinned stretch (the
+// veth-busy ones) ran with one P for two spinning receive loops, a quarter
+// slower in every run that followed the pinned rows. Setting GOMAXPROCS
+// explicitly stops those updates; the returned function gives the default
+// back (automatic updates) unless the GOMAXPROCS environment variable set
+// it.
+func holdGOMAXPROCS() (release func()) {
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	return func() {
+		if os.Getenv("GOMAXPROCS") == "" {
+			runtime.SetDefaultGOMAXPROCS()
+		}
+	}
 }
 
 // step is one measurement of a comparison: a baseline or an engine path.
@@ -228,7 +248,7 @@ const (
 )
 
 // engineStep measures op on p for blocks of n bytes (RMEM: n is ignored).
-// The first round warms the path up first.
+// Each round warms the path up first.
 func engineStep(scenario string, p *pair, op string, n int) *step {
 	s := &step{m: newMeter(true)}
 	s.res = Result{Scenario: scenario, Name: op}
@@ -248,16 +268,17 @@ func engineStep(scenario string, p *pair, op string, n int) *step {
 		s.res.Frames = frameLabel(frameSizes(op))
 	}
 	f := p.op(op, n)
-	warm := true
 	s.round = func(d time.Duration, maxOps int64) error {
 		if err := p.use(op); err != nil {
 			return err
 		}
-		if warm {
-			warm = false
-			if err := newMeter(false).run(warmTime, warmOps, 0, 0, f); err != nil {
-				return err
-			}
+		// Every round, like the baselines: the other measurements ran in
+		// between. Busy-polling loops that start spinning again may share
+		// a CPU until the kernel moves one (milliseconds); unwarmed, that
+		// cost a fifth of the DMA rate in 167 ms rounds, and nothing in
+		// 1 s rounds.
+		if err := newMeter(false).run(warmTime, warmOps, 0, 0, f); err != nil {
+			return err
 		}
 		return s.m.run(d, maxOps, frames, bytes, f)
 	}
@@ -324,9 +345,8 @@ type env interface {
 	scenario() string
 	// bases returns the baseline measurements of op's frame sizes.
 	bases(op string) []*step
-	// engines returns the measurements of op on blocks of n bytes: the
-	// engine as configured, and any variants of it.
-	engines(op string, n int) []*step
+	// engine returns the measurement of op on blocks of n bytes.
+	engine(op string, n int) *step
 	close() error
 }
 
@@ -345,10 +365,10 @@ func runEnv(o *Options, e env) (out []Result, err error) {
 		bases := e.bases(op)
 		var engines []*step
 		if op == opRMEMRead {
-			engines = append(engines, e.engines(op, 4)...)
+			engines = append(engines, e.engine(op, 4))
 		} else {
 			for _, b := range o.Blocks {
-				engines = append(engines, e.engines(op, int(b))...)
+				engines = append(engines, e.engine(op, int(b)))
 			}
 		}
 		err := runSteps(o, append(append([]*step{}, bases...), engines...))

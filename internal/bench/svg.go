@@ -21,7 +21,7 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 		top    = 56
 	)
 	var panels []string
-	for _, s := range []string{ScenarioVeth, ScenarioMem} {
+	for _, s := range svgScenarios {
 		if rep.has(s, opDMAWrite) || rep.has(s, opDMARead) {
 			panels = append(panels, s)
 		}
@@ -57,6 +57,9 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 	return err
 }
 
+// svgScenarios are the scenarios drawn, in order.
+var svgScenarios = []string{ScenarioVeth, ScenarioVethBusy, ScenarioMem}
+
 func esc(s string) string { return html.EscapeString(s) }
 
 func (rep *Report) has(scenario, name string) bool {
@@ -68,15 +71,8 @@ func (rep *Report) has(scenario, name string) bool {
 	return false
 }
 
-// seriesColors are the colours of the write and read lines, lighter for
-// the busy-polling rows.
-var seriesColors = map[string]string{
-	opDMAWrite: "#1f77b4", opDMARead: "#d62728",
-	opDMAWrite + BusySuffix: "#6baed6", opDMARead + BusySuffix: "#fc9272",
-}
-
-// dmaSeries are the names of the DMA engine rows drawn as lines.
-var dmaSeries = []string{opDMAWrite, opDMARead, opDMAWrite + BusySuffix, opDMARead + BusySuffix}
+// seriesColors are the colours of the write and read lines.
+var seriesColors = map[string]string{opDMAWrite: "#1f77b4", opDMARead: "#d62728"}
 
 // throughputPanel draws MB/s against block size (log scale) for the DMA
 // results of one scenario, and each baseline's MB/s as a dashed line.
@@ -91,7 +87,7 @@ func (rep *Report) throughputPanel(b *strings.Builder, scenario string, x, y, w,
 		if r.Scenario != scenario || r.Ops == 0 {
 			continue
 		}
-		if seriesColors[r.Name] != "" && r.Block > 0 {
+		if (r.Name == opDMAWrite || r.Name == opDMARead) && r.Block > 0 {
 			lb := math.Log2(float64(r.Block))
 			series[r.Name] = append(series[r.Name], pt{lb, r.MBps})
 			minB, maxB = math.Min(minB, lb), math.Max(maxB, lb)
@@ -140,7 +136,7 @@ func (rep *Report) throughputPanel(b *strings.Builder, scenario string, x, y, w,
 		}
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end" fill="%s">%s: %.0f MB/s</text>`+"\n", px+pw-4, ty, c, esc(bl.name), bl.mbps)
 	}
-	for _, op := range dmaSeries {
+	for _, op := range []string{opDMAWrite, opDMARead} {
 		pts := series[op]
 		if len(pts) == 0 {
 			continue
@@ -168,6 +164,8 @@ func scenarioTitle(s string) string {
 	switch s {
 	case ScenarioVeth:
 		return "DMA MB/s vs block size: veth, AF_PACKET"
+	case ScenarioVethBusy:
+		return "veth, busy-polling links"
 	case ScenarioMem:
 		return "DMA MB/s vs block size: link/mem switch"
 	}
@@ -209,16 +207,14 @@ type bar struct {
 // for DMA the mean time per fragment of the largest block.
 func (rep *Report) breakdown() []bar {
 	var out []bar
-	for _, s := range []string{ScenarioVeth, ScenarioMem} {
-		for _, variant := range []string{"", BusySuffix} {
-			if r := rep.Find(s, opRMEMRead+variant, 0); r != nil && r.Ops > 0 {
-				if base := rep.Find(s, r.Versus, 0); base != nil {
-					out = append(out, bar{label: s + " RMEM read" + variant + " (p50)", medium: us(base.P50.Nanoseconds()), engine: us(r.P50.Nanoseconds()),
-						protocol: rep.codecNs("encode RMEM_READ_REQ", "decode RMEM_READ_REQ", "encode RMEM_READ_RSP", "decode RMEM_READ_RSP") / 1e3})
-				}
+	for _, s := range svgScenarios {
+		if r := rep.Find(s, opRMEMRead, 0); r != nil && r.Ops > 0 {
+			if base := rep.Find(s, r.Versus, 0); base != nil {
+				out = append(out, bar{label: s + " RMEM read (p50)", medium: us(base.P50.Nanoseconds()), engine: us(r.P50.Nanoseconds()),
+					protocol: rep.codecNs("encode RMEM_READ_REQ", "decode RMEM_READ_REQ", "encode RMEM_READ_RSP", "decode RMEM_READ_RSP") / 1e3})
 			}
 		}
-		for _, op := range dmaSeries {
+		for _, op := range []string{opDMAWrite, opDMARead} {
 			var big *Result
 			for i := range rep.Results {
 				r := &rep.Results[i]
@@ -237,7 +233,7 @@ func (rep *Report) breakdown() []bar {
 			// The 20- and 28-byte frames of a fragment's exchange cost what
 			// the RMEM frames cost; the 8 KiB frame includes its payload copy.
 			work := rep.codecNs("encode DMA_WRITE_REQ", "decode DMA_WRITE_REQ", "encode RMEM_READ_RSP", "decode RMEM_READ_RSP")
-			if strings.HasPrefix(op, opDMARead) {
+			if op == opDMARead {
 				work = rep.codecNs("encode RMEM_READ_REQ", "decode RMEM_READ_REQ", "encode DMA_READ_RSP", "decode DMA_READ_RSP")
 			}
 			out = append(out, bar{label: fmt.Sprintf("%s %s fragment (%s block)", s, strings.TrimPrefix(op, "dma-"), SizeString(big.Block)),

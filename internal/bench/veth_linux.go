@@ -33,13 +33,7 @@ const mcastSlaves = 3
 // openLink opens an AF_PACKET link on h's interface, inside h's namespace,
 // in the I/O mode named by io ("", "blocking" or "poll").
 func openLink(h *netns.Host, io string, busyPoll time.Duration) (*afpacket.Link, error) {
-	return openLinkAddr(h, io, busyPoll, wire.MAC{})
-}
-
-// openLinkAddr is openLink with the link's own address addr instead of the
-// interface's (zero: the interface's).
-func openLinkAddr(h *netns.Host, io string, busyPoll time.Duration, addr wire.MAC) (*afpacket.Link, error) {
-	cfg := afpacket.Config{BusyPoll: busyPoll, Addr: addr}
+	cfg := afpacket.Config{BusyPoll: busyPoll}
 	switch io {
 	case "blocking":
 		cfg.IO = afpacket.IOBlocking
@@ -66,23 +60,33 @@ func openRawOn(h *netns.Host) (*rawSock, error) {
 
 // runVeth runs the engine over a veth pair between two namespaces (RMEM
 // read, DMA writes and reads of every block size), each next to raw
-// AF_PACKET ping-pongs of the same frame sizes on the same veth, then
+// AF_PACKET ping-pongs of the same frame sizes on the same veth; then the
+// same again on a fresh veth pair with busy-polling links and the engine
+// free on any CPU (ScenarioVethBusy), unless o.BusyPoll is negative; then
 // multicast writes to three hosts on a bridge next to a raw blast of the
 // same frames.
 func runVeth(o *Options) ([]Result, error) {
-	v, err := newVethEnv(o.maxBlock(), o.LinkIO, o.BusyPoll)
+	v, err := newVethEnv(o.maxBlock(), o.LinkIO, 0)
 	if err != nil {
 		return nil, err
 	}
 	v.anyCPU = o.EngineAnyCPU
-	if v.busy != nil {
-		o.report.Notes = append(o.report.Notes, fmt.Sprintf(
-			"veth rows named %q: a second engine pair whose AF_PACKET links busy-poll (afpacket Config.BusyPoll %v, oetp serve/rmem/dma --busy-poll), on addresses of their own on the same veth pair, with every thread free on any CPU: a loop spinning on the CPU its peer needs would starve it",
-			BusySuffix, o.BusyPoll))
-	}
 	out, err := runEnv(o, v)
 	if err != nil {
 		return out, err
+	}
+	if o.BusyPoll > 0 {
+		o.report.Notes = append(o.report.Notes, fmt.Sprintf(
+			"%s: the veth comparisons again on a fresh veth pair, the engine's links busy-polling (afpacket Config.BusyPoll %v; oetp serve, rmem and dma --busy-poll) and its threads free on any CPU (a loop spinning on the CPU its peer needs would starve it)",
+			ScenarioVethBusy, o.BusyPoll))
+		if v, err = newVethEnv(o.maxBlock(), o.LinkIO, o.BusyPoll); err != nil {
+			return out, err
+		}
+		rs, err := runEnv(o, v)
+		out = append(out, rs...)
+		if err != nil {
+			return out, err
+		}
 	}
 	rs, err := runVethMulticast(o)
 	return append(out, rs...), err
@@ -91,29 +95,27 @@ func runVeth(o *Options) ([]Result, error) {
 // vethEnv is two namespaces joined by a veth pair, with an engine pair on
 // AF_PACKET links and the baseline's raw sockets.
 type vethEnv struct {
+	name   string // ScenarioVeth, or ScenarioVethBusy with busy-polling links
 	n      *netns.Net
 	p      *pair
-	busy   *pair // busy-polling links on addresses of their own; nil if none
 	raw    *vethRaw
 	cpu    int
 	anyCPU bool // run the engine without pinning (Options.EngineAnyCPU)
 }
 
-// Addresses of the busy-polling engine pair on the veth pair.
-var (
-	busyMACA = wire.MAC{0x02, 0x0e, 0x0c, 0xb5, 0x00, 0x0a}
-	busyMACB = wire.MAC{0x02, 0x0e, 0x0c, 0xb5, 0x00, 0x0b}
-)
-
 // newVethEnv builds the veth medium for blocks up to maxBlock bytes, with
-// the engine's links in I/O mode io, and, for a positive busyPoll, a
-// second engine pair whose links busy-poll that long.
+// the engine's links in I/O mode io. With a positive busyPoll the links
+// busy-poll that long, the engine runs free on any CPU, and the results
+// are reported as ScenarioVethBusy.
 func newVethEnv(maxBlock int, io string, busyPoll time.Duration) (_ *vethEnv, err error) {
 	n, err := netns.New(netns.Topology{Hosts: 2})
 	if err != nil {
 		return nil, err
 	}
-	v := &vethEnv{n: n, cpu: lastCPU()}
+	v := &vethEnv{name: ScenarioVeth, n: n, cpu: lastCPU()}
+	if busyPoll > 0 {
+		v.name, v.anyCPU = ScenarioVethBusy, true
+	}
 	defer func() {
 		if err != nil {
 			v.close()
@@ -131,60 +133,36 @@ func newVethEnv(maxBlock int, io string, busyPoll time.Duration) (_ *vethEnv, er
 		req, rsp := rawFrames(op, v.raw.nearMAC, v.raw.farMAC)
 		v.raw.replies[wire.Cmd(req[15])] = retype(rsp)
 	}
-	if v.p, err = openPair(ha, hb, io, 0, wire.MAC{}, wire.MAC{}, maxBlock); err != nil {
-		return nil, err
-	}
-	if busyPoll > 0 {
-		if v.busy, err = openPair(ha, hb, "poll", busyPoll, busyMACA, busyMACB, maxBlock); err != nil {
-			return nil, err
-		}
-	}
-	return v, nil
-}
-
-// openPair opens links on ha and hb (own addresses a and b, zero for the
-// interfaces') and starts an engine pair on them.
-func openPair(ha, hb *netns.Host, io string, busyPoll time.Duration, a, b wire.MAC, maxBlock int) (*pair, error) {
-	la, err := openLinkAddr(ha, io, busyPoll, a)
+	la, err := openLink(ha, io, busyPoll)
 	if err != nil {
 		return nil, err
 	}
-	lb, err := openLinkAddr(hb, io, busyPoll, b)
+	lb, err := openLink(hb, io, busyPoll)
 	if err != nil {
 		la.Close()
 		return nil, err
 	}
-	return newPair(la, lb, maxBlock)
+	if v.p, err = newPair(la, lb, maxBlock); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
-func (v *vethEnv) scenario() string { return ScenarioVeth }
+func (v *vethEnv) scenario() string { return v.name }
 
 // bases returns the raw ping-pong with both threads on one CPU and with
 // both free to run anywhere: which is faster depends on the machine (a
 // wake-up across CPUs is dear in a VM), and the faster one is the limit.
 func (v *vethEnv) bases(op string) []*step {
-	return []*step{v.raw.step(op, v.cpu), v.raw.step(op, -1)}
+	return []*step{v.raw.step(v.name, op, v.cpu), v.raw.step(v.name, op, -1)}
 }
 
-// engines returns the first pair's measurement of op (see engine) and, if
-// there is one, the busy-polling pair's, named with BusySuffix and run with
-// the threads free on any CPU.
-func (v *vethEnv) engines(op string, n int) []*step {
-	out := []*step{v.engine(op, n)}
-	if v.busy != nil {
-		s := engineStep(ScenarioVeth, v.busy, op, n)
-		s.res.Name += BusySuffix
-		out = append(out, s)
-	}
-	return out
-}
-
-// engine returns the first pair's measurement of op, run with every thread
-// of the process on the one-CPU baseline's CPU (unless anyCPU): the same
+// engine returns the engine's measurement of op, run with every thread of
+// the process on the one-CPU baseline's CPU (unless anyCPU): the same
 // placement as the baseline's faster variant, applied to the engine's
 // threads (both endpoints' receive loops, the callers and the runtime's).
 func (v *vethEnv) engine(op string, n int) *step {
-	s := engineStep(ScenarioVeth, v.p, op, n)
+	s := engineStep(v.name, v.p, op, n)
 	if v.anyCPU {
 		return s
 	}
@@ -203,9 +181,6 @@ func (v *vethEnv) engine(op string, n int) *step {
 func (v *vethEnv) close() error {
 	if v.p != nil {
 		v.p.close()
-	}
-	if v.busy != nil {
-		v.busy.close()
 	}
 	if v.raw != nil {
 		if v.raw.near != nil {
@@ -226,8 +201,9 @@ type vethRaw struct {
 }
 
 // step returns the raw ping-pong of op's frame sizes with both threads
-// pinned to cpu, or free to run anywhere when cpu is negative.
-func (v *vethRaw) step(op string, cpu int) *step {
+// pinned to cpu, or free to run anywhere when cpu is negative, reported in
+// scenario.
+func (v *vethRaw) step(scenario, op string, cpu int) *step {
 	req, rsp := rawFrames(op, v.nearMAC, v.farMAC)
 	req = retype(req)
 	where := "any CPU"
@@ -236,7 +212,7 @@ func (v *vethRaw) step(op string, cpu int) *step {
 	}
 	label := frameLabel(len(req), len(rsp))
 	s := &step{m: newMeter(true)}
-	s.res = Result{Scenario: ScenarioVeth, Name: "raw " + label + " " + where, Frames: label, Baseline: true}
+	s.res = Result{Scenario: scenario, Name: "raw " + label + " " + where, Frames: label, Baseline: true}
 	s.round = func(d time.Duration, maxOps int64) error {
 		e := startEcho(v.far, v.replies, cpu)
 		errc := make(chan error, 1)

@@ -875,14 +875,28 @@ func (l *Link) loopRead(fd uintptr) bool {
 
 // spin reports whether loopRead should read the empty socket again instead
 // of parking: busy polling is on, the last frame came less than busyPoll
-// ago, and the link is open. It yields the processor first, so that the
-// goroutines the last batch readied (a caller waiting for its response, a
-// responder) run on this P before the next attempt.
+// ago, and the link is open.
+//
+// It yields the processor (runtime.Gosched) only every spinYield empty
+// reads, so that other goroutines get it now and then. Yielding before
+// every read was measured and is worse: Gosched puts the goroutine on the
+// runtime's global run queue, and two loops spinning on two Ps (the two
+// endpoints of oetp bench's veth-busy rows) then often swapped Ps on
+// every read, which moved each loop's data between the CPUs' caches: in
+// about half of the runs, round trips took 25 % longer for the whole run.
+// The goroutine a batch readies (an initiator waiting for its response)
+// does not need the yield here: the callback yields after waking it (see
+// package endpoint).
 func (l *Link) spin() bool {
 	if l.busyPoll == 0 || l.closed.Load() || time.Since(l.loopLast) >= l.busyPoll {
 		return false
 	}
-	l.spins.Add(1)
-	runtime.Gosched()
+	if l.spins.Add(1)%spinYield == 0 {
+		runtime.Gosched()
+	}
 	return true
 }
+
+// spinYield is how many empty reads a busy-polling ReadLoop makes between
+// yields of its processor: about 100 µs here.
+const spinYield = 256
