@@ -361,6 +361,9 @@ func runEnv(o *Options, e env) (out []Result, err error) {
 			err = cerr
 		}
 	}()
+	// Collect the previous scenario's garbage (hundreds of MiB of memory
+	// and buffers) now rather than in the middle of a measurement.
+	runtime.GC()
 	for _, op := range engineOps {
 		bases := e.bases(op)
 		var engines []*step
