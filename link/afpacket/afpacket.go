@@ -67,8 +67,10 @@
 // With Config.BusyPoll (IOPoll mode), ReadLoop does not park in the network
 // poller as soon as the socket is empty: for up to BusyPoll after the last
 // frame it received it reads the socket again and again, yielding the
-// processor (runtime.Gosched) before each attempt so that the goroutines a
-// batch readied (a caller waiting for its response) run first. A frame that
+// processor (runtime.Gosched) every 256 attempts (the endpoint yields
+// after a batch that readied a caller waiting for its response). The
+// endpoint also warms the caches for the next DMA fragment over a link
+// that busy-polls (link.Spinner). A frame that
 // arrives inside the window is read without an epoll wake-up, a parked
 // goroutine's wake-up or a context switch; after the window the loop parks
 // as before, so an idle link costs nothing. Stats.BusyPolls counts the
@@ -79,10 +81,12 @@
 // fell to a tenth of the raw ping-pong's DMA rate.
 //
 // Over a veth pair on 2 vCPUs with the threads free on any CPU (oetp bench
-// --scenario veth; both endpoints of the engine busy-polling 100 µs), an
-// RMEM read took the raw blocking ping-pong's 8.6 µs p50 (1.00×, against
-// about 1.3× without), and DMA moved 0.89–1.03× of the raw ping-pong's
-// MB/s (0.83–0.90× without).
+// --scenario veth, its veth-busy rows: both endpoints busy-polling 100 µs;
+// 5 runs), an RMEM read took 7.2–7.5 µs p50, 0.81–0.84× the raw blocking
+// ping-pong's (1.32–1.34× without busy polling, on one CPU), and DMA moved
+// a median 1.06–1.13× of the raw ping-pong's MB/s (0.76–0.81× without),
+// with runs at 0.79–0.97× when other work on the VM took a spinning
+// loop's CPU. See BENCHMARKS.md.
 //
 // # Capabilities
 //
