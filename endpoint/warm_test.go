@@ -35,6 +35,17 @@ func (l *touchLog) Touch(addr uint32, n int) int {
 	return l.RAM.Touch(addr, n)
 }
 
+// await waits until l has recorded n touches: a responder touches after its
+// reply, so the initiator's operation may return first.
+func (l *touchLog) await(t *testing.T, n int) {
+	t.Helper()
+	eventually(t, "touches", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.got) == n
+	})
+}
+
 func (l *touchLog) take() [][2]uint32 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -75,11 +86,7 @@ func TestWarmNextFragment(t *testing.T) {
 		}
 		// The responder touches after its reply: wait for the third.
 		if spin {
-			eventually(t, "responder's touches", func() bool {
-				remoteMem.mu.Lock()
-				defer remoteMem.mu.Unlock()
-				return len(remoteMem.got) == 3
-			})
+			remoteMem.await(t, 3)
 		}
 		got := make([]byte, n)
 		if b.Stats().ServedDMAWrite != 3 {
@@ -103,11 +110,7 @@ func TestWarmNextFragment(t *testing.T) {
 			t.Fatalf("spin %v: DMAReadInto = %+v, %v", spin, tr, err)
 		}
 		if spin {
-			eventually(t, "responder's touches", func() bool {
-				remoteMem.mu.Lock()
-				defer remoteMem.mu.Unlock()
-				return len(remoteMem.got) == 3
-			})
+			remoteMem.await(t, 3)
 		}
 		dst.ReadAt(got, ramBase+4)
 		if !bytes.Equal(got, src) {
