@@ -181,6 +181,20 @@ type Config struct {
 
 	// Events is the global event enable register.
 	Events EventEnable
+
+	// InitialRequestID is the value of the Request ID counter when New
+	// returns: the Request ID of the first request the endpoint sends.
+	// Zero, the default, starts at 0 like the specification's hard reset;
+	// Reset always returns the counter to 0. SetConfig ignores the field
+	// (the counter runs on) and Config reports it as given to New.
+	//
+	// A process that starts a new endpoint instance on a MAC that earlier
+	// processes used (a one-shot command such as `oetp rmem`) should start
+	// at a random value (crypto/rand): replies addressed to its MAC by a
+	// peer still answering an earlier instance then carry Request IDs the
+	// new instance is not waiting for, and are dropped as unmatched instead
+	// of completing its operations. The oetp one-shot commands do this.
+	InitialRequestID uint32
 }
 
 // resolve validates c against the link and fills in defaults. cur is the
@@ -206,6 +220,7 @@ func resolve(c Config, linkMAC wire.MAC, linkMax int, cur *Config) (Config, erro
 		return c, fmt.Errorf("endpoint: Config.DMATimeout %v is negative; use 0 to wait forever or a positive duration", c.DMATimeout)
 	}
 	if cur != nil {
+		c.InitialRequestID = cur.InitialRequestID // read by New only
 		if c.MaxFrame != 0 && c.MaxFrame != cur.MaxFrame {
 			return c, fmt.Errorf("endpoint: Config.MaxFrame cannot change after New (it is %d); pass 0 or %d, or create a new Endpoint", cur.MaxFrame, cur.MaxFrame)
 		}

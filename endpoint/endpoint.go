@@ -113,6 +113,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 		e.toucher, _ = mem.(memory.Toucher)
 	}
 	e.cfg.Store(&c)
+	e.rid.Store(c.InitialRequestID)
 	e.peers.Store(&peerTable{bySrc: map[wire.MAC]int{}})
 	e.dmaTok <- struct{}{}
 	e.in.init(e.bufLen, c.MaxFrame)

@@ -130,3 +130,44 @@ func TestResetResponder(t *testing.T) {
 		t.Fatalf("ServedDMAWrite %d", s.ServedDMAWrite)
 	}
 }
+
+// TestInitialRequestID: Config.InitialRequestID is the Request ID of the
+// first request; the default is 0; SetConfig leaves the running counter
+// (and the reported value) alone; Reset returns the counter to 0.
+func TestInitialRequestID(t *testing.T) {
+	sw := newSwitch(t, mem.Config{})
+	sniff := newTap(t, sw, macS, true)
+	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
+	setPeer(t, b, 0, win(macA, endpoint.ModeRMEM))
+	setPeer(t, b, 1, win(macQ, endpoint.ModeRMEM))
+	write := func(e *endpoint.Endpoint, src wire.MAC, want uint32) {
+		t.Helper()
+		if err := e.RMEMWrite(bg(), 0, 0x1000, 7, 0xFFFFFFFF); err != nil {
+			t.Fatal(err)
+		}
+		eqBytes(t, "request", frame(macB, src, 0x20, le(want), le(0x1000), le(0xFFFFFFFF), le(7)), sniff.next(t))
+		sniff.next(t)
+	}
+	d := newEP(t, sw, macQ, nil, endpoint.Config{})
+	setPeer(t, d, 0, win(macB, endpoint.ModeRMEM))
+	write(d, macQ, 0)
+
+	const start = 0x9E3779B9
+	a := newEP(t, sw, macA, nil, endpoint.Config{InitialRequestID: start})
+	setPeer(t, a, 0, win(macB, endpoint.ModeRMEM))
+	if got := a.Config().InitialRequestID; got != start {
+		t.Fatalf("Config().InitialRequestID = %#x, want %#x", got, start)
+	}
+	write(a, macA, start)
+	cfg := a.Config()
+	cfg.InitialRequestID = 3
+	if err := a.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Config().InitialRequestID; got != start {
+		t.Fatalf("after SetConfig, InitialRequestID = %#x, want %#x", got, start)
+	}
+	write(a, macA, start+1)
+	a.Reset()
+	write(a, macA, 0)
+}

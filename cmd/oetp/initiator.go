@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,7 +111,14 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := endpoint.Config{MAC: il.Link.Addr(), MaxFrame: il.ceiling, RMEMTimeout: f.timeout, DMATimeout: f.timeout}
+	rid, err := randomRequestID()
+	if err != nil {
+		il.Link.Close()
+		il.finish()
+		return nil, err
+	}
+	cfg := endpoint.Config{MAC: il.Link.Addr(), MaxFrame: il.ceiling, RMEMTimeout: f.timeout, DMATimeout: f.timeout,
+		InitialRequestID: rid}
 	ep, err := endpoint.New(il.Link, nil, cfg)
 	if err != nil {
 		il.Link.Close()
@@ -122,6 +131,21 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 		return nil, usagef("--peer %v: %v", f.peer.m, err)
 	}
 	return &session{link: il, ep: ep}, nil
+}
+
+// randomRequestID returns the initial Request ID of a one-shot command's
+// endpoint: a random 32-bit value from crypto/rand. Each process is a new
+// endpoint instance on a MAC that earlier processes may have used; a reply
+// that a slow peer sends to an earlier process (after its --timeout) then
+// carries a Request ID this process is not waiting for, so it is dropped
+// as unmatched and never completes a later command. The chance that a
+// given stale reply matches is 2^-32 per outstanding request.
+func randomRequestID() (uint32, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("choosing a random initial Request ID: %w", err)
+	}
+	return binary.LittleEndian.Uint32(b[:]), nil
 }
 
 // close stops the endpoint and closes the capture.

@@ -287,6 +287,15 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		if _, err := exec.LookPath("tcpdump"); err != nil {
 			t.Skip("tcpdump is not installed (apt-get install tcpdump; .ci/run installs it)")
 		}
+		// A server of its own, on another MAC, so that whether this
+		// subtest runs or skips changes nothing the main server counts
+		// or captures.
+		tdMAC := "02:0e:0c:00:00:b2"
+		tdSrv := startServe(t, bin, h1, "--iface", "eth0", "--mac", tdMAC, "--region", "0:64K", "--peer", netClient+",mode=rmem")
+		defer tdSrv.stop()
+		if _, errOut, code := cli("rmem", "write", "--peer", tdMAC, "--addr", "0x10", "--data", "0xc0ffab01"); code != 0 {
+			t.Fatalf("rmem write: exit %d, %s", code, errOut)
+		}
 		capture := filepath.Join(dir, "tcpdump.pcap")
 		td := h2.Command("tcpdump", "-i", "eth0", "-n", "-U", "--immediate-mode", "-w", capture, "ether", "proto", "0x88b5")
 		var tdErr syncBuffer
@@ -300,7 +309,7 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 				t.Fatalf("tcpdump did not start: %s", tdErr.String())
 			}
 		}
-		if _, errOut, code := cli("rmem", "read", "--peer", netServer, "--addr", "0x10"); code != 0 {
+		if _, errOut, code := cli("rmem", "read", "--peer", tdMAC, "--addr", "0x10"); code != 0 {
 			t.Fatalf("rmem read: exit %d, %s", code, errOut)
 		}
 		// Two records (24-byte file header, 16-byte record headers, two
@@ -316,9 +325,11 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		td.Process.Signal(syscall.SIGINT)
 		td.Wait()
 		out, errOut, code := runBinary(t, bin, "dump", capture)
-		re := regexp.MustCompile(`^1 \S+ 02:0e:0c:00:00:02 > 02:0e:0c:00:00:01 RMEM_READ_REQ rid=0 addr=0x00000010, 24 bytes\n` +
-			`2 \S+ 02:0e:0c:00:00:01 > 02:0e:0c:00:00:02 RMEM_READ_RSP rid=0 data=0xc0ffab01, 24 bytes\n$`)
-		if code != 0 || !re.MatchString(out) {
+		// The Request ID is random (a new process is a new endpoint
+		// instance); the reply carries the request's.
+		re := regexp.MustCompile(`^1 \S+ 02:0e:0c:00:00:02 > 02:0e:0c:00:00:b2 RMEM_READ_REQ rid=(\d+) addr=0x00000010, 24 bytes\n` +
+			`2 \S+ 02:0e:0c:00:00:b2 > 02:0e:0c:00:00:02 RMEM_READ_RSP rid=(\d+) data=0xc0ffab01, 24 bytes\n$`)
+		if m := re.FindStringSubmatch(out); code != 0 || m == nil || m[1] != m[2] {
 			t.Errorf("dump of tcpdump's capture: exit %d, stderr %q\n%s\ntcpdump: %s", code, errOut, out, tdErr.String())
 		}
 	})
@@ -377,7 +388,7 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 	final := srv.lastJSON(`"event":"stats"`)
 	// rmem: 6 requests; dma: 13 + 13 + 4 + 1 fragments; errors: 4 + the
 	// locally refused fragment-3 write sends nothing.
-	for k, want := range map[string]float64{"served_rmem_read": 4, "served_rmem_write": 3, "served_dma_write": 17, "served_dma_read": 14} {
+	for k, want := range map[string]float64{"served_rmem_read": 3, "served_rmem_write": 3, "served_dma_write": 17, "served_dma_read": 14} {
 		if final[k] != want {
 			t.Errorf("final stats %s = %v, want %v", k, final[k], want)
 		}
@@ -418,6 +429,7 @@ func checkDump(t *testing.T, bin, path string) {
 		t.Fatalf("dump --json: exit %d; stderr %s", code, errOut)
 	}
 	var cmds []string
+	var rids []uint32 // of the requests
 	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var rec struct {
 			Index int    `json:"index"`
@@ -425,6 +437,7 @@ func checkDump(t *testing.T, bin, path string) {
 			Valid bool   `json:"valid"`
 			Cmd   string `json:"cmd"`
 			Prob  string `json:"problem"`
+			RID   uint32 `json:"request_id"`
 		}
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("dump line %d: %v: %s", i+1, err, line)
@@ -433,6 +446,27 @@ func checkDump(t *testing.T, bin, path string) {
 			t.Errorf("dump line %d: index %d, time %q, valid %v (%s)", i+1, rec.Index, rec.Time, rec.Valid, rec.Prob)
 		}
 		cmds = append(cmds, rec.Cmd)
+		if strings.HasSuffix(rec.Cmd, "_REQ") {
+			rids = append(rids, rec.RID)
+		}
+	}
+	// Every one-shot process starts at a random Request ID: the six RMEM
+	// commands (six processes) did not all start at 0 or at one value
+	// (a false alarm has odds of 2^-160), and the 13 fragments of the
+	// first DMA write count up from their process's start.
+	if len(rids) > 19 {
+		distinct := map[uint32]bool{}
+		for _, r := range rids[:6] {
+			distinct[r] = true
+		}
+		if len(distinct) < 2 {
+			t.Errorf("the RMEM requests of six processes carry Request IDs %v: not random per process", rids[:6])
+		}
+		for i := 1; i < 13; i++ {
+			if rids[6+i] != rids[6]+uint32(i) {
+				t.Errorf("DMA write fragment %d has Request ID %#x, want %#x", i, rids[6+i], rids[6]+uint32(i))
+			}
+		}
 	}
 	rep := func(n int, s ...string) []string {
 		var out []string
@@ -454,8 +488,6 @@ func checkDump(t *testing.T, bin, path string) {
 	// errors: three DMA writes and one RMEM read answered by ERROR_RSP.
 	want = append(want, rep(3, "DMA_WRITE_REQ", "ERROR_RSP")...)
 	want = append(want, "RMEM_READ_REQ", "ERROR_RSP")
-	// the read captured by tcpdump.
-	want = append(want, "RMEM_READ_REQ", "RMEM_READ_RSP")
 	// The tee keeps causal order: every reply right after its request.
 	if diff := cmp.Diff(want, cmds); diff != "" {
 		t.Errorf("dump commands (-want +got):\n%s", diff)
@@ -466,17 +498,20 @@ func checkDump(t *testing.T, bin, path string) {
 	if code != 0 || len(lines) != len(want) {
 		t.Fatalf("dump: exit %d, %d lines, want %d; stderr %s", code, len(lines), len(want), errOut)
 	}
+	// Request IDs are random per process (see randomRequestID): the
+	// lines are compared with rid=R.
 	stripped := map[string]bool{}
 	for _, l := range lines {
-		stripped[regexp.MustCompile(`^\d+ \d\d:\d\d:\d\d\.\d{6} `).ReplaceAllString(l, "")] = true
+		l = regexp.MustCompile(`^\d+ \d\d:\d\d:\d\d\.\d{6} `).ReplaceAllString(l, "")
+		stripped[regexp.MustCompile(`rid=\d+`).ReplaceAllString(l, "rid=R")] = true
 	}
 	for _, w := range []string{
-		"02:0e:0c:00:00:02 > 02:0e:0c:00:00:01 RMEM_WRITE_REQ rid=0 addr=0x00000010 bit_enable=0xffffffff data=0xc0ffee01, 32 bytes",
-		"02:0e:0c:00:00:01 > 02:0e:0c:00:00:02 RMEM_READ_RSP rid=0 data=0xc0ffee01, 24 bytes",
-		"02:0e:0c:00:00:02 > 03:0e:0c:00:00:01 RMEM_WRITE_REQ (group) rid=0 addr=0x00000020 bit_enable=0xffffffff data=0x00000005, 32 bytes",
-		"02:0e:0c:00:00:a2 > 02:0e:0c:00:00:01 DMA_READ_REQ rid=12 addr=0x00117e80 len=4480, 28 bytes",
-		"02:0e:0c:00:00:01 > 02:0e:0c:00:00:a2 DMA_READ_RSP rid=12 len=4480, 4504 bytes",
-		"02:0e:0c:00:00:01 > 02:0e:0c:00:00:02 ERROR_RSP rid=0 error_code=1 (REMOTE_INVALID), 24 bytes",
+		"02:0e:0c:00:00:02 > 02:0e:0c:00:00:01 RMEM_WRITE_REQ rid=R addr=0x00000010 bit_enable=0xffffffff data=0xc0ffee01, 32 bytes",
+		"02:0e:0c:00:00:01 > 02:0e:0c:00:00:02 RMEM_READ_RSP rid=R data=0xc0ffee01, 24 bytes",
+		"02:0e:0c:00:00:02 > 03:0e:0c:00:00:01 RMEM_WRITE_REQ (group) rid=R addr=0x00000020 bit_enable=0xffffffff data=0x00000005, 32 bytes",
+		"02:0e:0c:00:00:a2 > 02:0e:0c:00:00:01 DMA_READ_REQ rid=R addr=0x00117e80 len=4480, 28 bytes",
+		"02:0e:0c:00:00:01 > 02:0e:0c:00:00:a2 DMA_READ_RSP rid=R len=4480, 4504 bytes",
+		"02:0e:0c:00:00:01 > 02:0e:0c:00:00:02 ERROR_RSP rid=R error_code=1 (REMOTE_INVALID), 24 bytes",
 	} {
 		if !stripped[w] {
 			t.Errorf("dump has no line\n%s\nin\n%s", w, out)
