@@ -1,11 +1,11 @@
 package memory
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
+
+	"github.com/openenoc/oetp/internal/num"
 )
 
 // RegionSpec is a parsed memory region argument "BASE:SIZE[:PATH]": RAM
@@ -50,8 +50,9 @@ func (e *SpecError) Error() string {
 }
 
 // ParseRegion parses "BASE:SIZE[:PATH]", the argument of `oetp serve
-// --region`. BASE and SIZE are decimal or 0x-prefixed hexadecimal numbers
-// (a leading 0 does not mean octal), each optionally followed by K, M or G
+// --region`. BASE and SIZE are numbers in the one syntax of oetp
+// (internal/num): decimal or 0x-prefixed hexadecimal (a leading 0 does not
+// mean octal), each optionally followed by K, M or G or KiB, MiB, GiB
 // (either case) multiplying it by 2^10, 2^20 or 2^30. SIZE must be at least
 // 1 and BASE+SIZE at most 2^32 (0x100000000). Everything after the second
 // colon is PATH, so a path may contain colons; PATH, if present, must not
@@ -142,40 +143,13 @@ func parseRange(bs, ss string) (base uint32, size uint64, part, reason string) {
 	return uint32(b), size, "", ""
 }
 
-// parseNumber parses a decimal or 0x-hex number with an optional K, M or G
-// suffix. It returns a reason instead of an error.
+// parseNumber parses a number in the syntax of internal/num (decimal or 0x
+// hex, optional K/M/G or KiB/MiB/GiB suffix). It returns a reason instead
+// of an error.
 func parseNumber(s string) (uint64, string) {
-	s = strings.TrimSpace(s)
-	orig := s
-	if s == "" {
-		return 0, "is empty; give a decimal or 0x hex number, optionally with a K, M or G suffix"
+	v, err := num.Parse(s)
+	if err != nil {
+		return 0, err.Error()
 	}
-	shift := 0
-	switch s[len(s)-1] {
-	case 'k', 'K':
-		shift = 10
-	case 'm', 'M':
-		shift = 20
-	case 'g', 'G':
-		shift = 30
-	}
-	if shift != 0 {
-		s = s[:len(s)-1]
-	}
-	digits, base := s, 10
-	if len(s) >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
-		digits, base = s[2:], 16
-	}
-	// ParseUint with an explicit base rejects signs, underscores and spaces.
-	v, err := strconv.ParseUint(digits, base, 64)
-	if err != nil || digits == "" {
-		if errors.Is(err, strconv.ErrRange) {
-			return 0, fmt.Sprintf("%q is too large", orig)
-		}
-		return 0, fmt.Sprintf("%q is not a number; use decimal or 0x hex, optionally with a K, M or G suffix", orig)
-	}
-	if v > math.MaxUint64>>shift {
-		return 0, fmt.Sprintf("%q is too large", orig)
-	}
-	return v << shift, ""
+	return v, ""
 }

@@ -21,6 +21,8 @@ func TestParseRegion(t *testing.T) {
 		{"1M:2m", RegionSpec{Base: 1 << 20, Size: 2 << 20}},
 		{"0:4G", RegionSpec{Base: 0, Size: 1 << 32}},
 		{"0:4g", RegionSpec{Base: 0, Size: 1 << 32}},
+		{"0:64KiB", RegionSpec{Base: 0, Size: 64 << 10}},
+		{"1MiB:0xFFFMiB", RegionSpec{Base: 1 << 20, Size: 0xFFF << 20}},
 		{"0xFFFFF000:4K", RegionSpec{Base: 0xFFFFF000, Size: 4096}},
 		{"0xffffffff:1", RegionSpec{Base: 0xFFFFFFFF, Size: 1}},
 		{" 0x1000 : 64K ", RegionSpec{Base: 0x1000, Size: 64 << 10}},
@@ -89,8 +91,7 @@ func TestParseErrors(t *testing.T) {
 		{false, ":64K", "BASE", "is empty"},
 		{false, "0x1000:", "SIZE", "is empty"},
 		{false, "0x1000:64Q", "SIZE", `"64Q" is not a number`},
-		{false, "0x1000:64KB", "SIZE", `"64KB" is not a number`},
-		{false, "0x1000:64KiB", "SIZE", "is not a number"},
+		{false, "0x1000:64KB", "SIZE", `"64KB" uses KB, which is ambiguous`},
 		{false, "0x:64K", "BASE", `"0x" is not a number`},
 		{false, "K:64K", "BASE", `"K" is not a number`},
 		{false, "0x10g0:4", "BASE", "is not a number"},
@@ -140,7 +141,7 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 	_, err := ParseRegion("0x1000:64Q")
-	const want = `memory: --region "0x1000:64Q": SIZE "64Q" is not a number; use decimal or 0x hex, optionally with a K, M or G suffix; example: --region "0x1000:64K" or --region "0x1000:64K:/dev/shm/oetp.mem"`
+	const want = `memory: --region "0x1000:64Q": SIZE "64Q" is not a number; write decimal, 0x hex, optionally with K, M, G or KiB, MiB, GiB (powers of two), e.g. 4096, 0x1000, 64K, 16MiB; example: --region "0x1000:64K" or --region "0x1000:64K:/dev/shm/oetp.mem"`
 	if err.Error() != want {
 		t.Errorf("message\n%s\nwant\n%s", err, want)
 	}

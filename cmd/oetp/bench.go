@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/internal/bench"
+	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/link/afpacket"
 )
 
@@ -122,7 +122,7 @@ Every measurement also stops after --max-ops operations.`,
 	f.DurationVar(&duration, "duration", bench.DefaultDuration, "time of each measurement (one table row), shared over the rounds")
 	f.IntVar(&rounds, "rounds", bench.DefaultRounds, "rounds in which the baseline and the engine take turns")
 	f.Int64Var(&maxOps, "max-ops", bench.DefaultMaxOps, "most operations of each measurement")
-	f.StringVar(&blocks, "blocks", "4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB", "DMA block sizes, comma-separated (bytes, or with KiB or MiB)")
+	f.StringVar(&blocks, "blocks", "4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB", "DMA block sizes, comma-separated (4096, 4K, 4KiB, 64MiB: powers of two)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a table")
 	f.StringVar(&svg, "svg", "", "also draw the report as an SVG picture into this file")
 	f.StringVar(&linkIO, "link-io", "", "I/O mode of the engine's AF_PACKET links in the veth scenario: blocking or poll (default: the link's own)")
@@ -148,8 +148,8 @@ func writeSVG(path string, rep *bench.Report) error {
 	return nil
 }
 
-// parseBlocks parses a comma-separated list of sizes: 4096, 4KiB, 64MiB
-// (K, KB and KiB all mean 1024; M, MB and MiB 1048576).
+// parseBlocks parses a comma-separated list of sizes in the num syntax:
+// 4096, 4K, 4KiB, 64MiB (K and KiB mean 1024, M and MiB 1048576).
 func parseBlocks(s string) ([]int64, error) {
 	var out []int64
 	for _, f := range strings.Split(s, ",") {
@@ -157,26 +157,14 @@ func parseBlocks(s string) ([]int64, error) {
 		if f == "" {
 			continue
 		}
-		num, mult := f, int64(1)
-		u := strings.ToUpper(f)
-		for _, suf := range []struct {
-			s string
-			m int64
-		}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"K", 1 << 10}, {"M", 1 << 20}, {"B", 1}} {
-			if strings.HasSuffix(u, suf.s) {
-				num, mult = f[:len(f)-len(suf.s)], suf.m
-				break
-			}
+		n, err := num.Parse(f)
+		if err != nil {
+			return nil, err
 		}
-		v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("%q is not a size: use bytes (4096) or KiB/MiB (4KiB, 64MiB)", f)
+		if n == 0 || n%4 != 0 || n > bench.MaxBlock {
+			return nil, fmt.Errorf("%q: a block size must be a positive multiple of 4 bytes, at most %s", f, bench.SizeString(bench.MaxBlock))
 		}
-		n := v * mult
-		if n%4 != 0 || n > bench.MaxBlock {
-			return nil, fmt.Errorf("%q: a block size must be a multiple of 4 bytes, at most %s", f, bench.SizeString(bench.MaxBlock))
-		}
-		out = append(out, n)
+		out = append(out, int64(n))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no block size in %q", s)

@@ -76,8 +76,8 @@ func TestBenchUsage(t *testing.T) {
 }
 
 func TestParseBlocks(t *testing.T) {
-	got, err := parseBlocks("4096, 4KiB,64k,1MiB,2M,8160B")
-	want := []int64{4096, 4096, 64 << 10, 1 << 20, 2 << 20, 8160}
+	got, err := parseBlocks("4096, 4KiB,64k,1MiB,2M,8160,0x2000")
+	want := []int64{4096, 4096, 64 << 10, 1 << 20, 2 << 20, 8160, 8192}
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("parseBlocks = %v, %v; want %v", got, err, want)
 	}
@@ -86,7 +86,7 @@ func TestParseBlocks(t *testing.T) {
 			t.Errorf("block %d = %d, want %d", i, got[i], want[i])
 		}
 	}
-	for _, bad := range []string{"", "x", "-4", "4.5KiB", "6"} {
+	for _, bad := range []string{"", "x", "-4", "4.5KiB", "6", "0", "4KB", "8160B", "5GiB"} {
 		if _, err := parseBlocks(bad); err == nil {
 			t.Errorf("parseBlocks(%q) succeeded", bad)
 		}

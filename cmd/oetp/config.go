@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
@@ -166,8 +168,8 @@ type serveFile struct {
 	Region      []fileRegion `toml:"region"`
 	Fault       []fileFault  `toml:"fault"`
 	Peer        []filePeer   `toml:"peer"`
-	Contexts    *int         `toml:"contexts"`
-	MaxFrame    *int         `toml:"max_frame"`
+	Contexts    *fileNum     `toml:"contexts"`
+	MaxFrame    *fileNum     `toml:"max_frame"`
 	RawPolicy   *string      `toml:"raw_policy"`
 	RMEMTimeout *string      `toml:"rmem_timeout"`
 	DMATimeout  *string      `toml:"dma_timeout"`
@@ -215,6 +217,12 @@ func (n *fileNum) UnmarshalTOML(v any) error {
 	return nil
 }
 
+// int parses the number as a non-negative int.
+func (n *fileNum) int() (int, error) {
+	v, err := num.ParseMax(n.s, math.MaxInt32)
+	return int(v), err
+}
+
 // loadServeFile reads and decodes the configuration file strictly: an
 // unknown key is an error.
 func loadServeFile(path string) (*serveFile, error) {
@@ -237,13 +245,13 @@ func loadServeFile(path string) (*serveFile, error) {
 type serveFlags struct {
 	config      string
 	iface       string
-	mac         optMAC
-	group       optMAC
+	mac         macFlag
+	group       macFlag
 	regions     []string
 	faults      []string
 	peers       []string
-	contexts    intValue
-	maxFrame    intValue
+	contexts    intFlag
+	maxFrame    intFlag
 	rawPolicy   string
 	rmemTimeout time.Duration
 	dmaTimeout  time.Duration
@@ -400,10 +408,14 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 		s.Peers = append(s.Peers, peer)
 	}
 	if f.Contexts != nil {
-		s.Contexts = *f.Contexts
+		if s.Contexts, err = f.Contexts.int(); err != nil {
+			return usagef("%s: %v", where("contexts"), err)
+		}
 	}
 	if f.MaxFrame != nil {
-		s.MaxFrame = *f.MaxFrame
+		if s.MaxFrame, err = f.MaxFrame.int(); err != nil {
+			return usagef("%s: %v", where("max_frame"), err)
+		}
 	}
 	if f.RawPolicy != nil {
 		if s.RawPolicy, err = parseRawPolicy(*f.RawPolicy); err != nil {

@@ -202,7 +202,7 @@ func TestInitiatorUsageErrors(t *testing.T) {
 	}{
 		{[]string{"rmem", "read"}, `required flag(s) "addr", "iface", "peer" not set`},
 		{[]string{"rmem", "write", "--iface", "lo", "--peer", p, "--addr", "0"}, `required flag(s) "data" not set`},
-		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0x1g"}, `"--addr"`},
+		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0x1z"}, `"--addr"`},
 		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0x100000000"}, `"--addr"`},
 		{[]string{"rmem", "read", "--iface", "lo", "--peer", "02:0e", "--addr", "0"}, `"--peer"`},
 		{[]string{"rmem", "read", "--iface", "lo", "--peer", "00:00:00:00:00:00", "--addr", "0"}, "--peer must not be the zero MAC"},

@@ -15,8 +15,8 @@ import (
 func init() { register(newDecodeCmd) }
 
 func newDecodeCmd() *cobra.Command {
-	maxFrame := &intValue{wire.MaxFrameLen}
-	expect := &u32Value{}
+	maxFrame := &intFlag{wire.MaxFrameLen}
+	expect := &u32Flag{}
 	cmd := &cobra.Command{
 		Use:   "decode [HEX...]",
 		Short: "Decode oETP frames given in hex into JSON, one object per line",

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +17,7 @@ func init() { register(newDemoCmd) }
 func newDemoCmd() *cobra.Command {
 	var opt demo.Options
 	var asJSON bool
-	size := &sizeValue{256 << 10}
+	size := &intFlag{256 << 10}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the specification's replication example: a master and N slaves",
@@ -98,43 +96,13 @@ usage (or --netns without the privileges it needs).`,
 	}
 	fs := cmd.Flags()
 	fs.IntVar(&opt.Slaves, "slaves", 3, fmt.Sprintf("number of slaves `N`, 1..%d", demo.MaxSlaves))
-	fs.Var(size, "size", "`BYTES` replicated to every slave by the multicast DMA write (decimal or 0x hex, optional K or M suffix)")
+	fs.Var(size, "size", "`BYTES` replicated to every slave by the multicast DMA write (decimal, 0x hex, K/M/G suffixes)")
 	fs.Float64Var(&opt.Loss, "loss", 0, "probability `P` that the network loses any frame, 0 <= P < 1")
 	fs.Uint64Var(&opt.Seed, "seed", 1, "seed of the data pattern and the loss draws")
 	fs.DurationVar(&opt.Timeout, "timeout", 250*time.Millisecond, "RMEM and DMA response timeout `D` of every endpoint")
 	fs.BoolVar(&opt.NetNS, "netns", false, "run over a Linux bridge of network namespaces (needs root)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as one JSON object instead of the table")
 	return cmd
-}
-
-// sizeValue is a pflag.Value for a byte count in decimal or 0x hex with an
-// optional K, M or G suffix (powers of 1024).
-type sizeValue struct{ v int }
-
-func (s *sizeValue) String() string { return strconv.Itoa(s.v) }
-func (s *sizeValue) Type() string   { return "BYTES" }
-func (s *sizeValue) Set(arg string) error {
-	t := strings.TrimSpace(arg)
-	shift := 0
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k', 'K':
-			shift = 10
-		case 'm', 'M':
-			shift = 20
-		case 'g', 'G':
-			shift = 30
-		}
-		if shift > 0 {
-			t = t[:n-1]
-		}
-	}
-	v, err := parseUint(t, 31-shift)
-	if err != nil {
-		return fmt.Errorf("%q is not a byte count: use decimal or 0x hex with an optional K, M or G suffix (262144, 0x40000, 256K)", arg)
-	}
-	s.v = int(v << shift)
-	return nil
 }
 
 func writeDemoText(w io.Writer, rep *demo.Report) error {

@@ -48,7 +48,7 @@ Exit status: 0 success, 1 the operation failed (the JSON error_code says why),
 // dmaFlags adds --fragment to the common flags.
 type dmaFlags struct {
 	opFlags
-	fragment u32Value
+	fragment u32Flag
 }
 
 func (f *dmaFlags) register(cmd *cobra.Command) {
@@ -142,7 +142,7 @@ func newDMAReadCmd() *cobra.Command {
 	f := &dmaFlags{}
 	var out string
 	var written bool
-	length := &u32Value{}
+	length := &u32Flag{}
 	cmd := &cobra.Command{
 		Use:   "read --iface IF --peer MAC --addr A --length N --out FILE",
 		Short: "Read a block of a remote endpoint's memory into a file",
@@ -217,7 +217,7 @@ is refused before anything is sent (LOCAL_INVALID, code 1): reads are unicast.`,
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().Var(length, "length", "number of bytes `N` to read (decimal or 0x hex)")
+	cmd.Flags().Var(length, "length", "number of bytes `N` to read (decimal, 0x hex, K/M/G suffixes)")
 	cmd.Flags().StringVar(&out, "out", "", "`FILE` the bytes are written to; - writes standard output")
 	for _, name := range []string{"length", "out"} {
 		if err := cmd.MarkFlagRequired(name); err != nil {

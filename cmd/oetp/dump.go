@@ -19,7 +19,7 @@ import (
 func init() { register(newDumpCmd) }
 
 func newDumpCmd() *cobra.Command {
-	maxFrame := &intValue{wire.MaxFrameLen}
+	maxFrame := &intFlag{wire.MaxFrameLen}
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "dump FILE.pcap",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -22,8 +23,8 @@ type causeValue struct{ v uint32 }
 func (c *causeValue) String() string { return fmt.Sprint(c.v) }
 func (c *causeValue) Type() string   { return "CAUSE" }
 func (c *causeValue) Set(s string) error {
-	if v, err := parseUint(s, 32); err == nil {
-		c.v = uint32(v)
+	if v, err := num.Uint32(s); err == nil {
+		c.v = v
 		return nil
 	}
 	if code, err := wire.ParseCode(s); err == nil && code.Cause() != 0 {
@@ -58,8 +59,8 @@ var paramFlags = []struct{ name, what string }{
 }
 
 type encodeOptions struct {
-	dst, src                      macValue
-	rid, addr, length, mask, data u32Value
+	dst, src                      macFlag
+	rid, addr, length, mask, data u32Flag
 	cause                         causeValue
 	payload                       hexValue
 	payloadFile                   string
@@ -67,7 +68,7 @@ type encodeOptions struct {
 }
 
 func newEncodeCmd() *cobra.Command {
-	o := &encodeOptions{mask: u32Value{v: 0xFFFFFFFF, hex: true}}
+	o := &encodeOptions{mask: u32Flag{v: 0xFFFFFFFF, hex: true}}
 	cmd := &cobra.Command{
 		Use:   "encode CMD --dst MAC --src MAC --rid N [flags]",
 		Short: "Encode one oETP frame and print it in hex",

@@ -2,76 +2,69 @@ package main
 
 import (
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
 
+	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/wire"
 )
 
-// parseUint parses a decimal number or a 0x-prefixed hex number of at most
-// bits bits. A leading zero does not mean octal.
-func parseUint(s string, bits int) (uint64, error) {
-	t := strings.TrimSpace(s)
-	base := 10
-	if len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') {
-		base, t = 16, t[2:]
-	}
-	v, err := strconv.ParseUint(t, base, bits)
-	if err != nil {
-		var ne *strconv.NumError
-		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return 0, fmt.Errorf("%q does not fit %d bits (largest %d = 0x%X)", s, bits, uint64(1)<<bits-1, uint64(1)<<bits-1)
-		}
-		return 0, fmt.Errorf("%q is not a number: use decimal (4096) or 0x hex (0x1000)", s)
-	}
-	return v, nil
-}
+// The flag types of every command. Every address, size and length flag
+// and configuration value is parsed by internal/num, the one number syntax
+// of oetp: decimal, 0x hex, and K/M/G or KiB/MiB/GiB suffixes (powers of
+// two). pflag names the flag and the value in the error; num adds the
+// reason and an example.
 
-// u32Value is a pflag.Value for a 32-bit number in decimal or 0x hex; hex
-// selects how help shows its default.
-type u32Value struct {
+// u32Flag is a pflag.Value for a 32-bit number (an address, a length, a
+// data word). hex selects how help shows a non-zero default.
+type u32Flag struct {
 	v   uint32
 	hex bool
 }
 
-func (u *u32Value) String() string {
-	if u.hex {
-		return fmt.Sprintf("0x%08X", u.v)
+func (u *u32Flag) String() string {
+	switch {
+	case u.v == 0:
+		return "0" // pflag shows no default for a zero value
+	case u.hex:
+		return fmt.Sprintf("0x%08x", u.v)
 	}
 	return strconv.FormatUint(uint64(u.v), 10)
 }
-func (u *u32Value) Type() string { return "uint32" }
-func (u *u32Value) Set(s string) error {
-	v, err := parseUint(s, 32)
-	u.v = uint32(v)
+func (u *u32Flag) Type() string { return "uint32" }
+func (u *u32Flag) Set(s string) error {
+	v, err := num.Uint32(s)
+	u.v = v
 	return err
 }
 
-// intValue is a pflag.Value for a non-negative int in decimal or 0x hex.
-type intValue struct{ v int }
+// intFlag is a pflag.Value for a non-negative int of at most 2^31-1 (a
+// frame size, a byte count, a number of contexts), in the num syntax.
+type intFlag struct{ v int }
 
-func (u *intValue) String() string { return strconv.Itoa(u.v) }
-func (u *intValue) Type() string   { return "int" }
-func (u *intValue) Set(s string) error {
-	v, err := parseUint(s, 31)
+func (u *intFlag) String() string { return strconv.Itoa(u.v) }
+func (u *intFlag) Type() string   { return "int" }
+func (u *intFlag) Set(s string) error {
+	v, err := num.ParseMax(s, math.MaxInt32)
 	u.v = int(v)
 	return err
 }
 
-// macValue is a pflag.Value for a MAC address.
-type macValue struct{ m wire.MAC }
+// macFlag is a pflag.Value for a MAC address; the zero MAC means not given
+// and shows no default in the help.
+type macFlag struct{ m wire.MAC }
 
-func (m *macValue) String() string {
+func (m *macFlag) String() string {
 	if m.m.IsZero() {
-		return "" // no default shown in help
+		return ""
 	}
 	return m.m.String()
 }
-func (m *macValue) Type() string { return "MAC" }
-func (m *macValue) Set(s string) error {
+func (m *macFlag) Type() string { return "MAC" }
+func (m *macFlag) Set(s string) error {
 	v, err := wire.ParseMAC(s)
 	m.m = v
 	return err

@@ -26,48 +26,14 @@ import (
 // write/read) share: their common flags, the endpoint they run, and their
 // result, printed for people or as one JSON object.
 
-// hexU32Value is a pflag.Value for a 32-bit number in decimal or 0x hex,
-// shown in hex in the help.
-type hexU32Value struct{ v uint32 }
-
-func (u *hexU32Value) String() string {
-	if u.v == 0 {
-		return "0" // pflag shows no default for a zero value
-	}
-	return fmt.Sprintf("0x%08x", u.v)
-}
-func (u *hexU32Value) Type() string { return "uint32" }
-func (u *hexU32Value) Set(s string) error {
-	v, err := parseUint(s, 32)
-	u.v = uint32(v)
-	return err
-}
-
-// optMAC is a pflag.Value for an optional MAC address; the zero MAC means
-// not given and shows no default in the help.
-type optMAC struct{ m wire.MAC }
-
-func (m *optMAC) String() string {
-	if m.m.IsZero() {
-		return ""
-	}
-	return m.m.String()
-}
-func (m *optMAC) Type() string { return "MAC" }
-func (m *optMAC) Set(s string) error {
-	v, err := wire.ParseMAC(s)
-	m.m = v
-	return err
-}
-
 // opFlags are the flags of every one-shot initiator command.
 type opFlags struct {
 	iface    string
-	mac      optMAC
-	peer     optMAC
-	addr     hexU32Value
+	mac      macFlag
+	peer     macFlag
+	addr     u32Flag
 	timeout  time.Duration
-	maxFrame intValue
+	maxFrame intFlag
 	pcap     string
 	busyPoll time.Duration
 	json     bool
@@ -78,7 +44,7 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.iface, "iface", "", "network interface `IF` to send on")
 	fs.Var(&f.mac, "mac", "own unicast `MAC` address (default the interface's)")
 	fs.Var(&f.peer, "peer", "the remote endpoint's `MAC` (a group MAC for a multicast write)")
-	fs.Var(&f.addr, "addr", "remote byte address `A` (decimal or 0x hex)")
+	fs.Var(&f.addr, "addr", "remote byte address `A` (decimal, 0x hex, K/M/G suffixes)")
 	fs.DurationVar(&f.timeout, "timeout", time.Second, "response timeout `D`, a Go duration; 0 waits forever")
 	fs.Var(&f.maxFrame, "max-frame", "frame ceiling `N` in bytes without FCS, 36..8192 (default min(8192, MTU+14))")
 	fs.StringVar(&f.pcap, "pcap", "", "record every frame sent and received in `PATH` (classic pcap)")

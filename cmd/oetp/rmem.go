@@ -72,8 +72,8 @@ unicast only.`,
 
 func newRMEMWriteCmd() *cobra.Command {
 	f := &opFlags{}
-	data := &hexU32Value{}
-	mask := &hexU32Value{0xFFFFFFFF}
+	data := &u32Flag{hex: true}
+	mask := &u32Flag{v: 0xFFFFFFFF, hex: true}
 	cmd := &cobra.Command{
 		Use:   "write --iface IF --peer MAC --addr A --data D [--mask M]",
 		Short: "Write the bits of one aligned 32-bit word selected by a mask",
