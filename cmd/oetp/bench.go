@@ -36,6 +36,13 @@ func newBenchCmd() *cobra.Command {
 access takes and how many bytes per second a block moves, each next to the
 limit of the medium underneath, measured in the same run:
 
+  proc   what users run: 'oetp serve' on one host of a veth pair and each
+         operation one 'oetp rmem read', 'dma write' or 'dma read' process
+         on the other, default flags, unpinned, timed as the command reports
+         it (--json seconds), against the raw AF_PACKET ping-pong of the same
+         frames on the same veth pair, on one CPU and free, the faster one
+         counting (DMA target ≥ 0.90× from 1 MiB up); this binary runs
+         itself. Needs root and nsenter;
   codec  encode and decode of RMEM frames and 8160-byte DMA frames, against a
          plain 8160-byte copy (ns/frame, MB/s, allocations);
   mem    the engine on the in-process switch (link/mem): RMEM read latency
@@ -67,6 +74,11 @@ Every measurement also stops after --max-ops operations.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := bench.Options{Duration: duration, Rounds: rounds, MaxOps: maxOps, LinkIO: linkIO, EngineAnyCPU: anyCPU, BusyPoll: busyPoll}
 			var err error
+			// The proc scenario runs this very binary as serve and the
+			// one-shot commands.
+			if o.Binary, err = os.Executable(); err != nil {
+				o.Binary = ""
+			}
 			if o.Scenarios, err = bench.ParseScenarios(scenarios); err != nil {
 				return usagef("--scenario: %v", err)
 			}
@@ -118,7 +130,7 @@ Every measurement also stops after --max-ops operations.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&scenarios, "scenario", "all", "scenarios to run, comma-separated: codec, mem, veth or all")
+	f.StringVar(&scenarios, "scenario", "all", "scenarios to run, comma-separated: proc, codec, mem, veth or all")
 	f.DurationVar(&duration, "duration", bench.DefaultDuration, "time of each measurement (one table row), shared over the rounds")
 	f.IntVar(&rounds, "rounds", bench.DefaultRounds, "rounds in which the baseline and the engine take turns")
 	f.Int64Var(&maxOps, "max-ops", bench.DefaultMaxOps, "most operations of each measurement")

@@ -18,7 +18,26 @@ type meter struct {
 	failed  int64
 	max     time.Duration
 	hist    *histogram // nil: durations are not recorded
+	// noAllocs: the operations run in other processes, whose allocations
+	// this one cannot see.
+	noAllocs bool
 }
+
+// record adds one successful operation of duration d, timed elsewhere
+// (by another process), that moved frames frames and bytes payload bytes.
+func (m *meter) record(d time.Duration, frames, bytes int64) {
+	m.ops++
+	m.frames += frames
+	m.bytes += bytes
+	m.elapsed += d
+	m.max = max(m.max, d)
+	if m.hist != nil {
+		m.hist.add(d)
+	}
+}
+
+// fail counts one failed operation.
+func (m *meter) fail() { m.failed++ }
 
 // newMeter returns a meter; with record false it keeps no histogram (for
 // warm-up runs).
@@ -176,7 +195,7 @@ func (m *meter) opsPerSec() float64 {
 // allocsPerFrame returns the process mallocs per frame moved, or -1 when no
 // frame was moved.
 func (m *meter) allocsPerFrame() float64 {
-	if m.frames == 0 {
+	if m.frames == 0 || m.noAllocs {
 		return -1
 	}
 	return float64(m.mallocs) / float64(m.frames)

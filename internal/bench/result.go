@@ -19,10 +19,15 @@ const (
 	// part, with busy-polling links (Options.BusyPoll); it is selected with
 	// ScenarioVeth, not on its own.
 	ScenarioVethBusy = "veth-busy"
+	// ScenarioProc is what users run: `oetp serve` and the one-shot
+	// commands as separate processes over a veth pair, default flags,
+	// unpinned (Options.Binary).
+	ScenarioProc = "proc"
 )
 
-// Scenarios lists every scenario in the order a run executes them.
-var Scenarios = []string{ScenarioCodec, ScenarioMem, ScenarioVeth}
+// Scenarios lists every scenario in the order a run executes them: the
+// processes users run first.
+var Scenarios = []string{ScenarioProc, ScenarioCodec, ScenarioMem, ScenarioVeth}
 
 // Result is one measured figure: an engine path, a codec function or a
 // baseline.
@@ -310,7 +315,7 @@ func SizeString(n int64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-// ParseScenarios turns a comma-separated list (codec,mem,veth or all) into
+// ParseScenarios turns a comma-separated list (proc,codec,mem,veth or all) into
 // scenario names in run order.
 func ParseScenarios(s string) ([]string, error) {
 	want := map[string]bool{}
@@ -322,10 +327,10 @@ func ParseScenarios(s string) ([]string, error) {
 			for _, n := range Scenarios {
 				want[n] = true
 			}
-		case ScenarioCodec, ScenarioMem, ScenarioVeth:
+		case ScenarioProc, ScenarioCodec, ScenarioMem, ScenarioVeth:
 			want[f] = true
 		default:
-			return nil, fmt.Errorf("unknown scenario %q: use codec, mem, veth or all, separated by commas", f)
+			return nil, fmt.Errorf("unknown scenario %q: use proc, codec, mem, veth or all, separated by commas", f)
 		}
 	}
 	var out []string
@@ -335,7 +340,7 @@ func ParseScenarios(s string) ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no scenario in %q: use codec, mem, veth or all, separated by commas", s)
+		return nil, fmt.Errorf("no scenario in %q: use proc, codec, mem, veth or all, separated by commas", s)
 	}
 	return out, nil
 }

@@ -1,0 +1,352 @@
+//go:build linux
+
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/wire"
+)
+
+// The proc scenario measures what users run: `oetp serve` on one host of a
+// veth pair and the one-shot commands (`oetp rmem read`, `oetp dma write`,
+// `oetp dma read`) on the other, each a process of its own started for one
+// operation, with default flags, unpinned, next to the raw ping-pongs of
+// the same frame sizes on the same veth pair in the same run.
+
+// procUnavailable says why the proc scenario cannot run here, or "".
+func procUnavailable(o *Options) string {
+	if why := vethUnavailable(); why != "" {
+		return why
+	}
+	if o.Binary == "" {
+		return "no oetp binary to run (Options.Binary; oetp bench runs itself)"
+	}
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		return "needs nsenter (util-linux) to start processes in the namespaces"
+	}
+	return ""
+}
+
+// The MACs of the one-shot commands' endpoints: a v1 peer entry has one
+// mode, so the server has one entry, and the initiators one --mac, per kind
+// of operation (RMEM uses the interface's own address).
+var (
+	procWriterMAC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, 0x01}
+	procReaderMAC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x02, 0x01}
+)
+
+// procMinOps is the fewest processes a round of a process row runs, so
+// that even short rounds give a median of several operations.
+const procMinOps = 3
+
+// procEnv is a veth pair with `oetp serve` running on host 2, the one-shot
+// commands started on host 1, and the baseline's raw sockets.
+type procEnv struct {
+	bin     string
+	n       *netns.Net
+	near    *netns.Host // runs the one-shot commands
+	raw     *vethRaw
+	cpu     int
+	dir     string
+	srv     *exec.Cmd
+	srvDone chan struct{}
+	srvErr  *syncBuf
+	// written is the prefix of the server's memory that DMA writes have
+	// overwritten with procPattern; beyond it the memory is zero.
+	written int
+}
+
+// procPattern is byte i of every DMA write's source.
+func procPattern(i int) byte { return byte(i*29 + 11) }
+
+// newProcEnv builds the veth pair, starts `oetp serve` with maxBlock bytes
+// of RAM and writes the DMA sources of every block size.
+func newProcEnv(o *Options) (_ *procEnv, err error) {
+	n, err := netns.New(netns.Topology{Hosts: 2})
+	if err != nil {
+		return nil, err
+	}
+	p := &procEnv{bin: o.Binary, n: n, near: n.Host(0), cpu: lastCPU()}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	ha, hb := n.Host(0), n.Host(1)
+	p.raw = &vethRaw{nearMAC: ha.MAC(), farMAC: hb.MAC(), replies: map[wire.Cmd][]byte{}}
+	if p.raw.near, err = openRawOn(ha); err != nil {
+		return nil, err
+	}
+	if p.raw.far, err = openRawOn(hb); err != nil {
+		return nil, err
+	}
+	for _, op := range engineOps {
+		req, rsp := rawFrames(op, p.raw.nearMAC, p.raw.farMAC)
+		p.raw.replies[wire.Cmd(req[15])] = retype(rsp)
+	}
+	if p.dir, err = os.MkdirTemp("", "oetp-bench-proc-"); err != nil {
+		return nil, err
+	}
+	src := make([]byte, o.maxBlock())
+	for i := range src {
+		src[i] = procPattern(i)
+	}
+	for _, b := range o.Blocks {
+		if err := os.WriteFile(p.srcPath(int(b)), src[:b], 0o600); err != nil {
+			return nil, err
+		}
+	}
+	// Default flags but for the memory and the peers, which a user gives.
+	p.srvErr = &syncBuf{}
+	p.srv = hb.Command(p.bin, "serve", "--iface", hb.IfName(),
+		"--region", fmt.Sprintf("%#x:%d", remoteBase, o.maxBlock()),
+		"--peer", ha.MAC().String()+",mode=rmem",
+		"--peer", procWriterMAC.String()+",mode=dma-write",
+		"--peer", procReaderMAC.String()+",mode=dma-read")
+	p.srv.Stderr = p.srvErr
+	if err := startUnpinned(p.srv); err != nil {
+		return nil, fmt.Errorf("bench: starting oetp serve: %w", err)
+	}
+	p.srvDone = make(chan struct{})
+	go func() { p.srv.Wait(); close(p.srvDone) }()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(p.srvErr.String(), "msg=ready") {
+		select {
+		case <-p.srvDone:
+			return nil, fmt.Errorf("bench: oetp serve exited before it was ready (%v): %s", p.srv.ProcessState, p.srvErr.String())
+		case <-deadline:
+			return nil, fmt.Errorf("bench: oetp serve printed no ready line in 30s: %s", p.srvErr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return p, nil
+}
+
+func (p *procEnv) srcPath(n int) string { return filepath.Join(p.dir, fmt.Sprintf("src-%d.bin", n)) }
+
+func (p *procEnv) scenario() string { return ScenarioProc }
+
+// bases returns the raw ping-pong on one CPU and free, like the veth
+// scenario's: the faster one is the limit.
+func (p *procEnv) bases(op string) []*step {
+	return []*step{p.raw.step(ScenarioProc, op, p.cpu), p.raw.step(ScenarioProc, op, -1)}
+}
+
+// procName is the row name of an engine operation run as a command.
+func procName(op string) string {
+	switch op {
+	case opRMEMRead:
+		return "oetp rmem read"
+	case opDMAWrite:
+		return "oetp dma write"
+	case opDMARead:
+		return "oetp dma read"
+	}
+	panic("bench: unknown engine operation " + op)
+}
+
+// engine returns the measurement of op as one-shot processes: each
+// operation is one `oetp` process on the near host, and its time is the
+// `seconds` the command reports with --json (the operation, from the call
+// to its outcome, as a script sees it), not the process's start-up, which
+// the row's note gives.
+func (p *procEnv) engine(op string, n int) *step {
+	s := &step{m: newMeter(true), res: engineResult(ScenarioProc, op, n)}
+	s.res.Name = procName(op)
+	s.m.noAllocs = true
+	frames, bytes := opCounts(op, n)
+	wall := newMeter(true)
+	out := filepath.Join(p.dir, fmt.Sprintf("dst-%d.bin", n))
+	args := p.args(op, n, out)
+	s.round = func(d time.Duration, maxOps int64) error {
+		start := time.Now()
+		for i := int64(0); i < maxOps && (i < procMinOps || time.Since(start) < d); i++ {
+			t0 := time.Now()
+			r, err := p.oetp(args...)
+			wall.record(time.Since(t0), 0, 0)
+			if err != nil {
+				s.m.fail()
+				if s.m.failed >= maxFail {
+					return fmt.Errorf("bench: %s: %w", s.res.Name, err)
+				}
+				continue
+			}
+			s.m.record(time.Duration(r.Seconds*float64(time.Second)), frames, bytes)
+		}
+		return nil
+	}
+	s.after = func() error {
+		s.res.Note = fmt.Sprintf("one process per operation (nsenter, then oetp; default flags, unpinned); time as the command reports it (--json seconds); the whole process took %v p50",
+			wall.percentiles(50)[0].Round(10*time.Microsecond))
+		switch op {
+		case opDMAWrite:
+			p.written = max(p.written, n)
+			// Read the block back through the server.
+			r, err := p.oetp(p.args(opDMARead, n, out)...)
+			if err != nil {
+				return fmt.Errorf("bench: reading back a %s of %d bytes: %w", op, n, err)
+			}
+			_ = r
+			return p.check(out, n, "reads back as")
+		case opDMARead:
+			return p.check(out, n, "was read as")
+		}
+		return nil
+	}
+	return s
+}
+
+// check compares the first n bytes of the file path with the server's
+// memory as the DMA writes left it.
+func (p *procEnv) check(path string, n int, what string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if len(b) != n {
+		return fmt.Errorf("bench: a DMA read of %d bytes wrote %d bytes", n, len(b))
+	}
+	for i := range n {
+		want := byte(0)
+		if i < p.written {
+			want = procPattern(i)
+		}
+		if b[i] != want {
+			return fmt.Errorf("bench: DMA of %d bytes: byte %d %s %#x, the server holds %#x", n, i, what, b[i], want)
+		}
+	}
+	return nil
+}
+
+// args returns the command line of one operation of kind op on n bytes;
+// a DMA read writes to out.
+func (p *procEnv) args(op string, n int, out string) []string {
+	far := p.n.Host(1).MAC().String()
+	addr := fmt.Sprintf("%#x", remoteBase)
+	iface := p.near.IfName()
+	switch op {
+	case opRMEMRead:
+		return []string{"rmem", "read", "--iface", iface, "--peer", far, "--addr", addr, "--json"}
+	case opDMAWrite:
+		return []string{"dma", "write", "--iface", iface, "--mac", procWriterMAC.String(), "--peer", far, "--addr", addr, "--in", p.srcPath(n), "--json"}
+	case opDMARead:
+		return []string{"dma", "read", "--iface", iface, "--mac", procReaderMAC.String(), "--peer", far, "--addr", addr,
+			"--length", fmt.Sprint(n), "--out", out, "--json"}
+	}
+	panic("bench: unknown engine operation " + op)
+}
+
+// procResult is the part of a one-shot command's JSON result the bench
+// reads.
+type procResult struct {
+	OK      bool    `json:"ok"`
+	Error   string  `json:"error"`
+	Message string  `json:"message"`
+	Seconds float64 `json:"seconds"`
+}
+
+// oetp runs one one-shot command on the near host and returns its result;
+// an error unless it exited 0 with ok true.
+func (p *procEnv) oetp(args ...string) (procResult, error) {
+	var r procResult
+	cmd := p.near.Command(p.bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := startUnpinned(cmd); err != nil {
+		return r, err
+	}
+	err := cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if jerr := json.Unmarshal([]byte(lines[len(lines)-1]), &r); jerr != nil {
+		return r, fmt.Errorf("oetp %s: %v, no JSON result (%v): %s", strings.Join(args[:2], " "), err, jerr, stderr.String())
+	}
+	if err != nil || !r.OK {
+		return r, fmt.Errorf("oetp %s: %v: %s %s", strings.Join(args[:2], " "), err, r.Error, r.Message)
+	}
+	return r, nil
+}
+
+// startUnpinned starts cmd from a thread with the CPUs the bench process
+// started with: a child inherits the affinity of the thread that forks it,
+// which may be pinned.
+func startUnpinned(cmd *exec.Cmd) error {
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine.
+		if err := lockThread(-1); err != nil {
+			errc <- err
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	return <-errc
+}
+
+func (p *procEnv) close() error {
+	var errs []error
+	if p.srv != nil && p.srv.Process != nil {
+		_ = p.srv.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.srvDone:
+		case <-time.After(10 * time.Second):
+			_ = p.srv.Process.Kill()
+			<-p.srvDone
+			errs = append(errs, fmt.Errorf("bench: oetp serve did not stop within 10s of SIGTERM"))
+		}
+	}
+	if p.raw != nil {
+		if p.raw.near != nil {
+			p.raw.near.close()
+		}
+		if p.raw.far != nil {
+			p.raw.far.close()
+		}
+	}
+	if p.dir != "" {
+		errs = append(errs, os.RemoveAll(p.dir))
+	}
+	errs = append(errs, p.n.Close())
+	return errors.Join(errs...)
+}
+
+// runProc runs the proc scenario.
+func runProc(o *Options) ([]Result, error) {
+	p, err := newProcEnv(o)
+	if err != nil {
+		return nil, err
+	}
+	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
+		"%s: what users run: oetp serve on one host of a veth pair, each operation one oetp rmem read, dma write or dma read process on the other (default flags, unpinned), the raw ping-pongs on the same veth pair",
+		ScenarioProc))
+	return runEnv(o, p)
+}
+
+// syncBuf is a bytes.Buffer safe for a writing process and a reader.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(b)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

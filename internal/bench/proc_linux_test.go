@@ -1,0 +1,68 @@
+//go:build linux
+
+package bench
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildOetp builds cmd/oetp into a temporary directory, with the race
+// detector when the tests have it (so the build shares the test's cache).
+func buildOetp(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "oetp")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	out, err := exec.Command("go", append(args, "../../cmd/oetp")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestRunProcWithoutBinary(t *testing.T) {
+	rep, err := Run(shortOptions(ScenarioProc))
+	if err != nil || len(rep.Skipped) != 1 || rep.Skipped[0].Scenario != ScenarioProc || len(rep.Results) != 0 {
+		t.Fatalf("Run without a binary: %v, results %d, skipped %+v; want one skip", err, len(rep.Results), rep.Skipped)
+	}
+}
+
+// TestRunProc runs `oetp serve` and the one-shot commands as processes over
+// a veth pair and checks every row (the DMA rows are verified against the
+// server's memory by the scenario itself).
+func TestRunProc(t *testing.T) {
+	if why := vethUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	o := shortOptions(ScenarioProc)
+	o.Rounds = 1
+	o.Binary = buildOetp(t)
+	rep, err := Run(o)
+	if err != nil {
+		t.Fatalf("%v; skipped %+v", err, rep.Skipped)
+	}
+	checkResults(t, rep, ScenarioProc)
+	for _, name := range []string{"oetp rmem read", "oetp dma write", "oetp dma read"} {
+		for _, b := range o.Blocks {
+			if name == "oetp rmem read" {
+				b = 0
+			}
+			r := rep.Find(ScenarioProc, name, b)
+			if r == nil {
+				t.Errorf("no %s %d row", name, b)
+				continue
+			}
+			if r.Ops < procMinOps || r.AllocsPerFrame != -1 || !strings.Contains(r.Note, "one process per operation") {
+				t.Errorf("%s %d: %d ops, allocs %v, note %q; want at least %d processes, allocations not measured, a note", name, b, r.Ops, r.AllocsPerFrame, r.Note, procMinOps)
+			}
+		}
+	}
+	if r := rep.Find(ScenarioProc, "oetp dma write", 64<<10); r != nil && r.Target != "" {
+		t.Errorf("64 KiB row has target %q; targets start at 1 MiB", r.Target)
+	}
+}
