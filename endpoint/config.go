@@ -176,7 +176,11 @@ type Config struct {
 
 	// EventQueue is the capacity of the event queue read by NextEvent.
 	// When it is full, further events coalesce per source and peer instead
-	// of blocking the engine. Zero selects DefaultEventQueue. Fixed at New.
+	// of blocking the engine. While an event of the responder (a failed
+	// received request) waits so, the responder is busy and drops new
+	// requests (Stats.DropEventPending) until NextEvent makes room: read
+	// the events, or disable them (Events). Zero selects
+	// DefaultEventQueue. Fixed at New.
 	EventQueue int
 
 	// Events is the global event enable register.

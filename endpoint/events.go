@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/openenoc/oetp/wire"
 )
@@ -47,6 +48,7 @@ type pendingEvent struct {
 	code  wire.Code
 	count int
 	set   bool
+	resp  bool // a responder event is among those merged here
 }
 
 // eventQueue is a bounded FIFO of events. When it is full, new events wait
@@ -61,6 +63,9 @@ type eventQueue struct {
 	pend  [2][MaxPeers]pendingEvent
 	order []int // pending keys src*MaxPeers+peer, oldest first
 	sig   chan struct{}
+	// respPending counts the pending slots holding a responder event:
+	// while it is not zero the responder defers (drops) new requests.
+	respPending atomic.Int32
 }
 
 func newEventQueue(n int) *eventQueue {
@@ -74,7 +79,9 @@ func srcIndex(s EventSource) int {
 	return 0
 }
 
-func (q *eventQueue) push(ev Event) {
+// push queues ev; responder says it was raised by the responder for a
+// received request.
+func (q *eventQueue) push(ev Event, responder bool) {
 	q.mu.Lock()
 	if len(q.order) == 0 && q.n < len(q.ring) {
 		q.ring[(q.head+q.n)%len(q.ring)] = ev
@@ -88,6 +95,10 @@ func (q *eventQueue) push(ev Event) {
 		} else {
 			*p = pendingEvent{code: ev.Code, set: true}
 			q.order = append(q.order, s*MaxPeers+ev.Peer)
+		}
+		if responder && !p.resp {
+			p.resp = true
+			q.respPending.Add(1)
 		}
 	}
 	q.mu.Unlock()
@@ -116,6 +127,9 @@ func (q *eventQueue) pop() (ev Event, ok bool) {
 		}
 		q.ring[(q.head+q.n)%len(q.ring)] = Event{Source: src, Peer: peer, Code: p.code, Coalesced: p.count}
 		q.n++
+		if p.resp {
+			q.respPending.Add(-1)
+		}
 		*p = pendingEvent{}
 	}
 	if q.n > 0 {
@@ -136,6 +150,7 @@ func (q *eventQueue) clear() {
 	q.head, q.n = 0, 0
 	q.pend = [2][MaxPeers]pendingEvent{}
 	q.order = q.order[:0]
+	q.respPending.Store(0)
 	q.mu.Unlock()
 }
 
@@ -156,8 +171,21 @@ func (e *Endpoint) NextEvent(ctx context.Context) (Event, error) {
 	}
 }
 
-// raise queues ev unless the configuration in force disables it.
+// raise queues an event of the initiator unless the configuration in force
+// disables it.
 func (e *Endpoint) raise(src EventSource, peer int, code wire.Code) {
+	e.raiseFrom(src, peer, code, false)
+}
+
+// raiseResponder queues an event of the responder (a failed received
+// request) unless the configuration in force disables it. While such an
+// event waits for room in a full queue, the responder defers new requests:
+// see Endpoint.admit.
+func (e *Endpoint) raiseResponder(src EventSource, peer int, code wire.Code) {
+	e.raiseFrom(src, peer, code, true)
+}
+
+func (e *Endpoint) raiseFrom(src EventSource, peer int, code wire.Code, responder bool) {
 	cfg := e.cfg.Load()
 	switch src {
 	case PeerDMAComplete:
@@ -169,5 +197,5 @@ func (e *Endpoint) raise(src EventSource, peer int, code wire.Code) {
 			return
 		}
 	}
-	e.ev.push(Event{Source: src, Peer: peer, Code: code})
+	e.ev.push(Event{Source: src, Peer: peer, Code: code}, responder)
 }

@@ -165,3 +165,65 @@ func TestConcurrentWaiters(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyWhileResponderEventPending: while an event of the responder waits
+// for room in the full event queue, the responder defers new requests: they
+// are dropped without a reply and counted (Stats.DropEventPending), and
+// served again once the application has read the queue. The failing
+// requests themselves are still answered and recorded at once. An event of
+// the initiator waiting in the same way does not stop the responder.
+func TestBusyWhileResponderEventPending(t *testing.T) {
+	a, p, _ := newScripted(t, endpoint.ModeRMEM, endpoint.Config{EventQueue: 1, Events: endpoint.EventEnable{RMEMError: true}})
+	read := func(rid, addr uint32) []byte { return frame(macA, macP, 0x10, le(rid), le(addr)) }
+	errRsp := func(rid, cause uint32) []byte { return frame(macP, macA, 0xFF, le(rid), le(cause)) }
+	ok := func(rid uint32) []byte { return frame(macP, macA, 0x11, le(rid), le(0)) }
+
+	// Two initiator failures: one queued, one pending. The responder
+	// still serves.
+	for i := range 2 {
+		res := rmemRead(a, 0, 0x1000)
+		req := p.next(t)
+		p.send(t, frame(macA, macP, 0xFF, le(wire.Frame(req).RequestID()), le(1)))
+		wantCode(t, "initiated read", await(t, res).err, wire.CodeRemoteInvalid)
+		_ = i
+	}
+	p.send(t, read(100, 0x1000))
+	eqBytes(t, "served behind a pending initiator event", ok(100), p.next(t))
+	for range 2 {
+		if _, err := a.NextEvent(bg()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A received failure fills the queue; the next waits pending.
+	p.send(t, read(1, 0x1002))
+	eqBytes(t, "first failure", errRsp(1, 1), p.next(t))
+	p.send(t, read(2, 0x1006))
+	eqBytes(t, "second failure, its event pending", errRsp(2, 1), p.next(t))
+	wantStatus(t, "after the failures", a, 0, failed(wire.CodeLocalInvalid))
+	// Deferred: dropped and counted, no reply, no memory access.
+	p.send(t, read(3, 0x1000))
+	p.send(t, read(4, 0x1004))
+	p.none(t, 50*time.Millisecond)
+	if s := a.Stats(); s.DropEventPending != 2 || s.DropResponderBusy != 0 || s.ServedRMEMRead != 1 {
+		t.Fatalf("DropEventPending %d, DropResponderBusy %d, ServedRMEMRead %d; want 2, 0, 1", s.DropEventPending, s.DropResponderBusy, s.ServedRMEMRead)
+	}
+	// Reading the queue admits the pending event: requests are served.
+	ev, _ := a.NextEvent(bg())
+	diff(t, "first event", endpoint.Event{Source: endpoint.RMEMError, Peer: 0, Code: wire.CodeLocalInvalid}, ev)
+	p.send(t, read(5, 0x1000))
+	eqBytes(t, "served after the queue drained", ok(5), p.next(t))
+	ev, _ = a.NextEvent(bg())
+	diff(t, "second event", endpoint.Event{Source: endpoint.RMEMError, Peer: 0, Code: wire.CodeLocalInvalid}, ev)
+
+	// Reset empties the queue and ends the deferral.
+	p.send(t, read(6, 0x1002))
+	p.next(t)
+	p.send(t, read(7, 0x1002))
+	p.next(t)
+	p.send(t, read(8, 0x1000))
+	p.none(t, 20*time.Millisecond)
+	a.Reset()
+	p.send(t, read(9, 0x1000))
+	eqBytes(t, "served after Reset", ok(9), p.next(t))
+}

@@ -6,8 +6,7 @@ import (
 )
 
 // serve runs the responder checks that follow admission on the request in
-// w, in the specification's order (framing, peer mode, alignment, length,
-// fragment ceiling, window), performs the memory access, and builds the
+// w, in the specification's order (see check), performs the memory access, and builds the
 // reply to a unicast request in w.tx: the success response or ERROR_RSP.
 // It reports whether there is a reply to send. A group request gets the
 // same checks and memory work and never a reply. A failure is
@@ -16,7 +15,9 @@ import (
 // REMOTE_AXIS (10) while its ERROR_RSP carries cause 2.
 //
 // A DMA_WRITE_REQ has been validated completely (length and EndOfData) by
-// the time memory is written, so a malformed one never modifies memory; a
+// the time memory is written, so a malformed one never modifies memory
+// (while its ERROR_RSP reports the memory error its data would have met,
+// when the memory can tell: see check); a
 // DMA_READ_REQ's data is read completely before the response is sent, so a
 // read error always becomes an ERROR_RSP, never a truncated response.
 func (e *Endpoint) serve(w *worker) (reply bool) {
@@ -37,9 +38,9 @@ func (e *Endpoint) serve(w *worker) (reply bool) {
 		e.record(w.peer, code)
 		e.st.responderFail.Add(1)
 		if cmd.IsRMEM() {
-			e.raise(RMEMError, w.peer, code)
+			e.raiseResponder(RMEMError, w.peer, code)
 		} else {
-			e.raise(PeerDMAComplete, w.peer, code)
+			e.raiseResponder(PeerDMAComplete, w.peer, code)
 		}
 		if w.group {
 			return false
@@ -102,12 +103,30 @@ func (e *Endpoint) reply(w *worker) {
 }
 
 // check returns the wire cause of the first failed admission check, or 0.
+//
+// A DMA_WRITE_REQ runs the checks that need only its header first, in the
+// specification's order (peer mode, positive Length, Length within the
+// fragment ceiling, window; destination and source peer were checked at
+// admission), and only then the checks that need the whole frame (frame
+// ceiling, frame length against Length, EndOfData): a streaming receiver
+// admits the request from its header, "Bulk payload transfer starts
+// without waiting for the complete Ethernet frame", and meets a framing
+// error only at the end of the frame. So a DMA_WRITE_REQ with a bad
+// EndOfData from an RMEM peer fails with cause 1, and one whose Length
+// exceeds the ceiling with cause 3, however long its frame. The other
+// commands have fixed lengths; their framing is checked first.
+//
+// A malformed DMA_WRITE_REQ that passes the header checks is never written
+// (see serve), but it reports what the streaming receiver would: the local
+// memory error of the data bytes the frame carries, when the memory can
+// tell (memory.Prober), takes precedence over the framing error (cause 6
+// or 7 instead of 2).
 func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
-	if w.cls.Problem != wire.OK {
+	cmd := w.cls.Cmd
+	if cmd != wire.DMAWriteReq && w.cls.Problem != wire.OK {
 		return w.cls.Problem.Cause()
 	}
 	p := &w.peerEntry
-	cmd := w.cls.Cmd
 	var need Mode
 	switch cmd {
 	case wire.RMEMReadReq, wire.RMEMWriteReq:
@@ -119,6 +138,9 @@ func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
 	}
 	if p.Mode != need {
 		return wire.CauseInvalid
+	}
+	if cmd == wire.DMAWriteReq && len(f) < wire.ParamOffset+12 {
+		return wire.CauseLength // the header itself is incomplete
 	}
 	addr := f.Address()
 	length := uint32(4)
@@ -137,6 +159,20 @@ func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
 	}
 	if !wire.RangeOK(addr, length, p.WindowBase, p.WindowSize) {
 		return wire.CauseInvalid
+	}
+	if cmd == wire.DMAWriteReq && w.cls.Problem != wire.OK {
+		// The data bytes present in the frame, which a streaming
+		// receiver would have written before it saw the framing error.
+		n := min(uint64(length), uint64(max(len(f)-(wire.ParamOffset+12), 0)))
+		if n > 0 {
+			switch r, _ := memory.ProbeSpace(e.mem, addr, int(n), true); r {
+			case memory.SLVERR:
+				return wire.CauseAXIWrSlverr
+			case memory.DECERR:
+				return wire.CauseAXIWrDecerr
+			}
+		}
+		return w.cls.Problem.Cause()
 	}
 	return 0
 }

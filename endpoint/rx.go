@@ -248,6 +248,14 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 		e.st.dropResponderBusy.Add(1)
 		return false
 	}
+	if e.ev.respPending.Load() != 0 {
+		// "The DMA responder retains one pending notification and
+		// defers accepting another incoming request until it is
+		// admitted and committed": the busy rule, while an event of
+		// the responder waits for room in the event queue.
+		e.st.dropEventPending.Add(1)
+		return false
+	}
 	e.serving.Add(1)
 	w.buf, r.bufs[i] = r.bufs[i], w.buf
 	w.n, w.cls, w.peer, w.peerEntry, w.group, w.cfg, w.epoch = len(f), cls, peer, pt.entries[peer], group, cfg, r.epoch

@@ -23,6 +23,7 @@ type Stats struct {
 	DropResponderBusy uint64 // requests that found every responder context busy
 	DropNoResponder   uint64 // requests received by an initiator-only endpoint (nil memory)
 	DropReset         uint64 // frames read before a Reset and discarded by it
+	DropEventPending  uint64 // requests dropped as busy while a responder event waited for room in the full event queue
 
 	DropUnmatchedResponse uint64 // responses matching no outstanding request
 	DropLateResponse      uint64 // responses to a request that timed out or was aborted
@@ -49,7 +50,7 @@ type counters struct {
 	rxFrames, rxBytes, rxErrors, txFrames, txBytes, txErrors                                 atomic.Uint64
 	dropRunt, dropTooLong, dropRawPolicy, dropRawQueueFull, dropReservedCmd, dropNoRequestID atomic.Uint64
 	dropNotForUs, dropGroupRead, dropUnknownSource, dropResponderBusy, dropReset             atomic.Uint64
-	dropNoResponder                                                                          atomic.Uint64
+	dropNoResponder, dropEventPending                                                        atomic.Uint64
 	dropUnmatchedResponse, dropLateResponse, malformedResponses                              atomic.Uint64
 	servedRMEMRead, servedRMEMWrite, servedDMARead, servedDMAWrite, responderFail            atomic.Uint64
 	errorsSent                                                                               [8]atomic.Uint64
@@ -68,7 +69,7 @@ func (e *Endpoint) Stats() Stats {
 		DropNoRequestID: c.dropNoRequestID.Load(), DropNotForUs: c.dropNotForUs.Load(),
 		DropGroupRead: c.dropGroupRead.Load(), DropUnknownSource: c.dropUnknownSource.Load(),
 		DropResponderBusy: c.dropResponderBusy.Load(), DropReset: c.dropReset.Load(),
-		DropNoResponder:       c.dropNoResponder.Load(),
+		DropNoResponder: c.dropNoResponder.Load(), DropEventPending: c.dropEventPending.Load(),
 		DropUnmatchedResponse: c.dropUnmatchedResponse.Load(), DropLateResponse: c.dropLateResponse.Load(),
 		MalformedResponses: c.malformedResponses.Load(),
 		ServedRMEMRead:     c.servedRMEMRead.Load(), ServedRMEMWrite: c.servedRMEMWrite.Load(),
