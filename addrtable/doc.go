@@ -1,0 +1,117 @@
+// Package addrtable loads register address tables, so that users name their
+// board's registers ("ctrl.reset") instead of giving addresses. It reads the
+// formats FPGA projects already have:
+//
+//   - IPbus uHAL XML (.xml): nested node elements with id, address, mask,
+//     permission, mode, size, description and module includes;
+//   - LiteX csr.csv (.csv) and csr.json (.json), as written by LiteX's
+//     litex.soc.integration.export (get_csr_csv / get_csr_json);
+//   - a native TOML format of oetp's own (.toml), see below.
+//
+// Every format becomes the same list of [Node]s: a dotted name, an oETP byte
+// address, a bit mask, a permission and an access mode. Load picks the
+// parser by the file's extension; Parse takes the format explicitly.
+//
+// # Addresses: IPbus words, oETP bytes
+//
+// oETP addresses are 32-bit BYTE addresses (RMEM accesses are aligned words
+// at byte addresses that are multiples of 4). IPbus addresses are 32-bit
+// WORD addresses: IPbus word address W is oETP byte address 4×W. A uHAL
+// register at address="0x0003" is therefore RMEM address 0x0000000C, and a
+// uHAL block of size="256" (words) is a 1024-byte range. A uHAL table whose
+// word addresses reach 0x40000000 or beyond does not fit oETP's 32-bit byte
+// space and is refused with an error naming the node.
+//
+// In uHAL XML a child's address is relative to its parent's, and the
+// addresses add up along the path (uHAL's calculateHierarchicalAddresses).
+// A module node's address is combined with the included file's top-node
+// address the way uHAL does it (bitwise OR; usually the included top node
+// has no address, so it is simply the module's offset). Names are the
+// dotted path of ids without the top node's id, as uHAL's getNode: a file
+//
+//	<node id="TOP">
+//	  <node id="ctrl" address="0x1">
+//	    <node id="reset" mask="0x1"/>
+//	  </node>
+//	</node>
+//
+// has the nodes "ctrl" (byte address 0x4, whole word) and "ctrl.reset"
+// (byte address 0x4, mask 0x00000001). Module paths (module="file://sub.xml"
+// or module="sub.xml") are relative to the directory of the including
+// file; an include cycle is an error that names the chain of files. Only
+// file includes are supported (no http://, no wildcards).
+//
+// uHAL semantics kept: a node without mode is "single" if it has no
+// children or only masked children; a node whose children include whole
+// words is a branch (Node.Branch) and, as in uHAL, can still be read as the
+// single word at its address. permission defaults to rw, mask to
+// 0xFFFFFFFF. Masked nodes may not have mode, size, module or children;
+// module nodes may not have mask, mode, size, permission or children;
+// mode="block"/"incremental"/"inc" needs size; "non-incremental",
+// "non-inc" and "port" are FIFO-like ports whose size is optional (default
+// one word). A size without mode is ignored as uHAL ignores it, with a
+// warning (Table.Warnings). The attributes class, parameters, tags and
+// fwinfo are accepted and ignored. Any other attribute is an error, so that
+// a misspelled "permision" cannot silently make a read-only register
+// writable. A mask must be one contiguous run of bits.
+//
+// # LiteX csr.csv / csr.json
+//
+// LiteX addresses are already byte addresses and are used as they are. A
+// register row gives its size in CSR words. With config_csr_data_width = 32
+// (LiteX's default) every CSR word is one 32-bit word; a CSR of size n > 1
+// occupies n consecutive words, the first (lowest address) holding the most
+// significant 32 bits, as LiteX's generated accessors read and write them.
+// The word stride is config_csr_alignment/8 bytes (4 by default, 8 on SoCs
+// with a 64-bit CSR alignment). With a data width of 8 or 16 each word
+// carries only its low 8 or 16 bits (Node.Mask = 0xFF or 0xFFFF) and the
+// value is assembled from the words most significant first, exactly as
+// LiteX does. The data width and alignment are read from the constants
+// (config_csr_data_width, config_csr_alignment); without them 32 is assumed
+// and Table.Warnings says so. Such multi-word registers are one Node with
+// Words > 1: use Node.WordAddress, Node.Join and Node.Split. Rows of type
+// "ro" are read-only, "rw" read-write. memory_region rows / "memories"
+// entries become block nodes named "mems.NAME" (LiteX's RemoteClient names
+// them wb.mems.NAME). csr_base rows and constants are available through
+// Table.Bases and Table.Constants.
+//
+// # Native TOML
+//
+// The native format is a flat list of nodes with full dotted names and byte
+// addresses:
+//
+//	[[node]]
+//	name = "ctrl"             # dotted name, required
+//	address = 0x0000_0004     # oETP byte address, a multiple of 4, required
+//	permission = "rw"         # r, w, rw (or uHAL's spellings); default rw
+//	description = "control register"
+//
+//	[[node]]
+//	name = "ctrl.reset"
+//	address = 0x4
+//	bits = "0"                # or mask = 0x1; bits = "7:4" is mask 0xF0
+//	permission = "w"
+//
+//	[[node]]
+//	name = "fifo"
+//	address = 0x100
+//	mode = "port"             # single (default), block, incremental, non-incremental, port
+//	size = 64                 # bytes, a multiple of 4; required for block modes
+//	volatile = true           # reads or writes have side effects: never retried
+//
+// Unknown keys are errors. examples/regs.toml is a complete example.
+//
+// # Bitfields
+//
+// A node with a mask is a bitfield. Node.Field shifts the masked bits of a
+// word down; Node.Place shifts a value up into the mask and refuses a value
+// that does not fit or a node that is not writable. A bitfield write is ONE
+// RMEM write with BitEnable = Mask: oETP's BitEnable does in one request
+// what IPbus needs a read-modify-write for, and the other bits of the word
+// are not touched.
+//
+// # Errors
+//
+// Errors are *Error values naming the file, the line (where the format has
+// lines: XML, CSV, and TOML syntax errors) and the node and field at fault.
+package addrtable

@@ -1,0 +1,94 @@
+package addrtable
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// checkTable asserts what every loaded table guarantees.
+func checkTable(t *testing.T, tab *Table) {
+	t.Helper()
+	nodes := tab.Nodes()
+	seen := map[string]bool{}
+	for i, n := range nodes {
+		if n.Address%4 != 0 || n.Mask == 0 || !contiguous(n.Mask) || n.Perm == 0 || n.Size == 0 || n.Words == 0 {
+			t.Fatalf("bad node %+v", n)
+		}
+		if uint64(n.Address)+uint64(n.Size) > 1<<32 {
+			t.Fatalf("node past the address space: %+v", n)
+		}
+		if i > 0 && nodes[i-1].Address > n.Address {
+			t.Fatalf("nodes not in address order at %d", i)
+		}
+		if seen[n.Name] {
+			t.Fatalf("duplicate name %q", n.Name)
+		}
+		seen[n.Name] = true
+		if got, err := tab.Node(n.Name); err != nil || got.Name != n.Name {
+			t.Fatalf("Node(%q) = %v, %v", n.Name, got, err)
+		}
+		if n.Field(0xFFFFFFFF) != n.Mask>>n.Shift() {
+			t.Fatalf("Field of all ones for %+v", n)
+		}
+	}
+}
+
+func addFiles(f *testing.F, glob string) {
+	paths, _ := filepath.Glob(glob)
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+}
+
+func FuzzUHAL(f *testing.F) {
+	addFiles(f, "testdata/uhal/*.xml")
+	addFiles(f, "testdata/uhal/modules/*.xml")
+	f.Add([]byte(`<node><node id="a" module="inc.xml"/><node id="b" address="0x10" mask="0xF0"/></node>`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// Every module path reads the fuzzed document itself: includes,
+		// cycles and fan-out are exercised without touching the disk.
+		read := func(path string) ([]byte, error) {
+			if filepath.Ext(path) != ".xml" {
+				return nil, fs.ErrNotExist
+			}
+			return data, nil
+		}
+		tab, err := parse(UHAL, "top.xml", data, read)
+		if err == nil {
+			checkTable(t, tab)
+		}
+	})
+}
+
+func FuzzLiteXCSV(f *testing.F) {
+	addFiles(f, "testdata/litex/*.csv")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if tab, err := Parse(LiteXCSV, "csr.csv", data); err == nil {
+			checkTable(t, tab)
+		}
+	})
+}
+
+func FuzzLiteXJSON(f *testing.F) {
+	addFiles(f, "testdata/litex/*.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if tab, err := Parse(LiteXJSON, "csr.json", data); err == nil {
+			checkTable(t, tab)
+		}
+	})
+}
+
+func FuzzNative(f *testing.F) {
+	addFiles(f, "../examples/regs.toml")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if tab, err := Parse(Native, "regs.toml", data); err == nil {
+			checkTable(t, tab)
+		}
+	})
+}
