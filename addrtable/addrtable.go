@@ -121,7 +121,7 @@ type Node struct {
 	// Address is the oETP byte address (a multiple of 4).
 	Address uint32 `json:"address"`
 	// Mask selects the node's bits in its word(s); FullMask for a whole word.
-	Mask uint32 `json:"mask"`
+	Mask uint32     `json:"mask"`
 	Perm Permission `json:"permission"`
 	Mode Mode       `json:"mode"`
 	// Size is the length in bytes: the range of a block mode, the bytes
