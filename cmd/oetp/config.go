@@ -317,9 +317,15 @@ func (sf *serveFlags) settings(fs *pflag.FlagSet) (*serveSettings, error) {
 		}
 	}
 	if changed("contexts") {
+		if sf.contexts.v == 0 {
+			return nil, usagef("--contexts 0 is out of range: use 1..%d (leave it out for 1)", endpoint.MaxContexts)
+		}
 		s.Contexts = sf.contexts.v
 	}
 	if changed("max-frame") {
+		if sf.maxFrame.v == 0 {
+			return nil, usagef("--max-frame 0 is out of range: use 36..8192, or leave the flag out for min(8192, MTU+14)")
+		}
 		s.MaxFrame = sf.maxFrame.v
 	}
 	if changed("raw-policy") {
@@ -411,10 +417,16 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 		if s.Contexts, err = f.Contexts.int(); err != nil {
 			return usagef("%s: %v", where("contexts"), err)
 		}
+		if s.Contexts == 0 {
+			return usagef("%s = 0 is out of range: use 1..%d (leave it out for 1)", where("contexts"), endpoint.MaxContexts)
+		}
 	}
 	if f.MaxFrame != nil {
 		if s.MaxFrame, err = f.MaxFrame.int(); err != nil {
 			return usagef("%s: %v", where("max_frame"), err)
+		}
+		if s.MaxFrame == 0 {
+			return usagef("%s = 0 is out of range: use 36..8192, or leave it out for min(8192, MTU+14)", where("max_frame"))
 		}
 	}
 	if f.RawPolicy != nil {

@@ -15,7 +15,7 @@ import (
 func init() { register(newDecodeCmd) }
 
 func newDecodeCmd() *cobra.Command {
-	maxFrame := &intFlag{wire.MaxFrameLen}
+	maxFrame := &intFlag{v: wire.MaxFrameLen}
 	expect := &u32Flag{}
 	cmd := &cobra.Command{
 		Use:   "decode [HEX...]",

@@ -17,7 +17,7 @@ func init() { register(newDemoCmd) }
 func newDemoCmd() *cobra.Command {
 	var opt demo.Options
 	var asJSON bool
-	size := &intFlag{256 << 10}
+	size := &intFlag{v: 256 << 10}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the specification's replication example: a master and N slaves",

@@ -26,20 +26,15 @@ sent, and the first failure aborts the rest of the block. The fragment size is
 --fragment (dma_max_fragment_size) rounded down to a multiple of 4, at most the
 ceiling 4*floor((max-frame - 32)/4): 8160 bytes for 8192-byte frames, 1480 for a
 1500-byte MTU. A value of 0..3, or one above the ceiling, is refused with
-LOCAL_INVALID (code 1) before anything is sent.
+LOCAL_INVALID (code 1, exit 2) before anything is sent.
 
 The peer modes must be complementary: 'dma write' uses a local peer entry in
 mode 3 (mirror local to remote), so the remote endpoint needs mode 2 (accept
 DMA writes) for this MAC; 'dma read' uses mode 2, so the remote needs mode 3.
 
-Exit status: 0 success, 1 the operation failed (the JSON error_code says why),
-2 bad usage.`,
-	}
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 {
-			return usagef("unknown command %q for %s: use write or read", args[0], cmd.CommandPath())
-		}
-		return usagef("%s needs a subcommand: write or read", cmd.CommandPath())
+Exit status: 0 success, 1 the operation was attempted and failed (the JSON
+error_code says why), 2 bad usage or configuration, refused before anything is
+sent (with --json the result still says LOCAL_INVALID).`,
 	}
 	cmd.AddCommand(newDMAWriteCmd(), newDMAReadCmd())
 	return cmd
@@ -149,11 +144,15 @@ func newDMAReadCmd() *cobra.Command {
 		Long: `read fetches --length bytes at --addr with DMA_READ_REQ fragments and writes
 them to --out (- for standard output, in which case the report goes to standard
 error). The file is written only when the whole block succeeded. A group --peer
-is refused before anything is sent (LOCAL_INVALID, code 1): reads are unicast.`,
+is refused before anything is sent (LOCAL_INVALID, code 1, exit 2): reads are
+unicast.`,
 		Example: `  oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 0x19000 --out back.bin
   oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 64 --out - | xxd`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if length.v == 0 {
+				return usagef("--length 0: a DMA block carries at least one byte")
+			}
 			if out == "-" && f.json {
 				return usagef("--out - and --json both use standard output: write the data to a file, or drop --json")
 			}

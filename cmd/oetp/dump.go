@@ -19,7 +19,7 @@ import (
 func init() { register(newDumpCmd) }
 
 func newDumpCmd() *cobra.Command {
-	maxFrame := &intFlag{wire.MaxFrameLen}
+	maxFrame := &intFlag{v: wire.MaxFrameLen}
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "dump FILE.pcap",

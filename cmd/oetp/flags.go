@@ -43,13 +43,18 @@ func (u *u32Flag) Set(s string) error {
 
 // intFlag is a pflag.Value for a non-negative int of at most 2^31-1 (a
 // frame size, a byte count, a number of contexts), in the num syntax.
-type intFlag struct{ v int }
+// set records that the flag was given, so that an explicit 0 can be told
+// from the default.
+type intFlag struct {
+	v   int
+	set bool
+}
 
 func (u *intFlag) String() string { return strconv.Itoa(u.v) }
 func (u *intFlag) Type() string   { return "int" }
 func (u *intFlag) Set(s string) error {
 	v, err := num.ParseMax(s, math.MaxInt32)
-	u.v = int(v)
+	u.v, u.set = int(v), true
 	return err
 }
 

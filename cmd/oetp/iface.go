@@ -76,7 +76,11 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 	}
 	l, err := afpacket.Open(o.Name, afpacket.Config{MaxFrame: maxFrame, Addr: o.MAC, AllEtherTypes: o.AllTypes, BusyPoll: o.BusyPoll})
 	if err != nil {
-		return nil, err // afpacket's errors say what to do, e.g. "needs CAP_NET_RAW: run as root"
+		// Nothing was sent: an interface that is down or not Ethernet, or
+		// no permission for a raw socket, is a configuration error (exit
+		// 2). afpacket's errors say what to do, e.g. "eth1 is down: bring
+		// it up (ip link set eth1 up)" or "needs CAP_NET_RAW: run as root".
+		return nil, &usageError{fmt.Errorf("--iface %s: %w", o.Name, err)}
 	}
 	il := &ifaceLink{Link: l, ceiling: maxFrame, MTU: ifi.MTU}
 	if o.Pcap != "" {

@@ -67,15 +67,26 @@ type session struct {
 // is dropped, so a `serve` on the same interface stays the only responder)
 // with peer entry 0 for --peer in mode.
 func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
+	if mode == endpoint.ModeRMEM && f.addr.v%4 != 0 {
+		return nil, usagef("--addr %#x is not word aligned: RMEM accesses one aligned 32-bit word (a multiple of 4, such as %#x)", f.addr.v, f.addr.v&^3)
+	}
 	if f.peer.m.IsZero() {
 		return nil, usagef("--peer must not be the zero MAC: give the remote endpoint's address")
 	}
 	if f.timeout < 0 {
 		return nil, usagef("--timeout %v is negative: use a duration such as 1s, or 0 to wait forever", f.timeout)
 	}
+	if f.maxFrame.set && f.maxFrame.v == 0 {
+		return nil, usagef("--max-frame 0 is out of range: use 36..8192, or leave the flag out for min(8192, MTU+14)")
+	}
 	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, BusyPoll: f.busyPoll})
 	if err != nil {
 		return nil, err
+	}
+	if own := il.Link.Addr(); f.peer.m == own {
+		il.Link.Close()
+		il.finish()
+		return nil, usagef("--peer %v is this endpoint's own MAC (on %s): give the remote endpoint's MAC, or a different --mac", own, f.iface)
 	}
 	rid, err := randomRequestID()
 	if err != nil {
@@ -147,13 +158,15 @@ type opResult struct {
 	Seconds   float64 `json:"seconds"`
 	// MBPerS is Bytes per second in units of 10^6 bytes.
 	MBPerS *float64 `json:"mb_per_s,omitempty"`
+
+	err error // the operation's error
 }
 
 // newResult fills the fields every result has from the operation's error.
 func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult {
 	code := endpoint.CodeOf(err)
 	r := opResult{OK: err == nil, ErrorCode: uint8(code), Error: code.String(), Op: op,
-		Peer: f.peer.m.String(), Addr: f.addr.v, Seconds: elapsed.Seconds()}
+		Peer: f.peer.m.String(), Addr: f.addr.v, Seconds: elapsed.Seconds(), err: err}
 	if err != nil {
 		r.Message = endpoint.Outcome(err)
 	}
@@ -172,7 +185,8 @@ func (r *opResult) setTransfer(t endpoint.Transfer) {
 
 // finish prints the result (JSON with --json, else human on success) and
 // returns the command's error: nil on success, else a failure (exit 1) whose
-// message names the operation and the code.
+// message names the operation and the code, or a usage error (exit 2) when a
+// local check refused the operation before anything was sent.
 func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 	out := cmd.OutOrStdout()
 	if f.json {
@@ -189,20 +203,30 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 	if r.OK {
 		return nil
 	}
-	return fmt.Errorf("%s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Addr, r.Message)
+	err := fmt.Errorf("%s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Addr, r.Message)
+	var ue *usageError
+	if errors.Is(r.err, endpoint.ErrInvalid) || errors.As(r.err, &ue) {
+		// Refused by a local check before anything was sent (a group
+		// read, a --fragment out of range, ...): bad usage, exit 2.
+		return &usageError{err}
+	}
+	return err
 }
 
-// openFailed handles an error of open: usage errors exit 2 as they are;
-// anything else (no permission for a raw socket, an interface that is down)
-// is a failure before anything was sent, reported like a failed operation
-// with LOCAL_INVALID (1), so that --json still ends with a result.
+// openFailed handles an error of open, which happens before anything is
+// sent: every such error is a usage or configuration error (exit 2), also
+// one that is not a flag's fault (no permission for a raw socket, an
+// interface that is down). With --json the result (LOCAL_INVALID, code 1)
+// is still printed, so that a script always finds one.
 func (f *opFlags) openFailed(cmd *cobra.Command, op string, err error) error {
 	var ue *usageError
-	if errors.As(err, &ue) {
-		return err
+	if !errors.As(err, &ue) {
+		err = &usageError{err}
 	}
-	r := newResult(op, f, err, 0)
-	return f.finish(cmd, r, "")
+	if f.json {
+		return f.finish(cmd, newResult(op, f, err, 0), "")
+	}
+	return err
 }
 
 // progress returns a context that drives a progress bar on stderr for a DMA

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -86,6 +87,9 @@ Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
 	}
 	var mark func(c *cobra.Command)
 	mark = func(c *cobra.Command) {
+		if c != root && c.HasSubCommands() {
+			groupCommand(c)
+		}
 		if run := c.RunE; run != nil {
 			c.RunE = func(cmd *cobra.Command, args []string) error {
 				*ran = true
@@ -98,6 +102,37 @@ Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
 	}
 	mark(root)
 	return root
+}
+
+// groupCommand makes a command that only groups subcommands (rmem, dma...)
+// report an unknown subcommand as such: without it, `oetp rmem rd --iface
+// eth1` fails on the flags of `rmem` ("unknown flag: --iface") before the
+// subcommand is looked at. Unknown flags are therefore let through to RunE,
+// which names the unknown subcommand (with cobra's suggestions) or asks for
+// one; both are usage errors.
+func groupCommand(c *cobra.Command) {
+	c.FParseErrWhitelist.UnknownFlags = true
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		list := strings.Join(names, ", ")
+		if len(args) == 0 {
+			return usagef("%s needs a subcommand: %s", cmd.CommandPath(), list)
+		}
+		hint := ""
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2
+		}
+		if sug := cmd.SuggestionsFor(args[0]); len(sug) > 0 {
+			hint = fmt.Sprintf(" (did you mean %s?)", strings.Join(sug, " or "))
+		}
+		return usagef("unknown command %q for %s%s: use %s", args[0], cmd.CommandPath(), hint, list)
+	}
 }
 
 // run executes the command line args and returns the exit status.

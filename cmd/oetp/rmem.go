@@ -22,14 +22,11 @@ remote endpoint must have a mode 1 entry for this MAC whose window holds the
 address. Received requests are ignored: a 'serve' on the same interface stays
 the only responder.
 
-Exit status: 0 success, 1 the operation failed (the JSON error_code says why:
-8 TIMEOUT, 9..15 an ERROR_RSP from the peer, 1 a local check), 2 bad usage.`,
-	}
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 {
-			return usagef("unknown command %q for %s: use read or write", args[0], cmd.CommandPath())
-		}
-		return usagef("%s needs a subcommand: read or write", cmd.CommandPath())
+Exit status: 0 success, 1 the operation was attempted and failed (the JSON
+error_code says why: 8 TIMEOUT, 9..15 an ERROR_RSP from the peer), 2 bad usage
+or configuration, refused before anything is sent (an unaligned --addr, a group
+--peer for a read, the own MAC as --peer, an interface that is down; with
+--json the result still says LOCAL_INVALID, code 1).`,
 	}
 	cmd.AddCommand(newRMEMReadCmd(), newRMEMWriteCmd())
 	return cmd
@@ -41,7 +38,7 @@ func newRMEMReadCmd() *cobra.Command {
 		Use:   "read --iface IF --peer MAC --addr A",
 		Short: "Read one aligned 32-bit word",
 		Long: `read sends one RMEM_READ_REQ and prints the word of the RMEM_READ_RSP. A group
---peer is refused before anything is sent (LOCAL_INVALID, code 1): reads are
+--peer is refused before anything is sent (LOCAL_INVALID, code 1, exit 2): reads are
 unicast only.`,
 		Example: `  oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x1000
   oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x1000 --json`,

@@ -216,6 +216,10 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 		return il.finish()
 	}
 	for i, p := range s.Peers {
+		if p.MAC == cfg.MAC {
+			stop()
+			return usagef("--peer #%d %s is this endpoint's own MAC (on %s): a peer entry names a remote endpoint", i+1, formatPeer(p), s.Iface)
+		}
 		if err := ep.SetPeer(i, p); err != nil {
 			stop()
 			return usagef("--peer #%d %s: %v", i+1, formatPeer(p), err)

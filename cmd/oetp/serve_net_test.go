@@ -219,7 +219,12 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 				}
 				c.want["message"] = got["message"]
 			}
-			checkResult(t, c.name, out, errOut, code, 1, c.want)
+			// A local refusal (nothing sent) is bad usage: exit 2.
+			wantCode := 1
+			if c.want["error_code"] == float64(1) {
+				wantCode = 2
+			}
+			checkResult(t, c.name, out, errOut, code, wantCode, c.want)
 			if !strings.Contains(errOut, "failed: "+c.want["error"].(string)) {
 				t.Errorf("%s: stderr %q does not name the failure", c.name, errOut)
 			}
@@ -243,12 +248,12 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		p := filepath.Join(dir, "group-read.pcap")
 		out, errOut, code := cli("rmem", "read", "--peer", netGroup, "--addr", "0", "--pcap", p, "--json")
 		got := lastLineJSON(t, out)
-		if code != 1 || got["error_code"] != float64(1) || got["error"] != "LOCAL_INVALID" || got["ok"] != false {
+		if code != 2 || got["error_code"] != float64(1) || got["error"] != "LOCAL_INVALID" || got["ok"] != false {
 			t.Errorf("rmem read from a group: exit %d, %v; stderr %s", code, got, errOut)
 		}
 		out, errOut, code = cli("dma", "read", "--peer", netGroup, "--addr", "0x100000", "--length", "4", "--out", filepath.Join(dir, "g.bin"), "--pcap", p, "--json")
 		got = lastLineJSON(t, out)
-		if code != 1 || got["error_code"] != float64(1) || got["error"] != "LOCAL_INVALID" {
+		if code != 2 || got["error_code"] != float64(1) || got["error"] != "LOCAL_INVALID" {
 			t.Errorf("dma read from a group: exit %d, %v; stderr %s", code, got, errOut)
 		}
 		if _, err := os.Stat(filepath.Join(dir, "g.bin")); !os.IsNotExist(err) {
@@ -274,11 +279,11 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, "--max-frame") {
 			t.Errorf("--max-frame 9000: exit %d, stderr %q", code, errOut)
 		}
-		// An interface that cannot carry oETP fails before anything is
-		// sent; --json still ends with a result.
+		// An interface that cannot carry oETP is a configuration error,
+		// refused before anything is sent; --json still ends with a result.
 		out, errOut, code := oetpIn(t, bin, h2, "rmem", "read", "--iface", "lo", "--peer", netServer, "--addr", "0", "--json")
 		got := lastLineJSON(t, out)
-		if code != 1 || got["ok"] != false || got["error_code"] != float64(1) || !strings.Contains(fmt.Sprint(got["message"]), "lo") {
+		if code != 2 || got["ok"] != false || got["error_code"] != float64(1) || !strings.Contains(fmt.Sprint(got["message"]), "lo") {
 			t.Errorf("rmem read on lo: exit %d, %v; stderr %q", code, got, errOut)
 		}
 	})
