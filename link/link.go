@@ -5,6 +5,11 @@
 // A frame is the bytes from the destination MAC through the last payload or
 // padding byte, without preamble, SFD or FCS, exactly as the oETP
 // specification counts frames.
+//
+// Besides Link, a link may implement optional interfaces that the endpoint
+// looks for: Filter, Spinner and Looper. A link that wraps another (a pcap
+// capture, a lossy or paced wire) is built with Wrap, which forwards every
+// one of them that the wrapped link implements, and no other.
 package link
 
 import (

@@ -486,8 +486,8 @@ func (s *serveSettings) check() error {
 		return usagef("--rmem-timeout must not be negative: use 0 to wait forever")
 	case s.DMATimeout < 0:
 		return usagef("--dma-timeout must not be negative: use 0 to wait forever")
-	case checkBusyPoll(s.BusyPoll, s.Pcap) != nil:
-		return checkBusyPoll(s.BusyPoll, s.Pcap)
+	case checkBusyPoll(s.BusyPoll) != nil:
+		return checkBusyPoll(s.BusyPoll)
 	case len(s.Peers) > endpoint.MaxPeers:
 		return usagef("--peer given %d times: the peer table has %d entries", len(s.Peers), endpoint.MaxPeers)
 	}

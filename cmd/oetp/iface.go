@@ -22,13 +22,11 @@ type ifaceOptions struct {
 	BusyPoll time.Duration // --busy-poll; zero: never spin
 }
 
-// checkBusyPoll validates a --busy-poll value given with a --pcap path.
-func checkBusyPoll(d time.Duration, pcap string) error {
-	switch {
-	case d < 0 || d > afpacket.MaxBusyPoll:
+// checkBusyPoll validates a --busy-poll value. It goes with --pcap too: the
+// capture (pcap.Tee) keeps the link's receive loop and busy polling.
+func checkBusyPoll(d time.Duration) error {
+	if d < 0 || d > afpacket.MaxBusyPoll {
 		return usagef("--busy-poll %v: use 0 (off) through %v, such as 50us", d, afpacket.MaxBusyPoll)
-	case d > 0 && pcap != "":
-		return usagef("--busy-poll works without --pcap only: the capture reads frame by frame, which never spins; drop one of them")
 	}
 	return nil
 }
@@ -51,7 +49,7 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 	if o.Name == "" {
 		return nil, usagef("--iface is required: name the network interface (list them with `ip link`)")
 	}
-	if err := checkBusyPoll(o.BusyPoll, o.Pcap); err != nil {
+	if err := checkBusyPoll(o.BusyPoll); err != nil {
 		return nil, err
 	}
 	ifi, err := net.InterfaceByName(o.Name)

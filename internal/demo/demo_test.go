@@ -105,7 +105,7 @@ func TestLossyLink(t *testing.T) {
 	defer b.Close()
 	defer c.Close()
 	l := newLossyLink(a, 0, 1)
-	if _, ok := any(l).(link.Filter); !ok {
+	if _, ok := l.Link.(link.Filter); !ok {
 		t.Fatal("lossyLink does not pass link.Filter through")
 	}
 	src := nodeMAC(0)

@@ -115,7 +115,7 @@ func newNetnsFabric(nodes int, loss float64, seed uint64) (*netnsFabric, error) 
 		}
 		ll := newLossyLink(l, loss, seed+uint64(i))
 		f.lossy = append(f.lossy, ll)
-		f.ls = append(f.ls, ll)
+		f.ls = append(f.ls, ll.Link)
 	}
 	return f, nil
 }
@@ -135,7 +135,7 @@ func (f *netnsFabric) loseNext(from, to wire.MAC) error {
 }
 
 func (f *netnsFabric) queueDrops(i int) uint64 {
-	return f.lossy[i].Link.(*afpacket.Link).Stats().DropQueueFull
+	return f.lossy[i].inner.(*afpacket.Link).Stats().DropQueueFull
 }
 
 func (f *netnsFabric) describe() string {
@@ -146,9 +146,12 @@ func (f *netnsFabric) close() error { return f.net.Close() }
 
 // lossyLink is a link that loses transmitted frames: each with probability
 // loss, and the next one to an address chosen by dropNextTo. A lost frame
-// counts as accepted, as on a real wire.
+// counts as accepted, as on a real wire. Link is the inner link wrapped by
+// link.Wrap, so it keeps every optional capability of the inner link (the
+// group filter, the receive loop, busy polling).
 type lossyLink struct {
 	link.Link
+	inner  link.Link
 	mu     sync.Mutex
 	rng    *rand.Rand
 	loss   float64
@@ -156,7 +159,9 @@ type lossyLink struct {
 }
 
 func newLossyLink(l link.Link, loss float64, seed uint64) *lossyLink {
-	return &lossyLink{Link: l, loss: loss, rng: rand.New(rand.NewPCG(seed, 0x6f657470)), dropTo: map[wire.MAC]int{}}
+	ll := &lossyLink{inner: l, loss: loss, rng: rand.New(rand.NewPCG(seed, 0x6f657470)), dropTo: map[wire.MAC]int{}}
+	ll.Link = link.Wrap(l, link.Hooks{Write: ll.write})
+	return ll
 }
 
 func (l *lossyLink) dropNextTo(to wire.MAC) {
@@ -179,41 +184,16 @@ func (l *lossyLink) lose(frame []byte) bool {
 	return l.loss > 0 && l.rng.Float64() < l.loss
 }
 
-func (l *lossyLink) Write(frame []byte) error {
-	if l.lose(frame) {
-		return nil
-	}
-	return l.Link.Write(frame)
-}
-
-func (l *lossyLink) WriteBatch(frames [][]byte) (int, error) {
-	for i, f := range frames {
-		if err := l.Write(f); err != nil {
+// write is the Write hook: it hands on the frames that are not lost, one at
+// a time, and reports the lost ones as accepted.
+func (l *lossyLink) write(frames [][]byte, next func([][]byte) (int, error)) (int, error) {
+	for i := range frames {
+		if l.lose(frames[i]) {
+			continue
+		}
+		if _, err := next(frames[i : i+1]); err != nil {
 			return i, err
 		}
 	}
 	return len(frames), nil
-}
-
-// JoinGroup, LeaveGroup and SetPromiscuous pass link.Filter through, so the
-// endpoint still joins its group on the wrapped link.
-func (l *lossyLink) JoinGroup(mac wire.MAC) error {
-	if f, ok := l.Link.(link.Filter); ok {
-		return f.JoinGroup(mac)
-	}
-	return nil
-}
-
-func (l *lossyLink) LeaveGroup(mac wire.MAC) error {
-	if f, ok := l.Link.(link.Filter); ok {
-		return f.LeaveGroup(mac)
-	}
-	return nil
-}
-
-func (l *lossyLink) SetPromiscuous(on bool) error {
-	if f, ok := l.Link.(link.Filter); ok {
-		return f.SetPromiscuous(on)
-	}
-	return nil
 }

@@ -208,3 +208,61 @@ func (l *loopLink) Write([]byte) error                      { return nil }
 func (l *loopLink) Addr() wire.MAC                          { return wire.MAC{} }
 func (l *loopLink) MaxFrame() int                           { return 9014 }
 func (l *loopLink) Close() error                            { return nil }
+
+// spinLoopLink is a filterLink that also implements link.Looper and
+// link.Spinner, like a busy-polling AF_PACKET link.
+type spinLoopLink struct{ filterLink }
+
+func (l *spinLoopLink) BusyPoll() time.Duration { return 100 * time.Microsecond }
+
+func (l *spinLoopLink) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error {
+	for {
+		n, err := l.ReadBatch(bufs, sizes)
+		if err != nil {
+			return err
+		}
+		if !batch(n) {
+			return nil
+		}
+	}
+}
+
+// TestTeeKeepsCapabilities checks that a capture keeps the receive loop and
+// the busy polling of the link it wraps (issue 16), and records what the
+// loop reads.
+func TestTeeKeepsCapabilities(t *testing.T) {
+	frames := testFrames()
+	inner := &spinLoopLink{filterLink{fakeLink{in: [][]byte{frames[0], frames[1]}, accept: -1}}}
+	var buf bytes.Buffer
+	w, err := pcap.NewWriter(&buf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := pcap.Tee(inner, w)
+	if _, ok := l.(link.Filter); !ok {
+		t.Error("Tee lost link.Filter")
+	}
+	s, ok := l.(link.Spinner)
+	if !ok || s.BusyPoll() != 100*time.Microsecond {
+		t.Fatalf("Tee lost link.Spinner (%v)", ok)
+	}
+	lp, ok := l.(link.Looper)
+	if !ok {
+		t.Fatal("Tee lost link.Looper")
+	}
+	bufs, sizes := [][]byte{make([]byte, 9100)}, []int{0}
+	got := 0
+	if err := lp.ReadLoop(bufs, sizes, func(n int) bool { got += n; return got < 2 }); err != nil || got != 2 {
+		t.Fatalf("ReadLoop: %v after %d frames", err, got)
+	}
+	r, err := pcap.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		_, data, err := r.Next()
+		if err != nil || !bytes.Equal(data, frames[i]) {
+			t.Fatalf("record %d: %x, %v; want frame %d read through ReadLoop", i, data, err, i)
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/netns"
+)
+
+// TestBusyPollWithPcap checks that --busy-poll and --pcap go together: the
+// capture keeps the AF_PACKET link's receive loop and busy polling (issue
+// 16), so the endpoint spins as asked.
+func TestBusyPollWithPcap(t *testing.T) {
+	h := netns.NewPair(t).Host(0)
+	var il *ifaceLink
+	err := h.Do(func() (err error) {
+		il, err = openIface(ifaceOptions{Name: h.IfName(), Pcap: filepath.Join(t.TempDir(), "c.pcap"), BusyPoll: 50 * time.Microsecond})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		il.Link.Close()
+		if err := il.finish(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, ok := link.Innermost(il.Link).(*afpacket.Link); !ok || il.Link == link.Innermost(il.Link) {
+		t.Fatalf("link %T is not a capture of an AF_PACKET link", il.Link)
+	}
+	s, ok := il.Link.(link.Spinner)
+	if !ok || s.BusyPoll() != 50*time.Microsecond {
+		t.Errorf("the capture is not a link.Spinner with the 50µs window (%v)", ok)
+	}
+	if _, ok := il.Link.(link.Looper); !ok {
+		t.Error("the capture lost the link's receive loop (link.Looper)")
+	}
+	if _, ok := il.Link.(link.Filter); !ok {
+		t.Error("the capture lost link.Filter")
+	}
+}

@@ -1,0 +1,312 @@
+package link_test
+
+import (
+	"bytes"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/wire"
+)
+
+// base is a link.Link whose reads return queued frames and whose writes
+// are kept.
+type base struct {
+	in     [][]byte
+	out    [][]byte
+	closed bool
+}
+
+func (b *base) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
+	if len(b.in) == 0 {
+		return 0, link.ErrClosed
+	}
+	n := 0
+	for n < len(bufs) && len(b.in) > 0 {
+		sizes[n] = copy(bufs[n], b.in[0])
+		b.in = b.in[1:]
+		n++
+	}
+	return n, nil
+}
+
+func (b *base) WriteBatch(frames [][]byte) (int, error) {
+	for _, f := range frames {
+		b.out = append(b.out, bytes.Clone(f))
+	}
+	return len(frames), nil
+}
+
+func (b *base) Write(frame []byte) error { _, err := b.WriteBatch([][]byte{frame}); return err }
+func (b *base) Addr() wire.MAC           { return wire.MAC{2, 0, 0, 0, 0, 9} }
+func (b *base) MaxFrame() int            { return 999 }
+func (b *base) Close() error             { b.closed = true; return nil }
+
+// The optional capabilities, each alone, so any combination can be built.
+type filterPart struct{ joined []wire.MAC }
+
+func (f *filterPart) JoinGroup(m wire.MAC) error  { f.joined = append(f.joined, m); return nil }
+func (f *filterPart) LeaveGroup(m wire.MAC) error { return nil }
+func (f *filterPart) SetPromiscuous(bool) error   { return nil }
+
+type spinPart struct{}
+
+func (spinPart) BusyPoll() time.Duration { return 42 * time.Microsecond }
+
+type loopPart struct{ b *base }
+
+// ReadLoop delivers the queued frames one batch of up to len(bufs) at a
+// time until batch returns false or the queue is empty.
+func (l loopPart) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error {
+	for {
+		n, err := l.b.ReadBatch(bufs, sizes)
+		if err != nil {
+			return err
+		}
+		if !batch(n) {
+			return nil
+		}
+	}
+}
+
+// capabilities are the optional interfaces of package link that Wrap
+// forwards, by name.
+var capabilities = map[string]reflect.Type{
+	"Filter":  reflect.TypeFor[link.Filter](),
+	"Spinner": reflect.TypeFor[link.Spinner](),
+	"Looper":  reflect.TypeFor[link.Looper](),
+}
+
+// makeLink builds a link with the capabilities whose bits are set in mask
+// (1 Filter, 2 Spinner, 4 Looper).
+func makeLink(mask int, b *base, f *filterPart) link.Link {
+	l := loopPart{b}
+	switch mask {
+	case 0:
+		return b
+	case 1:
+		return &struct {
+			*base
+			*filterPart
+		}{b, f}
+	case 2:
+		return &struct {
+			*base
+			spinPart
+		}{b, spinPart{}}
+	case 3:
+		return &struct {
+			*base
+			*filterPart
+			spinPart
+		}{b, f, spinPart{}}
+	case 4:
+		return &struct {
+			*base
+			loopPart
+		}{b, l}
+	case 5:
+		return &struct {
+			*base
+			*filterPart
+			loopPart
+		}{b, f, l}
+	case 6:
+		return &struct {
+			*base
+			spinPart
+			loopPart
+		}{b, spinPart{}, l}
+	}
+	return &struct {
+		*base
+		*filterPart
+		spinPart
+		loopPart
+	}{b, f, spinPart{}, l}
+}
+
+// TestWrapCapabilities checks every combination of capabilities: the
+// wrapper has exactly the inner link's, and each reaches the inner link.
+func TestWrapCapabilities(t *testing.T) {
+	names := []string{"Filter", "Spinner", "Looper"}
+	for mask := range 8 {
+		b := &base{in: [][]byte{{1, 2, 3}, {4, 5}}}
+		f := &filterPart{}
+		inner := makeLink(mask, b, f)
+		var seen [][]byte
+		w := link.Wrap(inner, link.Hooks{Read: func(bufs [][]byte, sizes []int, n int) {
+			for i := range n {
+				seen = append(seen, bytes.Clone(bufs[i][:sizes[i]]))
+			}
+		}})
+		for i, name := range names {
+			want := mask&(1<<i) != 0
+			if got := reflect.TypeOf(w).Implements(capabilities[name]); got != want {
+				t.Errorf("mask %03b: wrapper implements %s = %v, want %v", mask, name, got, want)
+			}
+		}
+		if fl, ok := w.(link.Filter); ok {
+			g := wire.MAC{3, 0, 0, 0, 0, 1}
+			if err := fl.JoinGroup(g); err != nil || len(f.joined) != 1 || f.joined[0] != g {
+				t.Errorf("mask %03b: JoinGroup: %v, inner joined %v", mask, err, f.joined)
+			}
+		}
+		if s, ok := w.(link.Spinner); ok && s.BusyPoll() != 42*time.Microsecond {
+			t.Errorf("mask %03b: BusyPoll %v, want the inner link's 42µs", mask, s.BusyPoll())
+		}
+		bufs, sizes := [][]byte{make([]byte, 16)}, []int{0}
+		if lp, ok := w.(link.Looper); ok {
+			var got []int
+			err := lp.ReadLoop(bufs, sizes, func(n int) bool { got = append(got, sizes[0]); return len(got) < 2 })
+			if err != nil || !reflect.DeepEqual(got, []int{3, 2}) {
+				t.Errorf("mask %03b: ReadLoop: %v, batches of sizes %v", mask, err, got)
+			}
+		} else {
+			for range 2 {
+				if n, err := w.ReadBatch(bufs, sizes); n != 1 || err != nil {
+					t.Fatalf("mask %03b: ReadBatch = %d, %v", mask, n, err)
+				}
+			}
+		}
+		if want := [][]byte{{1, 2, 3}, {4, 5}}; !reflect.DeepEqual(seen, want) {
+			t.Errorf("mask %03b: the Read hook saw %v, want %v", mask, seen, want)
+		}
+		if w.Addr() != b.Addr() || w.MaxFrame() != 999 {
+			t.Errorf("mask %03b: Addr %v MaxFrame %d", mask, w.Addr(), w.MaxFrame())
+		}
+		if u, ok := w.(link.Unwrapper); !ok || u.Unwrap() != inner || link.Innermost(w) != inner {
+			t.Errorf("mask %03b: Unwrap does not return the inner link", mask)
+		}
+		if err := w.Close(); err != nil || !b.closed {
+			t.Errorf("mask %03b: Close: %v, inner closed %v", mask, err, b.closed)
+		}
+	}
+}
+
+// TestWrapForwardsEveryCapability fails when package link gains an
+// optional interface that the capabilities table (and so Wrap) does not
+// know: every interface type declared in the package but Link and
+// Unwrapper must be forwarded.
+func TestWrapForwardsEveryCapability(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				ts, ok := n.(*ast.TypeSpec)
+				if !ok {
+					return true
+				}
+				if _, isIface := ts.Type.(*ast.InterfaceType); !isIface || !ts.Name.IsExported() {
+					return true
+				}
+				switch name := ts.Name.Name; {
+				case name == "Link" || name == "Unwrapper":
+				case capabilities[name] == nil:
+					t.Errorf("link.%s is an optional interface that Wrap does not forward: add it to Wrap and to this test", name)
+				}
+				return true
+			})
+		}
+	}
+}
+
+func TestWrapHooks(t *testing.T) {
+	b := &base{}
+	var closes int
+	drop := true
+	w := link.Wrap(b, link.Hooks{
+		// Drops every other frame, reporting it accepted, like a lossy wire.
+		Write: func(frames [][]byte, next func([][]byte) (int, error)) (int, error) {
+			for i, f := range frames {
+				drop = !drop
+				if drop {
+					continue
+				}
+				if _, err := next(frames[i : i+1 : i+1]); err != nil {
+					return i, err
+				}
+				_ = f
+			}
+			return len(frames), nil
+		},
+		Close: func(next func() error) error { closes++; return next() },
+	})
+	if err := w.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write([]byte{2}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.WriteBatch([][]byte{{3}, {4}, {5}}); n != 3 || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", n, err)
+	}
+	if want := [][]byte{{1}, {3}, {5}}; !reflect.DeepEqual(b.out, want) {
+		t.Errorf("inner link got %v, want %v", b.out, want)
+	}
+	if err := w.Close(); err != nil || closes != 1 || !b.closed {
+		t.Errorf("Close: %v, hook called %d times, inner closed %v", err, closes, b.closed)
+	}
+
+	// A Write hook that accepts nothing without a reason fails Write.
+	w = link.Wrap(&base{}, link.Hooks{Write: func([][]byte, func([][]byte) (int, error)) (int, error) { return 0, nil }})
+	if err := w.Write([]byte{1}); err == nil {
+		t.Error("Write succeeded although the hook accepted no frame")
+	}
+	// An error of the inner link comes back.
+	boom := errors.New("boom")
+	w = link.Wrap(&base{}, link.Hooks{Write: func([][]byte, func([][]byte) (int, error)) (int, error) { return 0, boom }})
+	if err := w.Write([]byte{1}); !errors.Is(err, boom) {
+		t.Errorf("Write = %v, want %v", err, boom)
+	}
+}
+
+// nopLink is a Looper that reads nothing and writes nowhere, for
+// allocation counts.
+type nopLink struct{ base }
+
+func (*nopLink) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
+	sizes[0] = len(bufs[0])
+	return 1, nil
+}
+func (*nopLink) WriteBatch(frames [][]byte) (int, error) { return len(frames), nil }
+func (*nopLink) Write([]byte) error                      { return nil }
+func (*nopLink) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error {
+	sizes[0] = len(bufs[0])
+	batch(1)
+	return nil
+}
+
+func TestWrapNoAllocs(t *testing.T) {
+	var frames int
+	w := link.Wrap(&nopLink{}, link.Hooks{
+		Read:  func(_ [][]byte, _ []int, n int) { frames += n },
+		Write: func(f [][]byte, next func([][]byte) (int, error)) (int, error) { return next(f) },
+	})
+	lp := w.(link.Looper)
+	bufs, sizes := [][]byte{make([]byte, 64)}, []int{0}
+	batch := [][]byte{make([]byte, 64), make([]byte, 64)}
+	cb := func(int) bool { return false }
+	allocs := testing.AllocsPerRun(100, func() {
+		_ = w.Write(batch[0])
+		_, _ = w.WriteBatch(batch)
+		_, _ = w.ReadBatch(bufs, sizes)
+		_ = lp.ReadLoop(bufs, sizes, cb)
+	})
+	if allocs != 0 || frames == 0 {
+		t.Errorf("Write+WriteBatch+ReadBatch+ReadLoop: %v allocations (%d frames read), want 0", allocs, frames)
+	}
+}
