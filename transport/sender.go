@@ -1,0 +1,445 @@
+package transport
+
+import (
+	"time"
+
+	"github.com/openenoc/oetp/wire"
+	"github.com/openenoc/oetp/wire/reliable"
+)
+
+// SenderState is the state of a session's initiator side.
+type SenderState uint8
+
+// Sender states (docs/reliable.md, "Initiator").
+const (
+	// Closed: no session; Open starts one.
+	Closed SenderState = iota
+	// SynSent: a SYN is out, resent every InitialRTO, SynAttempts in all.
+	SynSent
+	// Established: requests flow.
+	Established
+	// Failed: the handshake went unanswered, the retries ran out or the
+	// responder reset the session. Open starts a new one.
+	Failed
+)
+
+var senderStateNames = [...]string{"closed", "syn-sent", "established", "failed"}
+
+func (s SenderState) String() string {
+	if int(s) < len(senderStateNames) {
+		return senderStateNames[s]
+	}
+	return "state(?)"
+}
+
+// Event is what a frame or a timer did to a Sender.
+type Event uint8
+
+// Events.
+const (
+	// EventNone: consumed (an ACK, a NAK, a duplicate) or dropped.
+	EventNone Event = iota
+	// EventEstablished: the handshake completed; requests may flow.
+	EventEstablished
+	// EventResponse: the frame carries the response to the request with
+	// Result.PSN; reliable.Decapsulate gives the v1 frame.
+	EventResponse
+	// EventFailed: the session failed (ErrSessionFailed). Every request
+	// outstanding on it is abandoned: it may or may not have executed.
+	EventFailed
+)
+
+// Result is the outcome of a Sender event.
+type Result struct {
+	Event Event
+	PSN   uint32
+}
+
+// SenderStats are a Sender's counters.
+type SenderStats struct {
+	Sent            uint64 // request frames sent for the first time
+	Retransmitted   uint64 // request frames sent again (every cause)
+	FastRetransmits uint64 // requests resent because a later response arrived first
+	Timeouts        uint64 // retransmission timer expiries
+	NAKs            uint64 // NAKs received
+	Responses       uint64 // responses accepted
+	Duplicates      uint64 // responses for PSNs already answered or outside the window
+	Stale           uint64 // frames of another session, or in a state that does not expect them
+	CRCDrops        uint64 // frames dropped for a bad CRC32C
+	Resets          uint64 // RSTs received for this session
+	Syns            uint64 // SYNs sent
+}
+
+// sendSlot is one request frame kept for retransmission.
+type sendSlot struct {
+	buf    []byte // the sealed frame; cap MaxFrame
+	psn    uint32
+	sentAt time.Duration
+	seq    uint64 // transmission order of the latest transmission
+	retx   bool   // sent more than once: no RTT sample (Karn)
+	done   bool   // its response arrived
+	queued bool   // waiting in the retransmission queue
+}
+
+// Sender is the initiator side of one session to one responder MAC.
+type Sender struct {
+	cfg         Config
+	local, peer wire.MAC
+
+	state   SenderState
+	session uint32
+	isn     uint32
+	depth   int // negotiated
+	synBuf  []byte
+	synN    int // SYNs sent in this handshake
+	synAt   time.Duration
+	synOut  bool // the SYN waits in the queue
+	rtt     RTT
+	retries int
+
+	next    uint32 // the next PSN to assign
+	una     uint32 // the oldest PSN without its response
+	acked   uint32 // the responder's APSN: every request before it received
+	credits int
+	txSeq   uint64
+	slots   []sendSlot
+	queued  int // slots waiting for retransmission
+
+	// AIMD congestion control, in 1/1024 frames.
+	cwnd, ssthresh int
+	recover        uint32 // loss events before this PSN do not cut cwnd again
+
+	st SenderStats
+}
+
+const cwndUnit = 1024
+
+// NewSender makes the initiator side of a session from local to peer.
+func NewSender(cfg Config, local, peer wire.MAC) (*Sender, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sender{cfg: c, local: local, peer: peer, slots: make([]sendSlot, c.Depth),
+		synBuf: make([]byte, 0, 64), rtt: newRTT(c.InitialRTO, c.MinRTO, c.MaxRTO)}
+	for i := range s.slots {
+		s.slots[i].buf = make([]byte, 0, c.MaxFrame)
+	}
+	return s, nil
+}
+
+// State returns the session state.
+func (s *Sender) State() SenderState { return s.state }
+
+// Session returns the session ID in use.
+func (s *Sender) Session() uint32 { return s.session }
+
+// Stats returns the counters.
+func (s *Sender) Stats() SenderStats { return s.st }
+
+// RTO returns the retransmission timeout in force; SRTT the smoothed RTT.
+func (s *Sender) RTO() time.Duration  { return s.rtt.RTO() }
+func (s *Sender) SRTT() time.Duration { return s.rtt.SRTT() }
+
+// Cwnd returns the congestion window in frames.
+func (s *Sender) Cwnd() float64 { return float64(s.cwnd) / cwndUnit }
+
+// Depth returns the negotiated depth (0 before the handshake).
+func (s *Sender) Depth() int { return s.depth }
+
+// Outstanding returns the number of requests sent whose responses have not
+// all arrived (next - una).
+func (s *Sender) Outstanding() int { return seqDiff(s.next, s.una) }
+
+// Open starts a new session with the given ID and initial PSN (random
+// numbers chosen by the caller, so a restarted process does not resume an
+// old session) and queues its SYN. Whatever the old session had
+// outstanding is abandoned.
+func (s *Sender) Open(now time.Duration, session, isn uint32) {
+	s.state = SynSent
+	s.session, s.isn = session, isn
+	s.next, s.una, s.acked = isn, isn, isn
+	s.depth, s.credits, s.retries, s.queued = 0, 0, 0, 0
+	for i := range s.slots {
+		s.slots[i] = sendSlot{buf: s.slots[i].buf[:0]}
+	}
+	s.rtt = newRTT(s.cfg.InitialRTO, s.cfg.MinRTO, s.cfg.MaxRTO)
+	s.synN = 0
+	s.cwnd = s.cfg.InitialCwnd * cwndUnit
+	s.ssthresh = s.cfg.Depth * cwndUnit
+	s.recover = isn
+	s.synBuf = reliable.AppendSyn(s.synBuf[:0], s.peer, s.local,
+		reliable.Header{Flags: reliable.FlagSyn, Session: session, PSN: isn},
+		reliable.Syn{Depth: uint16(s.cfg.Depth), Congestion: reliable.CongestionAIMD, MaxFrame: uint16(s.cfg.MaxFrame)})
+	s.synOut = true
+	s.synAt = now
+}
+
+// CanSend reports whether a new request may go now: the session is
+// established and the window has room (fewer than min(cwnd, depth)
+// requests outstanding, and the responder's credits allow another).
+func (s *Sender) CanSend() bool {
+	if s.state != Established {
+		return false
+	}
+	out := seqDiff(s.next, s.una)
+	if out >= s.depth || out >= max(s.cwnd/cwndUnit, 1) {
+		return false
+	}
+	return seqDiff(s.next, s.acked) < s.credits
+}
+
+// Buffer returns the buffer for the next request: encode its v1 frame by
+// appending to it (the first reliable.Headroom bytes are reserved for the
+// transport header), then Push it. Call it only when CanSend.
+func (s *Sender) Buffer() []byte {
+	b := s.slots[s.next%uint32(len(s.slots))].buf
+	return b[:reliable.Headroom]
+}
+
+// MaxV1Frame is the largest v1 frame a request may be: MaxFrame less the
+// transport's overhead.
+func (s *Sender) MaxV1Frame() int { return s.cfg.MaxFrame - reliable.Overhead }
+
+// Push seals the request encoded in b (from Buffer) with the next PSN and
+// returns the PSN and the frame to hand to the link now. The frame stays
+// the slot's until its response arrives: it is not to be modified.
+func (s *Sender) Push(now time.Duration, b []byte) (psn uint32, frame []byte) {
+	psn = s.next
+	sl := &s.slots[psn%uint32(len(s.slots))]
+	frame = reliable.Encapsulate(b, reliable.Header{Flags: reliable.FlagAck,
+		Session: s.session, PSN: psn, APSN: s.una, Credits: 0})
+	s.txSeq++
+	*sl = sendSlot{buf: frame, psn: psn, sentAt: now, seq: s.txSeq}
+	s.next++
+	s.st.Sent++
+	return psn, frame
+}
+
+// Pending appends to out the frames that wait for (re)transmission, the
+// SYN and retransmitted requests in PSN order, and returns it. They are to
+// be handed to the link now: their timers run from now.
+func (s *Sender) Pending(now time.Duration, out [][]byte) [][]byte {
+	if s.synOut {
+		s.synOut = false
+		s.synN++
+		s.st.Syns++
+		s.synAt = now
+		out = append(out, s.synBuf)
+	}
+	if s.queued == 0 {
+		return out
+	}
+	for p := s.una; p != s.next; p++ {
+		sl := &s.slots[p%uint32(len(s.slots))]
+		if !sl.queued {
+			continue
+		}
+		sl.queued = false
+		s.txSeq++
+		sl.seq, sl.sentAt, sl.retx = s.txSeq, now, true
+		s.st.Retransmitted++
+		out = append(out, sl.buf)
+	}
+	s.queued = 0
+	return out
+}
+
+// Deadline returns when OnTimer next needs to run, and false when no timer
+// is armed.
+func (s *Sender) Deadline() (time.Duration, bool) {
+	switch s.state {
+	case SynSent:
+		return s.synAt + s.cfg.InitialRTO, true
+	case Established:
+		if s.una == s.next {
+			return 0, false
+		}
+		sl := &s.slots[s.una%uint32(len(s.slots))]
+		return sl.sentAt + s.rtt.RTO(), true
+	}
+	return 0, false
+}
+
+// OnTimer runs the timers at now: a SYN is resent or the handshake fails,
+// an expired retransmission timer resends every outstanding request whose
+// response is missing (Go-Back-N from the oldest), or fails the session
+// after MaxRetries expiries without progress.
+func (s *Sender) OnTimer(now time.Duration) Result {
+	d, ok := s.Deadline()
+	if !ok || now < d {
+		return Result{}
+	}
+	if s.state == SynSent {
+		if s.synN >= s.cfg.SynAttempts {
+			s.fail()
+			return Result{Event: EventFailed}
+		}
+		s.synOut = true
+		return Result{}
+	}
+	s.st.Timeouts++
+	s.retries++
+	if s.retries > s.cfg.MaxRetries {
+		s.fail()
+		return Result{Event: EventFailed}
+	}
+	s.rtt.Backoff()
+	// RTO: multiplicative decrease to one frame.
+	s.ssthresh = max(s.cwnd/2, 2*cwndUnit)
+	s.cwnd = cwndUnit
+	s.recover = s.next
+	s.queueFrom(s.una)
+	return Result{}
+}
+
+func (s *Sender) fail() {
+	s.state = Failed
+	s.synOut = false
+	s.queued = 0
+	for i := range s.slots {
+		s.slots[i].queued = false
+	}
+	s.una = s.next
+}
+
+// queueFrom queues every request from PSN p on whose response is missing.
+func (s *Sender) queueFrom(p uint32) {
+	for ; p != s.next; p++ {
+		sl := &s.slots[p%uint32(len(s.slots))]
+		if !sl.done && !sl.queued {
+			sl.queued = true
+			s.queued++
+		}
+	}
+}
+
+// lossEvent halves the congestion window once per window of data.
+func (s *Sender) lossEvent(psn uint32) {
+	if seqDiff(psn, s.recover) < 0 {
+		return
+	}
+	s.ssthresh = max(s.cwnd/2, 2*cwndUnit)
+	s.cwnd = s.ssthresh
+	s.recover = s.next
+}
+
+// OnFrame handles a frame from the responder side of this session whose
+// cheap fields reliable.Parse accepted (h). It checks the session and the
+// PSN, then the CRC, as docs/reliable.md orders them; a frame failing a
+// check is dropped and counted (as a CRC drop when its CRC is bad too,
+// since its other fields are then untrustworthy).
+func (s *Sender) OnFrame(now time.Duration, frame []byte, h reliable.Header) Result {
+	if h.Flags&reliable.FlagRsp == 0 || h.Session != s.session || s.state == Closed || s.state == Failed {
+		s.drop(frame, h, &s.st.Stale)
+		return Result{}
+	}
+	switch {
+	case h.Flags&reliable.FlagSyn != 0:
+		if s.state != SynSent || h.APSN != s.isn {
+			s.drop(frame, h, &s.st.Stale)
+			return Result{}
+		}
+		if !reliable.CheckCRC(frame, h) {
+			s.st.CRCDrops++
+			return Result{}
+		}
+		syn, ok := reliable.ParseSyn(reliable.Body(frame, h))
+		if !ok || syn.Depth == 0 || syn.Congestion != reliable.CongestionAIMD {
+			s.st.Stale++
+			return Result{}
+		}
+		s.depth = min(int(syn.Depth), s.cfg.Depth)
+		s.credits = min(int(h.Credits), s.depth)
+		s.acked = h.APSN
+		if s.synN == 1 {
+			s.rtt.Sample(now - s.synAt)
+		}
+		s.state = Established
+		return Result{Event: EventEstablished}
+	case h.Flags&reliable.FlagRst != 0:
+		if !reliable.CheckCRC(frame, h) {
+			s.st.CRCDrops++
+			return Result{}
+		}
+		s.st.Resets++
+		s.fail()
+		return Result{Event: EventFailed}
+	}
+	if s.state != Established {
+		s.drop(frame, h, &s.st.Stale)
+		return Result{}
+	}
+	data := h.Flags&reliable.FlagData != 0
+	if data {
+		off := seqDiff(h.PSN, s.una)
+		if off < 0 || off >= seqDiff(s.next, s.una) || s.slots[h.PSN%uint32(len(s.slots))].done {
+			s.drop(frame, h, &s.st.Duplicates)
+			return Result{}
+		}
+	}
+	// APSN must lie within what was sent.
+	if a := seqDiff(h.APSN, s.una); a < -s.depth || seqDiff(h.APSN, s.next) > 0 {
+		s.drop(frame, h, &s.st.Stale)
+		return Result{}
+	}
+	if !reliable.CheckCRC(frame, h) {
+		s.st.CRCDrops++
+		return Result{}
+	}
+	if seqDiff(h.APSN, s.acked) >= 0 {
+		s.acked = h.APSN
+		s.credits = min(int(h.Credits), s.depth)
+	}
+	if h.Flags&reliable.FlagNak != 0 {
+		s.st.NAKs++
+		s.lossEvent(h.APSN)
+		s.queueFrom(s.una)
+		return Result{}
+	}
+	if !data {
+		return Result{}
+	}
+	sl := &s.slots[h.PSN%uint32(len(s.slots))]
+	sl.done = true
+	if sl.queued {
+		sl.queued = false
+		s.queued--
+	}
+	s.st.Responses++
+	if !sl.retx {
+		s.rtt.Sample(now - sl.sentAt)
+	}
+	s.retries = 0
+	// Responses come in PSN order: one still missing before this one whose
+	// request went out before this one's latest transmission was lost.
+	for p := s.una; p != h.PSN; p++ {
+		q := &s.slots[p%uint32(len(s.slots))]
+		if !q.done && !q.queued && q.seq < sl.seq {
+			q.queued = true
+			s.queued++
+			s.st.FastRetransmits++
+			s.lossEvent(p)
+		}
+	}
+	// Additive increase: one frame per response in slow start, one per
+	// window of responses after it.
+	if s.cwnd < s.ssthresh {
+		s.cwnd += cwndUnit
+	} else {
+		s.cwnd += cwndUnit * cwndUnit / max(s.cwnd, 1)
+	}
+	s.cwnd = min(s.cwnd, s.depth*cwndUnit)
+	for s.una != s.next && s.slots[s.una%uint32(len(s.slots))].done {
+		s.una++
+	}
+	return Result{Event: EventResponse, PSN: h.PSN}
+}
+
+func (s *Sender) drop(frame []byte, h reliable.Header, counter *uint64) {
+	if !reliable.CheckCRC(frame, h) {
+		s.st.CRCDrops++
+		return
+	}
+	*counter++
+}
