@@ -123,7 +123,7 @@ func TestLostResponseReplayCache(t *testing.T) {
 		"B>A DATA|ACK|RSP psn=10 apsn=11 cr=32 LOST",
 		"B>A DATA|ACK|RSP psn=11 apsn=12 cr=32",
 		"B>A DATA|ACK|RSP psn=12 apsn=13 cr=32",
-		"A>B DATA|ACK psn=10 apsn=10 cr=0", // response 11 arrived first: fast retransmit of 10 only
+		"A>B DATA|ACK psn=10 apsn=10 cr=0",      // response 11 arrived first: fast retransmit of 10 only
 		"B>A DATA|ACK|RSP psn=10 apsn=11 cr=32", // the cached response, byte for byte
 	}
 	if d := cmp.Diff(want, m.log); d != "" {

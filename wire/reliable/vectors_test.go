@@ -131,7 +131,9 @@ func buildFrames() []built {
 	w := req
 	w.PSN = 0x101
 	add("rmem_write_req", "RMEM_WRITE_REQ, BitEnable 0x0000FF00, as PSN 0x101.",
-		data(w, func(b []byte) []byte { return wire.AppendRMEMWriteReq(b, macB, macA, 0x11223345, 0x1004, 0xFF00, 0xAB00) }))
+		data(w, func(b []byte) []byte {
+			return wire.AppendRMEMWriteReq(b, macB, macA, 0x11223345, 0x1004, 0xFF00, 0xAB00)
+		}))
 	wr := rsp
 	wr.PSN, wr.APSN = 0x101, 0x102
 	add("rmem_write_rsp", "RMEM_WRITE_RSP for PSN 0x101, the shortest DATA frame (58 bytes; a NIC pads it to 60).",
@@ -139,7 +141,9 @@ func buildFrames() []built {
 	d := req
 	d.PSN, d.APSN = 0x102, 0x101
 	add("dma_write_req", "DMA_WRITE_REQ of 5 bytes to 0x100000 (word padding and EndOfData as v1) as PSN 0x102; APSN 0x101: the response to 0x100 has arrived.",
-		data(d, func(b []byte) []byte { return wire.AppendDMAWriteReq(b, macB, macA, 0x11223346, 0x100000, pattern(5, 0xb0)) }))
+		data(d, func(b []byte) []byte {
+			return wire.AppendDMAWriteReq(b, macB, macA, 0x11223346, 0x100000, pattern(5, 0xb0))
+		}))
 	dr := rsp
 	dr.PSN, dr.APSN = 0x102, 0x103
 	add("error_rsp", "ERROR_RSP cause 6 (write SLVERR) answering PSN 0x102: v1 errors travel as v1 responses, acknowledged like any other.",
