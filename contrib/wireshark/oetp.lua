@@ -276,11 +276,268 @@ local function dissect_data(tvb, tree, off, n, plen, caplen)
     return eo + 4, false
 end
 
+-- The reliable transport (docs/reliable.md): EtherType 0x88B5 with the
+-- Discriminator 0xE1 where v1 has Magic 0x0E, a 20-byte transport header,
+-- the unchanged v1 PDU (dissected by the v1 dissector above), and a CRC32C
+-- trailer over the frame from the destination MAC through the body.
+local REL_DISC = 0xE1
+local REL_HDR = 20
+local REL_TRAILER = 4
+local REL_SYN_LEN = 8
+
+local F_DATA, F_ACK, F_NAK, F_SYN, F_RST, F_RSP = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+
+local oetpr = Proto("oetpr", "oETP reliable transport")
+
+local rf = {
+    disc = ProtoField.uint8("oetpr.disc", "Discriminator", base.HEX),
+    version = ProtoField.uint8("oetpr.version", "Version", base.DEC),
+    flags = ProtoField.uint8("oetpr.flags", "Flags", base.HEX),
+    f_data = ProtoField.bool("oetpr.flags.data", "DATA (a v1 PDU follows)", 8, nil, F_DATA),
+    f_ack = ProtoField.bool("oetpr.flags.ack", "ACK (APSN and Credits valid)", 8, nil, F_ACK),
+    f_nak = ProtoField.bool("oetpr.flags.nak", "NAK (resend from APSN)", 8, nil, F_NAK),
+    f_syn = ProtoField.bool("oetpr.flags.syn", "SYN (open a session)", 8, nil, F_SYN),
+    f_rst = ProtoField.bool("oetpr.flags.rst", "RST (no such session)", 8, nil, F_RST),
+    f_rsp = ProtoField.bool("oetpr.flags.rsp", "RSP (from the responder side)", 8, nil, F_RSP),
+    f_reserved = ProtoField.uint8("oetpr.flags.reserved", "Reserved", base.HEX, nil, 0xC0),
+    reserved = ProtoField.uint8("oetpr.reserved", "Reserved octet", base.HEX),
+    length = ProtoField.uint16("oetpr.length", "Length", base.DEC),
+    session = ProtoField.uint32("oetpr.session", "Session", base.HEX),
+    psn = ProtoField.uint32("oetpr.psn", "PSN", base.DEC),
+    apsn = ProtoField.uint32("oetpr.apsn", "APSN", base.DEC),
+    credits = ProtoField.uint16("oetpr.credits", "Credits", base.DEC),
+    syn_depth = ProtoField.uint16("oetpr.syn.depth", "Depth", base.DEC),
+    syn_cc = ProtoField.uint8("oetpr.syn.congestion", "Congestion control", base.DEC, { [1] = "AIMD" }),
+    syn_max_frame = ProtoField.uint16("oetpr.syn.max_frame", "MaxFrame", base.DEC),
+    crc = ProtoField.uint32("oetpr.crc", "CRC32C", base.HEX),
+    crc_ok = ProtoField.bool("oetpr.crc_ok", "CRC32C good"),
+    padding = ProtoField.bytes("oetpr.padding", "Ethernet padding"),
+    trailing = ProtoField.bytes("oetpr.trailing", "Trailing bytes"),
+}
+
+local rex = {
+    bad_crc = ProtoExpert.new("oetpr.bad_crc", "CRC32C mismatch: the receiver drops the frame silently",
+        expert.group.CHECKSUM, expert.severity.ERROR),
+    bad_version = ProtoExpert.new("oetpr.bad_version", "Unknown transport version",
+        expert.group.MALFORMED, expert.severity.ERROR),
+    bad_flags = ProtoExpert.new("oetpr.bad_flags", "Reserved or invalid flags",
+        expert.group.MALFORMED, expert.severity.ERROR),
+    bad_length = ProtoExpert.new("oetpr.bad_length", "Wrong frame length for the body",
+        expert.group.MALFORMED, expert.severity.ERROR),
+    too_long = ProtoExpert.new("oetpr.too_long", "Frame exceeds the 8192-byte ceiling",
+        expert.group.MALFORMED, expert.severity.ERROR),
+    nak = ProtoExpert.new("oetpr.nak", "NAK: a gap, resend from APSN",
+        expert.group.SEQUENCE, expert.severity.NOTE),
+    rst = ProtoExpert.new("oetpr.rst", "RST: the responder has no such session",
+        expert.group.SEQUENCE, expert.severity.WARN),
+}
+
+local rfields, rexperts = {}, {}
+for _, v in pairs(rf) do rfields[#rfields + 1] = v end
+for _, v in pairs(rex) do rexperts[#rexperts + 1] = v end
+oetpr.fields = rfields
+oetpr.experts = rexperts
+
+-- CRC32C (Castagnoli, reflected polynomial 0x82F63B78) with bit32 (Lua
+-- 5.2) or LuaBitOp's bit; without either the CRC is shown unverified.
+local b32 = bit32 or (bit and bit.bxor and bit)
+local crc_table
+
+local function u32(x)
+    if x < 0 then return x + 4294967296 end
+    return x
+end
+
+local function crc_update(crc, bytes)
+    if not crc_table then
+        crc_table = {}
+        for i = 0, 255 do
+            local c = i
+            for _ = 1, 8 do
+                if b32.band(c, 1) ~= 0 then
+                    c = b32.bxor(b32.rshift(c, 1), 0x82F63B78)
+                else
+                    c = b32.rshift(c, 1)
+                end
+            end
+            crc_table[i] = c
+        end
+    end
+    for i = 0, bytes:len() - 1 do
+        crc = b32.bxor(b32.rshift(crc, 8), crc_table[b32.band(b32.bxor(crc, bytes:get_index(i)), 0xFF)])
+    end
+    return crc
+end
+
+-- The CRC32C of the Ethernet header (from the eth fields of this frame)
+-- and tvb(0, n); nil when it cannot be computed.
+local function frame_crc(tvb, n)
+    if not b32 then return nil end
+    local dst, src = { f_eth_dst() }, { f_eth_src() }
+    dst, src = dst[#dst], src[#src]
+    if not (dst and src and dst.range and src.range) then return nil end
+    local crc = 0xFFFFFFFF
+    crc = crc_update(crc, dst.range:bytes())
+    crc = crc_update(crc, src.range:bytes())
+    crc = crc_update(crc, ByteArray.new("88 b5"))
+    crc = crc_update(crc, tvb(0, n):bytes())
+    return u32(b32.bxor(crc, 0xFFFFFFFF))
+end
+
+local function flag_names(f)
+    local names, out = { "DATA", "ACK", "NAK", "SYN", "RST", "RSP", "0x40", "0x80" }, {}
+    local m = 1
+    for i = 1, 8 do
+        if math.floor(f / m) % 2 == 1 then out[#out + 1] = names[i] end
+        m = m * 2
+    end
+    if #out == 0 then return "0" end
+    return table.concat(out, "|")
+end
+
+local function valid_flags(f)
+    if f >= 0x40 then return false end
+    local has = function(m) return math.floor(f / m) % 2 == 1 end
+    if has(F_SYN) then return f == F_SYN or f == F_SYN + F_ACK + F_RSP end
+    if has(F_RST) then return f == F_RST + F_RSP end
+    if has(F_NAK) then return f == F_ACK + F_NAK + F_RSP end
+    if has(F_DATA) then return not has(F_RSP) or has(F_ACK) end
+    return has(F_ACK)
+end
+
+local function dissect_reliable(tvb, pinfo, root)
+    local plen = tvb:reported_len()
+    local caplen = tvb:len()
+    local avail = math.min(plen, caplen)
+    pinfo.cols.protocol = "oETP-R"
+    local tree = root:add(oetpr, tvb(0, math.min(avail, REL_HDR)))
+    tree:add(rf.disc, tvb(0, 1))
+    if avail < REL_HDR + REL_TRAILER then
+        tree:add_proto_expert_info(rex.bad_length, string.format(
+            "Runt: %d bytes after the EtherType, a header and trailer need %d", plen, REL_HDR + REL_TRAILER))
+        pinfo.cols.info = "oETP-R [runt]"
+        return plen
+    end
+    local version = tvb(1, 1):uint()
+    local vi = tree:add(rf.version, tvb(1, 1))
+    if version ~= 1 then
+        vi:add_proto_expert_info(rex.bad_version, string.format("Version %d: only 1 is assigned; dropped", version))
+        pinfo.cols.info = string.format("oETP-R version %d [bad version]", version)
+        return plen
+    end
+    local flags = tvb(2, 1):uint()
+    local ft = tree:add(rf.flags, tvb(2, 1))
+    ft:append_text(" (" .. flag_names(flags) .. ")")
+    for _, k in ipairs({ "f_data", "f_ack", "f_nak", "f_syn", "f_rst", "f_rsp", "f_reserved" }) do
+        ft:add(rf[k], tvb(2, 1))
+    end
+    local ri = tree:add(rf.reserved, tvb(3, 1))
+    local length = tvb(4, 2):le_uint()
+    tree:add_le(rf.length, tvb(4, 2))
+    local session = tvb(6, 4):le_uint()
+    tree:add_le(rf.session, tvb(6, 4))
+    local psn = tvb(10, 4):le_uint()
+    tree:add_le(rf.psn, tvb(10, 4))
+    local apsn = tvb(14, 4):le_uint()
+    tree:add_le(rf.apsn, tvb(14, 4))
+    local credits = tvb(18, 2):le_uint()
+    tree:add_le(rf.credits, tvb(18, 2))
+    local has = function(m) return math.floor(flags / m) % 2 == 1 end
+
+    local info = { "oETP-R", flag_names(flags), string.format("Session=0x%08x", session) }
+    if has(F_DATA) or has(F_SYN) or has(F_RST) then info[#info + 1] = string.format("PSN=%u", psn) end
+    if has(F_ACK) then
+        info[#info + 1] = string.format("APSN=%u", apsn)
+        if has(F_RSP) then info[#info + 1] = string.format("Credits=%u", credits) end
+    end
+    local problems = {}
+    if tvb(3, 1):uint() ~= 0 or not valid_flags(flags) then
+        ft:add_proto_expert_info(rex.bad_flags, "Reserved or invalid flag combination: dropped")
+        problems[#problems + 1] = "bad flags"
+    end
+    if has(F_NAK) then tree:add_proto_expert_info(rex.nak, string.format("NAK: resend from PSN %u", apsn)) end
+    if has(F_RST) then tree:add_proto_expert_info(rex.rst, string.format("RST for session 0x%08x", session)) end
+    if plen + ETH_HDR > FRAME_MAX then
+        tree:add_proto_expert_info(rex.too_long, string.format("Frame of %d bytes exceeds the %d-byte ceiling", plen + ETH_HDR, FRAME_MAX))
+        problems[#problems + 1] = "too long"
+    end
+
+    local want = REL_HDR + length + REL_TRAILER
+    local padded = want + ETH_HDR < 60 and plen + ETH_HDR == 60
+    local body_ok = (has(F_DATA) and length >= 6) or (has(F_SYN) and length == REL_SYN_LEN)
+        or (not has(F_DATA) and not has(F_SYN) and length == 0)
+    if not body_ok then
+        tree:add_proto_expert_info(rex.bad_length, string.format(
+            "Length %d does not suit the flags: DATA carries a v1 PDU of 6 bytes or more, SYN 8 bytes, other frames none",
+            length))
+    elseif plen ~= want and not padded then
+        tree:add_proto_expert_info(rex.bad_length, string.format(
+            "Wrong length: %d bytes after the EtherType, Length %d needs %d%s", plen, length, want,
+            want + ETH_HDR < 60 and " (or 46, padded to a 60-byte frame)" or ""))
+    end
+    if (plen ~= want and not padded) or not body_ok then
+        problems[#problems + 1] = "bad length"
+        if #problems > 0 then
+            for _, p in ipairs(problems) do info[#info + 1] = "[" .. p .. "]" end
+        end
+        pinfo.cols.info = table.concat(info, " ")
+        return plen
+    end
+    if REL_HDR + length + REL_TRAILER > avail then
+        pinfo.cols.info = table.concat(info, " ") .. " [not captured]"
+        return plen
+    end
+
+    local cr = tvb(REL_HDR + length, REL_TRAILER)
+    local got = cr:le_uint()
+    local calc = frame_crc(tvb, REL_HDR + length)
+    local ci = root:add_le(rf.crc, cr)
+    if calc == nil then
+        ci:append_text(" [unverified]")
+    elseif calc == got then
+        ci:append_text(" [good]")
+        ci:add(rf.crc_ok, cr, true):set_generated()
+    else
+        ci:append_text(string.format(" [bad, computed 0x%08x]", calc))
+        ci:add(rf.crc_ok, cr, false):set_generated()
+        ci:add_proto_expert_info(rex.bad_crc, string.format(
+            "CRC32C 0x%08x, computed 0x%08x: the receiver drops this frame silently and counts it", got, calc))
+        problems[#problems + 1] = "bad CRC"
+    end
+    if padded and avail > want then
+        root:add(rf.padding, tvb(want, avail - want)):append_text(", to a 60-byte frame, ignored")
+    end
+
+    local suffix = {}
+    for _, p in ipairs(problems) do suffix[#suffix + 1] = "[" .. p .. "]" end
+    if has(F_SYN) and length == REL_SYN_LEN then
+        local st = tree:add(tvb(REL_HDR, REL_SYN_LEN), "SYN parameters")
+        st:add_le(rf.syn_depth, tvb(REL_HDR, 2))
+        st:add(rf.syn_cc, tvb(REL_HDR + 2, 1))
+        st:add_le(rf.syn_max_frame, tvb(REL_HDR + 4, 2))
+        info[#info + 1] = string.format("Depth=%u", tvb(REL_HDR, 2):le_uint())
+    end
+    local head = table.concat(info, " ")
+    if has(F_DATA) then
+        -- The unchanged v1 PDU.
+        oetp.dissector(tvb(REL_HDR, length):tvb(), pinfo, root)
+        pinfo.cols.protocol = "oETP-R"
+        local inner = tostring(pinfo.cols.info)
+        pinfo.cols.info = head .. " | " .. inner .. (#suffix > 0 and (" " .. table.concat(suffix, " ")) or "")
+    else
+        pinfo.cols.info = head .. (#suffix > 0 and (" " .. table.concat(suffix, " ")) or "")
+    end
+    return plen
+end
+
 function oetp.dissector(tvb, pinfo, root)
     local plen = tvb:reported_len()
     local caplen = tvb:len()
     -- Not oETP unless Magic matches: return 0 so the Ethertype dissector
     -- hands the frame to the data dissector, without an oETP tree.
+    if caplen >= 1 and tvb(0, 1):uint() == REL_DISC then
+        return dissect_reliable(tvb, pinfo, root)
+    end
     if plen < 2 or caplen < 1 or tvb(0, 1):uint() ~= MAGIC then
         return 0
     end
