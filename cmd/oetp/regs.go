@@ -1,0 +1,531 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openenoc/oetp/addrtable"
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/num"
+)
+
+func init() { register(newRegsCmd) }
+
+func newRegsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "regs",
+		Short: "List, read and write a board's registers by name from an address table",
+		Long: `regs names registers through an address table: IPbus uHAL XML (.xml), LiteX
+csr.csv (.csv) or csr.json (.json), or oetp's TOML (.toml, see examples/regs.toml).
+
+IPbus addresses are 32-bit WORD addresses: uHAL address W is oETP byte address
+4*W. LiteX and TOML addresses are byte addresses already.
+
+A bitfield (a node with a mask) is written with ONE masked RMEM write
+(BitEnable = the mask): the other bits of the word are not touched and not
+read. A read returns the field shifted down. Permissions are enforced before
+anything is sent: writing a read-only node or reading a write-only one, an
+unknown node, or a value that does not fit its field is bad usage (exit 2).
+
+Exit status: 0 success, 1 the operation failed (the JSON error_code says why),
+2 bad usage (flags, table, node, permission or value).`,
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usagef("unknown command %q for %s: use list, read or write", args[0], cmd.CommandPath())
+		}
+		return usagef("%s needs a subcommand: list, read or write", cmd.CommandPath())
+	}
+	cmd.AddCommand(newRegsListCmd(), newRegsReadCmd(), newRegsWriteCmd())
+	return cmd
+}
+
+// loadTable loads --table; any problem with it is bad configuration.
+func loadTable(cmd *cobra.Command, path string) (*addrtable.Table, error) {
+	if path == "" {
+		return nil, usagef("--table is required: an address table (.xml uHAL, .csv/.json LiteX, .toml oetp)")
+	}
+	t, err := addrtable.Load(path)
+	if err != nil {
+		return nil, usagef("--table: %v", err)
+	}
+	for _, w := range t.Warnings() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: warning: %s\n", w)
+	}
+	return t, nil
+}
+
+// regsNode looks a node up; an unknown name is bad usage.
+func regsNode(t *addrtable.Table, name string) (addrtable.Node, error) {
+	n, err := t.Node(name)
+	if err != nil {
+		return n, usagef("%v", err)
+	}
+	return n, nil
+}
+
+// nodeJSON is a node in regs list --json.
+type nodeJSON struct {
+	Name        string `json:"name"`
+	Address     uint32 `json:"address"`
+	Mask        uint32 `json:"mask"`
+	Mode        string `json:"mode"`
+	Permission  string `json:"permission"`
+	Size        uint32 `json:"size"`
+	Words       uint32 `json:"words"`
+	Stride      uint32 `json:"stride"`
+	Volatile    bool   `json:"volatile"`
+	Branch      bool   `json:"branch"`
+	Description string `json:"description"`
+}
+
+func newRegsListCmd() *cobra.Command {
+	var table string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list --table FILE [PREFIX]",
+		Short: "List the nodes of an address table",
+		Long: `list prints every node of the table in address order: name, oETP byte
+address, mask, mode, permission, size in bytes and description. With PREFIX,
+only the node of that name and the nodes below it. Nothing is sent.`,
+		Example: `  oetp regs list --table examples/regs.toml
+  oetp regs list --table top.xml ctrl
+  oetp regs list --table csr.csv --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := loadTable(cmd, table)
+			if err != nil {
+				return err
+			}
+			var nodes []addrtable.Node
+			for _, n := range t.Nodes() {
+				if len(args) == 0 || n.Name == args[0] || strings.HasPrefix(n.Name, args[0]+".") {
+					nodes = append(nodes, n)
+				}
+			}
+			if len(args) > 0 && len(nodes) == 0 {
+				_, err := regsNode(t, args[0])
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				list := make([]nodeJSON, 0, len(nodes))
+				for _, n := range nodes {
+					list = append(list, nodeJSON{Name: n.Name, Address: n.Address, Mask: n.Mask, Mode: n.Mode.String(),
+						Permission: n.Perm.String(), Size: n.Size, Words: n.Words, Stride: n.Stride, Volatile: n.Volatile(),
+						Branch: n.Branch, Description: n.Description})
+				}
+				enc := json.NewEncoder(out)
+				enc.SetEscapeHTML(false)
+				return enc.Encode(struct {
+					Table  string     `json:"table"`
+					Format string     `json:"format"`
+					Nodes  []nodeJSON `json:"nodes"`
+				}{t.File(), t.Format().String(), list})
+			}
+			return printNodes(out, nodes)
+		},
+	}
+	cmd.Flags().StringVar(&table, "table", "", "address table `FILE` (.xml uHAL, .csv/.json LiteX, .toml oetp)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the nodes as one JSON object")
+	must(cmd.MarkFlagRequired("table"))
+	return cmd
+}
+
+// printNodes prints the human table of regs list.
+func printNodes(w io.Writer, nodes []addrtable.Node) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tADDRESS\tMASK\tMODE\tPERM\tSIZE\tDESCRIPTION")
+	for _, n := range nodes {
+		mode := n.Mode.String()
+		switch {
+		case n.Words > 1:
+			mode = fmt.Sprintf("%d words", n.Words)
+		case n.Branch:
+			mode = "single, branch"
+		}
+		if n.Volatile() && !n.Mode.IsPort() {
+			mode += ", volatile"
+		}
+		fmt.Fprintf(tw, "%s\t0x%08x\t0x%08x\t%s\t%s\t%d\t%s\n", n.Name, n.Address, n.Mask, mode, n.Perm, n.Size, n.Description)
+	}
+	return tw.Flush()
+}
+
+// regsOpFlags are the flags of regs read and write: the one-shot initiator
+// flags of rmem (--iface, --peer, --timeout, --json, ...) without --addr,
+// which the node gives, and --table.
+type regsOpFlags struct {
+	opFlags
+	table string
+	count intFlag
+}
+
+func (f *regsOpFlags) register(cmd *cobra.Command, withCount bool) {
+	f.opFlags.register(cmd)
+	// The node gives the address: --addr is neither required nor shown.
+	if fl := cmd.Flags().Lookup("addr"); fl != nil {
+		delete(fl.Annotations, cobra.BashCompOneRequiredFlag)
+		must(cmd.Flags().MarkHidden("addr"))
+	}
+	cmd.Flags().StringVar(&f.table, "table", "", "address table `FILE` (.xml uHAL, .csv/.json LiteX, .toml oetp)")
+	must(cmd.MarkFlagRequired("table"))
+	if withCount {
+		cmd.Flags().Var(&f.count, "count", "words `N` to read from a block or port node (default its whole size)")
+	}
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// rmemDevice is what regs needs of an initiator: *endpoint.Endpoint.
+type rmemDevice interface {
+	RMEMRead(ctx context.Context, peer int, addr uint32) (uint32, error)
+	RMEMWrite(ctx context.Context, peer int, addr, data, mask uint32) error
+}
+
+// regsResult is the JSON result of regs read and write: the rmem result
+// (addr is the node's address, data the raw word of a one-word read) and
+// the node's figures.
+type regsResult struct {
+	opResult
+	Node string `json:"node"`
+	Mask uint32 `json:"mask"`
+	// Value is the field read (shifted down) or written; a JSON number of
+	// any width (a multi-word LiteX CSR may exceed 64 bits).
+	Value *big.Int `json:"value,omitempty"`
+	// Words are the raw words read from a block, a port or a multi-word
+	// CSR, in access order.
+	Words []uint32 `json:"words,omitempty"`
+	// Done is the number of word accesses completed: on failure, how many
+	// of a multi-word write were written before it.
+	Done int `json:"words_done"`
+}
+
+// wordsOf returns how many word accesses an access to n takes (count
+// overrides a block or port's size; 0 means all).
+func wordsOf(n addrtable.Node, count int) (int, error) {
+	switch {
+	case n.Mode.IsBlock() || n.Mode.IsPort():
+		all := int(n.Size / 4)
+		if count == 0 {
+			return all, nil
+		}
+		if count > all {
+			return 0, usagef("--count %d: node %q holds %d words", count, n.Name, all)
+		}
+		return count, nil
+	case count != 0:
+		return 0, usagef("--count applies to block and port nodes; %q is a %s node", n.Name, n.Mode)
+	case n.Words > 1:
+		return int(n.Words), nil
+	}
+	return 1, nil
+}
+
+// wordAddr is the address of access i to n.
+func wordAddr(n addrtable.Node, i int) uint32 {
+	switch {
+	case n.Mode.IsPort():
+		return n.Address
+	case n.Mode.IsBlock():
+		return n.Address + uint32(i)*4
+	}
+	return n.WordAddress(i)
+}
+
+// regsRead performs the k word reads of n and returns the words read.
+func regsRead(ctx context.Context, dev rmemDevice, n addrtable.Node, k int) ([]uint32, error) {
+	words := make([]uint32, 0, k)
+	for i := 0; i < k; i++ {
+		w, err := dev.RMEMRead(ctx, 0, wordAddr(n, i))
+		if err != nil {
+			if k > 1 {
+				err = &wordError{i: i, k: k, addr: wordAddr(n, i), err: err}
+			}
+			return words, err
+		}
+		words = append(words, w)
+	}
+	return words, nil
+}
+
+// regsWrite performs the word writes of data/mask pairs and returns how
+// many completed.
+func regsWrite(ctx context.Context, dev rmemDevice, n addrtable.Node, data []uint32, mask uint32) (int, error) {
+	for i, d := range data {
+		if err := dev.RMEMWrite(ctx, 0, wordAddr(n, i), d, mask); err != nil {
+			if len(data) > 1 {
+				err = &wordError{i: i, k: len(data), addr: wordAddr(n, i), err: err}
+			}
+			return i, err
+		}
+	}
+	return len(data), nil
+}
+
+// wordError says which word of a multi-word access failed; it keeps the
+// operation's code (endpoint.CodeOf unwraps it).
+type wordError struct {
+	i, k int
+	addr uint32
+	err  error
+}
+
+func (e *wordError) Error() string {
+	before := "none before it"
+	if e.i == 1 {
+		before = "word 0 before it completed"
+	} else if e.i > 1 {
+		before = fmt.Sprintf("words 0..%d before it completed", e.i-1)
+	}
+	return fmt.Sprintf("word %d of %d (0x%08x): %v; %s", e.i, e.k, e.addr, e.err, before)
+}
+func (e *wordError) Unwrap() error { return e.err }
+
+// parseValue parses a VALUE argument in oetp's number syntax (internal/num:
+// decimal, 0x hex, K/M/G suffixes); a plain decimal or hex number wider than
+// 64 bits (a wide LiteX CSR) is accepted too.
+func parseValue(s string) (*big.Int, error) {
+	v, err := num.Parse(s)
+	if err == nil {
+		return new(big.Int).SetUint64(v), nil
+	}
+	t := strings.TrimSpace(s)
+	base := 10
+	if len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') {
+		base, t = 16, t[2:]
+	}
+	if b, ok := new(big.Int).SetString(t, base); ok && t != "" && t[0] != '+' && t[0] != '-' && !strings.Contains(t, "_") && b.BitLen() > 64 {
+		return b, nil
+	}
+	return nil, err
+}
+
+func newRegsReadCmd() *cobra.Command {
+	f := &regsOpFlags{}
+	cmd := &cobra.Command{
+		Use:   "read --table FILE --iface IF --peer MAC NAME",
+		Short: "Read a node: a register, a bitfield (shifted down), a block or a port",
+		Long: `read reads the node NAME of the address table with RMEM reads, as 'rmem read'
+does (same flags; the peer entry is mode 1). A register or bitfield is one
+RMEM_READ_REQ and prints the field shifted down; a multi-word LiteX CSR reads
+its words most significant first and prints the joined value; a block reads
+its words at increasing addresses and a port (non-incremental) reads all its
+words at one address, --count words (default the node's size). Port reads
+are never repeated.`,
+		Example: `  oetp regs read --table regs.toml --iface eth1 --peer 02:0e:0c:00:00:02 status.ready
+  oetp regs read --table top.xml --iface eth1 --peer 02:0e:0c:00:00:02 buf --count 4 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := loadTable(cmd, f.table)
+			if err != nil {
+				return err
+			}
+			n, err := regsNode(t, args[0])
+			if err != nil {
+				return err
+			}
+			if !n.Perm.Readable() {
+				return usagef("node %q is write-only (permission %s): nothing sent", n.Name, n.Perm)
+			}
+			k, err := wordsOf(n, f.count.v)
+			if err != nil {
+				return err
+			}
+			f.addr.v = n.Address
+			s, err := f.open(endpoint.ModeRMEM)
+			if err != nil {
+				return f.openFailed(cmd, "regs read", err)
+			}
+			ctx, cancel := opContext(cmd)
+			defer cancel()
+			t0 := time.Now()
+			words, err := regsRead(ctx, s.ep, n, k)
+			elapsed := time.Since(t0)
+			if cerr := s.close(); err == nil && cerr != nil {
+				return cerr
+			}
+			r := regsResult{opResult: newResult("regs read", &f.opFlags, err, elapsed), Node: n.Name, Mask: n.Mask, Done: len(words)}
+			human := ""
+			if err == nil {
+				human = r.fillRead(n, words, f.peer.m.String())
+			}
+			return f.finishRegs(cmd, r, human)
+		},
+	}
+	f.register(cmd, true)
+	return cmd
+}
+
+// fillRead sets the value or words read and returns the human output.
+func (r *regsResult) fillRead(n addrtable.Node, words []uint32, peer string) string {
+	head := fmt.Sprintf("regs read %s %s 0x%08x", peer, n.Name, n.Address)
+	if n.Masked() {
+		head += fmt.Sprintf(" mask 0x%08x", n.Mask)
+	}
+	switch {
+	case n.Mode.IsBlock() || n.Mode.IsPort():
+		r.Words = words
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: %d words (%s)", head, len(words), n.Mode)
+		for i, w := range words {
+			if i%4 == 0 {
+				fmt.Fprintf(&b, "\n0x%08x:", wordAddr(n, i))
+			}
+			fmt.Fprintf(&b, " 0x%08x", w)
+		}
+		return b.String()
+	case len(words) > 1:
+		r.Words = words
+		v, _ := n.Join(words)
+		r.Value = v
+		return fmt.Sprintf("%s = 0x%x", head, v)
+	}
+	w := words[0]
+	r.Data = &w
+	r.Value = new(big.Int).SetUint64(uint64(n.Field(w)))
+	return fmt.Sprintf("%s = 0x%x", head, n.Field(w))
+}
+
+func newRegsWriteCmd() *cobra.Command {
+	f := &regsOpFlags{}
+	cmd := &cobra.Command{
+		Use:   "write --table FILE --iface IF --peer MAC NAME VALUE...",
+		Short: "Write a node: a register, a bitfield (one masked write), a block or a port",
+		Long: `write writes VALUE to the node NAME of the address table with RMEM writes, as
+'rmem write' does (same flags; a group --peer writes every member). A
+register or bitfield is ONE RMEM_WRITE_REQ whose BitEnable is the node's
+mask, with VALUE shifted into the mask: no read-modify-write, and the other
+bits of the word are left alone. A multi-word LiteX CSR writes its words most
+significant first (LiteX's order: the last, least significant word commits an
+atomic CSR). A block takes one VALUE per word from its start; a port writes
+every VALUE at its one address, in order, never repeated.
+
+Refused before anything is sent (exit 2): a read-only node, a VALUE that does
+not fit the field, more VALUEs than the node holds.`,
+		Example: `  oetp regs write --table regs.toml --iface eth1 --peer 02:0e:0c:00:00:02 ctrl.mode 3
+  oetp regs write --table csr.csv --iface eth1 --peer 02:0e:0c:00:00:02 ctrl_scratch 0x12345678 --json
+  oetp regs write --table top.xml --iface eth1 --peer 02:0e:0c:00:00:02 buf 1 2 3 4`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := loadTable(cmd, f.table)
+			if err != nil {
+				return err
+			}
+			n, err := regsNode(t, args[0])
+			if err != nil {
+				return err
+			}
+			if !n.Perm.Writable() {
+				return usagef("node %q is read-only (permission %s): nothing sent", n.Name, n.Perm)
+			}
+			data, mask, value, err := regsPlan(n, args[1:])
+			if err != nil {
+				return err
+			}
+			f.addr.v = n.Address
+			s, err := f.open(endpoint.ModeRMEM)
+			if err != nil {
+				return f.openFailed(cmd, "regs write", err)
+			}
+			ctx, cancel := opContext(cmd)
+			defer cancel()
+			t0 := time.Now()
+			done, err := regsWrite(ctx, s.ep, n, data, mask)
+			elapsed := time.Since(t0)
+			if cerr := s.close(); err == nil && cerr != nil {
+				return cerr
+			}
+			r := regsResult{opResult: newResult("regs write", &f.opFlags, err, elapsed), Node: n.Name, Mask: n.Mask, Value: value, Done: done}
+			if value == nil || len(data) > 1 {
+				r.Words = data // a block's or port's words, or a multi-word CSR's as written
+			}
+			head := fmt.Sprintf("regs write %s %s 0x%08x", f.peer.m, n.Name, n.Address)
+			if n.Masked() {
+				head += fmt.Sprintf(" mask 0x%08x", n.Mask)
+			}
+			human := fmt.Sprintf("%s = 0x%x: ok", head, value)
+			if value == nil {
+				human = fmt.Sprintf("%s: %d words (%s): ok", head, len(data), n.Mode)
+			}
+			return f.finishRegs(cmd, r, human)
+		},
+	}
+	f.register(cmd, false)
+	return cmd
+}
+
+// regsPlan checks the values against the node and returns the RMEM data
+// words, their BitEnable and, for a register, the value. Everything it
+// refuses is bad usage: nothing has been sent.
+func regsPlan(n addrtable.Node, args []string) (data []uint32, mask uint32, value *big.Int, err error) {
+	vals := make([]*big.Int, len(args))
+	for i, a := range args {
+		if vals[i], err = parseValue(a); err != nil {
+			return nil, 0, nil, usagef("VALUE: %v", err)
+		}
+	}
+	if n.Mode.IsBlock() || n.Mode.IsPort() {
+		if len(vals) > int(n.Size/4) {
+			return nil, 0, nil, usagef("%d values for node %q, which holds %d words", len(vals), n.Name, n.Size/4)
+		}
+		for i, v := range vals {
+			if v.BitLen() > 32 {
+				return nil, 0, nil, usagef("VALUE %s (word %d) does not fit 32 bits", args[i], i)
+			}
+			data = append(data, uint32(v.Uint64()))
+		}
+		return data, addrtable.FullMask, nil, nil
+	}
+	if len(vals) != 1 {
+		return nil, 0, nil, usagef("node %q is a register: give one VALUE, not %d", n.Name, len(vals))
+	}
+	v := vals[0]
+	if n.Words > 1 {
+		words, err := n.Split(v)
+		if err != nil {
+			return nil, 0, nil, usagef("%v: nothing sent", err)
+		}
+		return words, n.Mask, v, nil
+	}
+	if v.BitLen() > 32 {
+		return nil, 0, nil, usagef("VALUE %s does not fit node %q: its field is %d bits wide (mask 0x%08X): nothing sent", args[0], n.Name, n.Width(), n.Mask)
+	}
+	d, m, err := n.Place(uint32(v.Uint64()))
+	if err != nil {
+		return nil, 0, nil, usagef("%v: nothing sent", err)
+	}
+	return []uint32{d}, m, v, nil
+}
+
+// finishRegs prints the result like opFlags.finish.
+func (f *regsOpFlags) finishRegs(cmd *cobra.Command, r regsResult, human string) error {
+	out := cmd.OutOrStdout()
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else if r.OK && human != "" {
+		if _, err := fmt.Fprintln(out, human); err != nil {
+			return err
+		}
+	}
+	if r.OK {
+		return nil
+	}
+	return fmt.Errorf("%s %s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Node, r.Addr, r.Message)
+}

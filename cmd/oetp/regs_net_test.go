@@ -1,0 +1,269 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/wire"
+)
+
+// The address tables of the veth test. The uHAL table names the same words
+// by IPbus WORD address (byte address / 4); the LiteX table has a 64-bit
+// CSR of two words and an 8-bit-wide one of four.
+const (
+	regsTOML = `[[node]]
+name = "ctrl"
+address = 0x100
+[[node]]
+name = "ctrl.mode"
+address = 0x100
+bits = "7:4"
+[[node]]
+name = "status"
+address = 0x104
+permission = "r"
+[[node]]
+name = "buf"
+address = 0x200
+mode = "block"
+size = 16
+[[node]]
+name = "fifo"
+address = 0x300
+mode = "port"
+size = 12
+permission = "r"
+`
+	regsXML = `<?xml version="1.0" encoding="ISO-8859-1"?>
+<node id="TOP">
+  <node id="ctrl" address="0x40">
+    <node id="mode" mask="0xF0"/>
+    <node id="go" mask="0x80000000" permission="w"/>
+  </node>
+  <node id="sub" module="file://sub.xml" address="0x80"/>
+</node>
+`
+	regsSubXML = `<node><node id="reg" address="0x1"/></node>`
+	regsCSV    = `csr_base,timer0,0x400,,
+csr_register,timer0_load,0x400,1,rw
+csr_register,timer0_uptime_cycles,0x404,2,rw
+csr_register,timer0_value,0x40c,1,ro
+constant,config_csr_data_width,32,,
+constant,config_csr_alignment,32,,
+`
+)
+
+// TestRegsOverVeth runs `oetp regs` in one namespace against `oetp serve` in
+// another: the registers live in a file-backed region, so every write is
+// checked in the file, byte for byte; the bitfield write is checked on the
+// wire (one RMEM_WRITE_REQ, BitEnable = the mask) and in the server's
+// counters (one write served, no read).
+func TestRegsOverVeth(t *testing.T) {
+	tn := netns.NewPair(t)
+	h1, h2 := tn.Host(0), tn.Host(1)
+	bin := buildOetp(t)
+	dir := t.TempDir()
+	regFile := filepath.Join(dir, "regs.bin")
+	srv := startServe(t, bin, h1, "--iface", "eth0", "--json-events",
+		"--region", "0:4K:"+regFile, "--peer", netClient+",mode=rmem")
+	tables := map[string]string{"regs.toml": regsTOML, "top.xml": regsXML, "sub.xml": regsSubXML, "csr.csv": regsCSV}
+	for name, body := range tables {
+		writeFile(t, filepath.Join(dir, name), []byte(body))
+	}
+	toml, xml, csv := filepath.Join(dir, "regs.toml"), filepath.Join(dir, "top.xml"), filepath.Join(dir, "csr.csv")
+	regs := func(args ...string) (string, string, int) {
+		t.Helper()
+		return oetpIn(t, bin, h2, append(append([]string{"regs"}, args...), "--iface", "eth0", "--peer", netServer)...)
+	}
+	word := func(addr uint32) uint32 {
+		t.Helper()
+		b, err := os.ReadFile(regFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return binary.LittleEndian.Uint32(b[addr:])
+	}
+	served := func() (reads, writes, rx float64) {
+		s := srv.stats()
+		return s["served_rmem_read"].(float64), s["served_rmem_write"].(float64), s["rx_frames"].(float64)
+	}
+
+	t.Run("register and bitfield", func(t *testing.T) {
+		out, errOut, code := regs("write", "--table", toml, "ctrl", "0x12345678", "--json")
+		checkResult(t, "regs write ctrl", out, errOut, code, 0, res(true, 0, "NONE", "regs write", netServer, 0x100,
+			"node", "ctrl", "mask", float64(0xFFFFFFFF), "value", float64(0x12345678), "words_done", float64(1)))
+		if w := word(0x100); w != 0x12345678 {
+			t.Fatalf("word 0x100 = 0x%08X after writing ctrl", w)
+		}
+		r0, w0, _ := served()
+		capture := filepath.Join(dir, "mode.pcap")
+		out, errOut, code = regs("write", "--table", toml, "ctrl.mode", "0xA", "--pcap", capture)
+		if want := "regs write 02:0e:0c:00:00:01 ctrl.mode 0x00000100 mask 0x000000f0 = 0xa: ok\n"; code != 0 || out != want {
+			t.Errorf("regs write ctrl.mode: exit %d, stdout %q, want %q; stderr %s", code, out, want, errOut)
+		}
+		if w := word(0x100); w != 0x123456A8 {
+			t.Errorf("word 0x100 = 0x%08X after ctrl.mode = 0xA, want 0x123456A8", w)
+		}
+		r1, w1, _ := served()
+		if r1 != r0 || w1 != w0+1 {
+			t.Errorf("the bitfield write cost %v reads and %v writes on the server, want 0 and 1", r1-r0, w1-w0)
+		}
+		// On the wire: the request and its response, nothing else; the
+		// request is RMEM_WRITE_REQ with BitEnable 0xF0 and Data 0xA0.
+		frames := readFrames(t, capture)
+		if len(frames) != 2 {
+			t.Fatalf("capture holds %d frames, want 2 (request, response)", len(frames))
+		}
+		req := wire.Frame(frames[0])
+		srvMAC, _ := wire.ParseMAC(netServer)
+		cliMAC, _ := wire.ParseMAC(netClient)
+		want := wire.AppendRMEMWriteReq(nil, srvMAC, cliMAC, req.Param(1), 0x100, 0xF0, 0xA0)
+		if !bytes.Equal(frames[0], want) {
+			t.Errorf("request on the wire\n% x\nwant\n% x", frames[0], want)
+		}
+		out, errOut, code = regs("read", "--table", toml, "ctrl.mode", "--json")
+		checkResult(t, "regs read ctrl.mode", out, errOut, code, 0, res(true, 0, "NONE", "regs read", netServer, 0x100,
+			"node", "ctrl.mode", "mask", float64(0xF0), "value", float64(0xA), "data", float64(0x123456A8), "words_done", float64(1)))
+		out, errOut, code = regs("read", "--table", toml, "ctrl.mode")
+		if want := "regs read 02:0e:0c:00:00:01 ctrl.mode 0x00000100 mask 0x000000f0 = 0xa\n"; code != 0 || out != want {
+			t.Errorf("regs read: exit %d, stdout %q, want %q; stderr %s", code, out, want, errOut)
+		}
+	})
+
+	t.Run("uHAL word addresses", func(t *testing.T) {
+		// ctrl is at IPbus word 0x40 = byte 0x100, sub.reg at word 0x81 =
+		// byte 0x204 (the module's offset plus the included address).
+		out, errOut, code := regs("write", "--table", xml, "ctrl.go", "1")
+		if code != 0 {
+			t.Fatalf("regs write ctrl.go: exit %d, %s %s", code, out, errOut)
+		}
+		if w := word(0x100); w != 0x923456A8 {
+			t.Errorf("word 0x100 = 0x%08X after ctrl.go = 1, want 0x923456A8", w)
+		}
+		out, errOut, code = regs("write", "--table", xml, "sub.reg", "0xC0FFEE01", "--json")
+		checkResult(t, "regs write sub.reg", out, errOut, code, 0, res(true, 0, "NONE", "regs write", netServer, 0x204,
+			"node", "sub.reg", "mask", float64(0xFFFFFFFF), "value", float64(0xC0FFEE01), "words_done", float64(1)))
+		if w := word(0x204); w != 0xC0FFEE01 {
+			t.Errorf("word 0x204 = 0x%08X, want 0xC0FFEE01", w)
+		}
+		out, _, code = regs("read", "--table", xml, "ctrl.mode", "--json")
+		if got := lastLineJSON(t, out); code != 0 || got["value"] != float64(0xA) {
+			t.Errorf("uHAL ctrl.mode read: exit %d, %v", code, got)
+		}
+	})
+
+	t.Run("block and port", func(t *testing.T) {
+		out, errOut, code := regs("write", "--table", toml, "buf", "1", "2", "3", "0xFFFFFFFF")
+		if want := "regs write 02:0e:0c:00:00:01 buf 0x00000200: 4 words (block): ok\n"; code != 0 || out != want {
+			t.Errorf("regs write buf: exit %d, stdout %q, want %q; stderr %s", code, out, want, errOut)
+		}
+		for i, want := range []uint32{1, 2, 3, 0xFFFFFFFF} {
+			if w := word(0x200 + uint32(i)*4); w != want {
+				t.Errorf("buf word %d = 0x%08X, want 0x%08X", i, w, want)
+			}
+		}
+		out, errOut, code = regs("read", "--table", toml, "buf", "--count", "2", "--json")
+		checkResult(t, "regs read buf", out, errOut, code, 0, res(true, 0, "NONE", "regs read", netServer, 0x200,
+			"node", "buf", "mask", float64(0xFFFFFFFF), "words", []any{float64(1), float64(2)}, "words_done", float64(2)))
+		r0, _, _ := served()
+		out, errOut, code = regs("read", "--table", toml, "fifo")
+		if want := "regs read 02:0e:0c:00:00:01 fifo 0x00000300: 3 words (port)\n0x00000300: 0x00000000 0x00000000 0x00000000\n"; code != 0 || out != want {
+			t.Errorf("regs read fifo: exit %d, stdout %q, want %q; stderr %s", code, out, want, errOut)
+		}
+		if r1, _, _ := served(); r1 != r0+3 {
+			t.Errorf("a 3-word port read was served as %v reads", r1-r0)
+		}
+	})
+
+	t.Run("LiteX wide CSR", func(t *testing.T) {
+		out, errOut, code := regs("write", "--table", csv, "timer0_uptime_cycles", "0x1122334455667788", "--json")
+		checkResult(t, "regs write wide", out, errOut, code, 0, res(true, 0, "NONE", "regs write", netServer, 0x404,
+			"node", "timer0_uptime_cycles", "mask", float64(0xFFFFFFFF), "value", float64(0x1122334455667788),
+			"words", []any{float64(0x11223344), float64(0x55667788)}, "words_done", float64(2)))
+		if hi, lo := word(0x404), word(0x408); hi != 0x11223344 || lo != 0x55667788 {
+			t.Errorf("CSR words 0x%08X 0x%08X, want 0x11223344 0x55667788 (most significant first)", hi, lo)
+		}
+		out, errOut, code = regs("read", "--table", csv, "timer0_uptime_cycles")
+		if want := "regs read 02:0e:0c:00:00:01 timer0_uptime_cycles 0x00000404 = 0x1122334455667788\n"; code != 0 || out != want {
+			t.Errorf("regs read wide: exit %d, stdout %q, want %q; stderr %s", code, out, want, errOut)
+		}
+	})
+
+	t.Run("refused before sending", func(t *testing.T) {
+		_, _, rx0 := served()
+		before, _ := os.ReadFile(regFile)
+		for _, args := range [][]string{
+			{"write", "--table", toml, "status", "1"},
+			{"write", "--table", csv, "timer0_value", "1"},
+			{"write", "--table", toml, "ctrl.mode", "16"},
+			{"read", "--table", xml, "ctrl.go"},
+			{"write", "--table", toml, "nope", "1"},
+		} {
+			_, errOut, code := regs(append(args, "--json")...)
+			if code != 2 || !strings.Contains(errOut, "oetp: ") {
+				t.Errorf("regs %v: exit %d, stderr %q; want 2", args, code, errOut)
+			}
+		}
+		if _, _, rx1 := served(); rx1 != rx0 {
+			t.Errorf("the server received %v frames during refused accesses", rx1-rx0)
+		}
+		if after, _ := os.ReadFile(regFile); !bytes.Equal(before, after) {
+			t.Errorf("refused accesses changed the registers")
+		}
+	})
+
+	t.Run("remote failure", func(t *testing.T) {
+		// A node in no region of the server: the server's RMEM read fails
+		// (LOCAL_AXI_RD_SLVERR there, REMOTE_AXI_RD_SLVERR 12 here), exit 1.
+		far := filepath.Join(dir, "far.toml")
+		writeFile(t, far, []byte("[[node]]\nname = \"far\"\naddress = 0x2000\n"))
+		out, errOut, code := regs("read", "--table", far, "far", "--json")
+		checkResult(t, "regs read far", out, errOut, code, 1, res(false, 12, "REMOTE_AXI_RD_SLVERR", "regs read", netServer, 0x2000,
+			"node", "far", "mask", float64(0xFFFFFFFF), "message", "REMOTE_AXI_RD_SLVERR (12)", "words_done", float64(0)))
+		if !strings.Contains(errOut, "regs read "+netServer+" far at 0x00002000 failed: REMOTE_AXI_RD_SLVERR (12)") {
+			t.Errorf("stderr %q", errOut)
+		}
+	})
+	// The server's only error record is that read.
+	want := []serveEvent{{Event: "RMEM_ERROR", Source: 5, Peer: 0, PeerMAC: netClient, ErrorCode: 4, Error: "LOCAL_AXI_RD_SLVERR"}}
+	if diff := cmp.Diff(want, srv.events(t)); diff != "" {
+		t.Errorf("server events (-want +got):\n%s", diff)
+	}
+}
+
+// readFrames returns the frames of a classic pcap file.
+func readFrames(t *testing.T, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcap.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames [][]byte
+	for {
+		_, fr, err := r.Next()
+		if err == io.EOF {
+			return frames
+		}
+		if err != nil {
+			t.Fatal(fmt.Errorf("%s: %w", path, err))
+		}
+		frames = append(frames, append([]byte(nil), fr...))
+	}
+}

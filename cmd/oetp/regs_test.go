@@ -1,0 +1,409 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math/big"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openenoc/oetp/addrtable"
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/mem"
+	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/wire"
+)
+
+// regsBench is a responder with 64 KiB of RAM at 0 and an initiator on an
+// in-memory switch: regs' reads and writes run on the real engine.
+type regsBench struct {
+	ram  *memory.RAM
+	srv  *endpoint.Endpoint
+	init *endpoint.Endpoint
+}
+
+func newRegsBench(t *testing.T) *regsBench {
+	t.Helper()
+	sw, err := mem.NewSwitch(mem.Config{QueueLen: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sMAC, _ := wire.ParseMAC(macA)
+	cMAC, _ := wire.ParseMAC(macB)
+	ram, err := memory.NewRAM(0, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := sw.Attach(sMAC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := endpoint.New(sp, ram, endpoint.Config{MAC: sMAC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	if err := srv.SetPeer(0, endpoint.Peer{MAC: cMAC, Mode: endpoint.ModeRMEM, WindowSize: 64 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := sw.Attach(cMAC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ini, err := endpoint.New(cp, nil, endpoint.Config{MAC: cMAC, RMEMTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ini.Close() })
+	if err := ini.SetPeer(0, endpoint.Peer{MAC: sMAC, Mode: endpoint.ModeRMEM, WindowSize: wholeSpace}); err != nil {
+		t.Fatal(err)
+	}
+	return &regsBench{ram: ram, srv: srv, init: ini}
+}
+
+func (b *regsBench) word(addr uint32) uint32 {
+	return binary.LittleEndian.Uint32(b.ram.Bytes()[addr:])
+}
+
+func (b *regsBench) setWord(addr, v uint32) {
+	binary.LittleEndian.PutUint32(b.ram.Bytes()[addr:], v)
+}
+
+// write plans and performs a regs write as the command does.
+func (b *regsBench) write(t *testing.T, n addrtable.Node, values ...string) error {
+	t.Helper()
+	data, mask, _, err := regsPlan(n, values)
+	if err != nil {
+		return err
+	}
+	_, err = regsWrite(context.Background(), b.init, n, data, mask)
+	return err
+}
+
+func loadExample(t *testing.T) *addrtable.Table {
+	t.Helper()
+	tab, err := addrtable.Load("../../examples/regs.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+func node(t *testing.T, tab *addrtable.Table, name string) addrtable.Node {
+	t.Helper()
+	n, err := tab.Node(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRegsBitfieldIsOneMaskedWrite: a bitfield write is one RMEM write with
+// BitEnable = the mask (no read), the rest of the word is untouched, and a
+// read returns the field shifted down.
+func TestRegsBitfieldIsOneMaskedWrite(t *testing.T) {
+	b := newRegsBench(t)
+	tab := loadExample(t)
+	b.setWord(0x0, 0x12345678)
+	before := b.srv.Stats()
+	if err := b.write(t, node(t, tab, "ctrl.mode"), "0xA"); err != nil {
+		t.Fatal(err)
+	}
+	after := b.srv.Stats()
+	if w := b.word(0); w != 0x123456A8 {
+		t.Errorf("word after ctrl.mode = 0xA: 0x%08X, want 0x123456A8", w)
+	}
+	if got := after.ServedRMEMWrite - before.ServedRMEMWrite; got != 1 {
+		t.Errorf("served %d RMEM writes, want 1", got)
+	}
+	if got := after.ServedRMEMRead - before.ServedRMEMRead; got != 0 {
+		t.Errorf("served %d RMEM reads for a bitfield write, want 0 (no read-modify-write)", got)
+	}
+	if got := after.RxFrames - before.RxFrames; got != 1 {
+		t.Errorf("server received %d frames, want 1", got)
+	}
+	// The top bit and bit 0.
+	if err := b.write(t, node(t, tab, "ctrl.enable"), "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.write(t, node(t, tab, "ctrl.reset"), "1"); err != nil {
+		t.Fatal(err)
+	}
+	if w := b.word(0); w != 0x923456A9 {
+		t.Errorf("word after enable, reset: 0x%08X, want 0x923456A9", w)
+	}
+	words, err := regsRead(context.Background(), b.init, node(t, tab, "ctrl.mode"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r regsResult
+	r.fillRead(node(t, tab, "ctrl.mode"), words, macA)
+	if r.Value.Uint64() != 0xA || *r.Data != 0x923456A9 {
+		t.Errorf("read ctrl.mode = %v (word 0x%08X), want 0xA", r.Value, *r.Data)
+	}
+	// status.errors, bits 15:8.
+	b.setWord(0x4, 0x00002A01)
+	words, err = regsRead(context.Background(), b.init, node(t, tab, "status.errors"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := node(t, tab, "status.errors").Field(words[0]); got != 0x2A {
+		t.Errorf("status.errors = 0x%X, want 0x2A", got)
+	}
+}
+
+func TestRegsRefusedBeforeSending(t *testing.T) {
+	tab := loadExample(t)
+	for _, tc := range []struct {
+		node   string
+		values []string
+		want   string
+	}{
+		{"ctrl.mode", []string{"16"}, "does not fit"},
+		{"ctrl.mode", []string{"1", "2"}, "give one VALUE, not 2"},
+		{"ctrl", []string{"0x100000000"}, "does not fit"},
+		{"ctrl", []string{"-1"}, "not a number"},
+		{"buffer", []string{"1", "0x100000000"}, "(word 1) does not fit 32 bits"},
+		{"status", []string{"1"}, "read-only"},
+	} {
+		n := node(t, tab, tc.node)
+		_, _, _, err := regsPlan(n, tc.values)
+		var ue *usageError
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !asUsage(err, &ue) {
+			t.Errorf("regs write %s %v: %v, want a usage error containing %q", tc.node, tc.values, err, tc.want)
+		}
+	}
+	big := make([]string, 257)
+	for i := range big {
+		big[i] = "1"
+	}
+	if _, _, _, err := regsPlan(node(t, tab, "buffer"), big); err == nil || !strings.Contains(err.Error(), "holds 256 words") {
+		t.Errorf("257 values into a 256-word block: %v", err)
+	}
+}
+
+func asUsage(err error, ue **usageError) bool {
+	e, ok := err.(*usageError)
+	*ue = e
+	return ok
+}
+
+func TestRegsBlockAndPort(t *testing.T) {
+	b := newRegsBench(t)
+	tab := loadExample(t)
+	buf := node(t, tab, "buffer")
+	if err := b.write(t, buf, "1", "2", "0xDEADBEEF"); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []uint32{1, 2, 0xDEADBEEF, 0} {
+		if got := b.word(0x1000 + uint32(i)*4); got != want {
+			t.Errorf("buffer word %d = 0x%08X, want 0x%08X", i, got, want)
+		}
+	}
+	k, err := wordsOf(buf, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words, err := regsRead(context.Background(), b.init, buf, k)
+	if err != nil || !cmp.Equal(words, []uint32{1, 2, 0xDEADBEEF}) {
+		t.Errorf("buffer read = %x, %v", words, err)
+	}
+	// A port reads all its words at one address.
+	fifo := node(t, tab, "fifo")
+	b.setWord(0x2000, 0x55)
+	b.setWord(0x2004, 0x66)
+	before := b.srv.Stats()
+	k, _ = wordsOf(fifo, 0)
+	words, err = regsRead(context.Background(), b.init, fifo, k)
+	if err != nil || len(words) != 16 {
+		t.Fatalf("fifo read = %x, %v", words, err)
+	}
+	for i, w := range words {
+		if w != 0x55 {
+			t.Errorf("fifo word %d = 0x%X, want 0x55 (every read at 0x2000)", i, w)
+		}
+	}
+	if got := b.srv.Stats().ServedRMEMRead - before.ServedRMEMRead; got != 16 {
+		t.Errorf("served %d reads, want 16", got)
+	}
+	if _, err := wordsOf(fifo, 17); err == nil || !strings.Contains(err.Error(), "holds 16 words") {
+		t.Errorf("--count 17: %v", err)
+	}
+	if _, err := wordsOf(node(t, tab, "ctrl"), 2); err == nil || !strings.Contains(err.Error(), "block and port") {
+		t.Errorf("--count on a register: %v", err)
+	}
+}
+
+// TestRegsLiteXWideCSR writes and reads a 64-bit LiteX CSR (size 2) and an
+// 8-bit-wide 32-bit CSR (size 4), most significant word first.
+func TestRegsLiteXWideCSR(t *testing.T) {
+	b := newRegsBench(t)
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "csr.csv")
+	writeFile(t, csv, []byte("csr_register,ctrl_wide,0x100,2,rw\nconstant,config_csr_data_width,32,,\n"))
+	tab, err := addrtable.Load(csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := node(t, tab, "ctrl_wide")
+	if err := b.write(t, wide, "0x1122334455667788"); err != nil {
+		t.Fatal(err)
+	}
+	if hi, lo := b.word(0x100), b.word(0x104); hi != 0x11223344 || lo != 0x55667788 {
+		t.Errorf("words 0x%08X 0x%08X, want 0x11223344 0x55667788", hi, lo)
+	}
+	words, err := regsRead(context.Background(), b.init, wide, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r regsResult
+	r.fillRead(wide, words, macA)
+	if r.Value.Text(16) != "1122334455667788" {
+		t.Errorf("read %x", r.Value)
+	}
+	csv8 := filepath.Join(dir, "csr8.csv")
+	writeFile(t, csv8, []byte("csr_register,scratch,0x200,4,rw\nconstant,config_csr_data_width,8,,\n"))
+	tab8, err := addrtable.Load(csv8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s8 := node(t, tab8, "scratch")
+	for i := 0; i < 4; i++ {
+		b.setWord(0x200+uint32(i)*4, 0xFFFFFF00)
+	}
+	if err := b.write(t, s8, "0x12345678"); err != nil {
+		t.Fatal(err)
+	}
+	// Each word's low byte carries 8 bits; the bits above the CSR data
+	// width are not written (BitEnable 0xFF).
+	for i, want := range []uint32{0xFFFFFF12, 0xFFFFFF34, 0xFFFFFF56, 0xFFFFFF78} {
+		if got := b.word(0x200 + uint32(i)*4); got != want {
+			t.Errorf("word %d = 0x%08X, want 0x%08X", i, got, want)
+		}
+	}
+	words, err = regsRead(context.Background(), b.init, s8, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s8.Join(words); v.Cmp(big.NewInt(0x12345678)) != 0 {
+		t.Errorf("read back 0x%x", v)
+	}
+	if _, _, _, err := regsPlan(s8, []string{"0x100000000"}); err == nil || !strings.Contains(err.Error(), "32 bits wide") {
+		t.Errorf("33-bit value into a 32-bit CSR: %v", err)
+	}
+}
+
+// TestRegsFailureSaysWhatRan: a multi-word write that fails part-way says
+// which words were written.
+func TestRegsFailureSaysWhatRan(t *testing.T) {
+	b := newRegsBench(t)
+	// Two words, the second outside the server's 64 KiB window.
+	n := addrtable.Node{Name: "edge", Address: 0xFFFC, Mask: addrtable.FullMask, Perm: addrtable.ReadWrite,
+		Mode: addrtable.Single, Size: 8, Words: 2, Stride: 4}
+	data, mask, _, err := regsPlan(n, []string{"0x0000000100000002"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := regsWrite(context.Background(), b.init, n, data, mask)
+	if done != 1 || err == nil {
+		t.Fatalf("done %d, err %v", done, err)
+	}
+	if endpoint.CodeOf(err) != wire.Code(9) || !strings.Contains(err.Error(), "word 1 of 2 (0x00010000)") || !strings.Contains(err.Error(), "word 0 before it completed") {
+		t.Errorf("error %v (code %v)", err, endpoint.CodeOf(err))
+	}
+	if b.word(0xFFFC) != 1 {
+		t.Errorf("word 0 = 0x%X, want 1", b.word(0xFFFC))
+	}
+}
+
+func TestRegsListCLI(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "regs", "list", "--table", "../../examples/regs.toml", "status")
+	want := `NAME           ADDRESS     MASK        MODE    PERM  SIZE  DESCRIPTION
+status         0x00000004  0xffffffff  single  r     4     
+status.ready   0x00000004  0x00000001  single  r     4     
+status.errors  0x00000004  0x0000ff00  single  r     4     error counter, saturating
+`
+	if code != 0 || out != want {
+		t.Errorf("regs list status: exit %d, stderr %q, stdout\n%s\nwant\n%s", code, errOut, out, want)
+	}
+	out, errOut, code = runCLI(t, "", "regs", "list", "--table", "../../addrtable/testdata/uhal/top.xml", "--json")
+	if code != 0 {
+		t.Fatalf("regs list --json: exit %d, %s", code, errOut)
+	}
+	var got struct {
+		Format string
+		Nodes  []nodeJSON
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Format != "uHAL XML" || len(got.Nodes) != 28 {
+		t.Fatalf("format %q, %d nodes", got.Format, len(got.Nodes))
+	}
+	if n := got.Nodes[1]; n != (nodeJSON{Name: "ctrl.reset", Address: 0, Mask: 1, Mode: "single", Permission: "w", Size: 4, Words: 1, Stride: 4, Description: "write 1 to reset"}) {
+		t.Errorf("node 1 %+v", n)
+	}
+	if n := got.Nodes[11]; n.Name != "fifo" || n.Address != 0xC00 || !n.Volatile || n.Mode != "port" || n.Size != 32 {
+		t.Errorf("node 11 %+v", n)
+	}
+}
+
+func TestRegsUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.xml")
+	writeFile(t, bad, []byte("<node>\n<node id=\"r\" permission=\"rx\"/>\n</node>\n"))
+	warn := filepath.Join(dir, "warn.csv")
+	writeFile(t, warn, []byte("csr_register,a,0x0,1,ro\n"))
+	ex := "../../examples/regs.toml"
+	peer := []string{"--iface", "oetp-no-such-if", "--peer", macA}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"regs"}, "needs a subcommand"},
+		{[]string{"regs", "list"}, `"table" not set`},
+		{[]string{"regs", "list", "--table", bad}, "--table: " + bad + `:2: node "r": permission: permission "rx" is not one of`},
+		{[]string{"regs", "list", "--table", filepath.Join(dir, "x.yaml")}, "must end in .xml"},
+		{[]string{"regs", "list", "--table", ex, "nope"}, `no node "nope"`},
+		{append([]string{"regs", "read", "--table", ex, "nope"}, peer...), `no node "nope"`},
+		{append([]string{"regs", "read", "--table", ex, "ctrl.reset"}, peer...), `node "ctrl.reset" is write-only (permission w): nothing sent`},
+		{append([]string{"regs", "write", "--table", ex, "status", "1"}, peer...), `node "status" is read-only (permission r): nothing sent`},
+		{append([]string{"regs", "write", "--table", ex, "status.ready", "1"}, peer...), `read-only`},
+		{append([]string{"regs", "write", "--table", ex, "ctrl.mode", "16"}, peer...), `value 0x10 does not fit node "ctrl.mode": its field is 4 bits wide`},
+		{append([]string{"regs", "write", "--table", ex, "ctrl.mode", "x"}, peer...), `VALUE: "x" is not a number`},
+		{append([]string{"regs", "write", "--table", ex, "ctrl.mode"}, peer...), `requires at least 2 arg(s)`},
+		{append([]string{"regs", "read", "--table", ex, "fifo", "--count", "17"}, peer...), `holds 16 words`},
+		{append([]string{"regs", "read", "--table", warn, "a", "--addr", "4"}, peer...), `--iface oetp-no-such-if`},
+		// The table's node is at hand before any interface is opened.
+		{append([]string{"regs", "write", "--table", ex, "ctrl.mode", "3"}, peer...), `--iface oetp-no-such-if`},
+	} {
+		_, errOut, code := runCLI(t, "", tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("oetp %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), code, errOut, tc.want)
+		}
+	}
+	_, errOut, _ := runCLI(t, "", append([]string{"regs", "read", "--table", warn, "a"}, peer...)...)
+	if !strings.Contains(errOut, "warning: "+warn+": no config_csr_data_width constant") {
+		t.Errorf("no warning: %q", errOut)
+	}
+}
+
+func TestParseValue(t *testing.T) {
+	for s, want := range map[string]string{"0": "0", "10": "a", "0x10": "10", "4K": "1000", "0xFFFFFFFFFFFFFFFF": "ffffffffffffffff",
+		"0x1122334455667788990011": "1122334455667788990011", "123456789012345678901234567890": "18ee90ff6c373e0ee4e3f0ad2"} {
+		v, err := parseValue(s)
+		if err != nil || v.Text(16) != want {
+			t.Errorf("parseValue(%q) = %v, %v; want 0x%s", s, v, err, want)
+		}
+	}
+	for _, s := range []string{"", "-1", "+1", "0x", "1_000", "0xFFFFFFFFFFFFFFFFF_F", "abc", "1.5"} {
+		if v, err := parseValue(s); err == nil {
+			t.Errorf("parseValue(%q) = %v, want an error", s, v)
+		}
+	}
+}
