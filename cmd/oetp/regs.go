@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -527,5 +528,12 @@ func (f *regsOpFlags) finishRegs(cmd *cobra.Command, r regsResult, human string)
 	if r.OK {
 		return nil
 	}
-	return fmt.Errorf("%s %s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Node, r.Addr, r.Message)
+	err := fmt.Errorf("%s %s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Node, r.Addr, r.Message)
+	var ue *usageError
+	if r.Done == 0 && (errors.Is(r.err, endpoint.ErrInvalid) || errors.As(r.err, &ue)) {
+		// Refused by a local check before anything was sent (a group
+		// read, ...): bad usage, exit 2, as opFlags.finish does.
+		return &usageError{err}
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -76,7 +77,7 @@ func TestRegsOverVeth(t *testing.T) {
 	bin := buildOetp(t)
 	dir := t.TempDir()
 	regFile := filepath.Join(dir, "regs.bin")
-	srv := startServe(t, bin, h1, "--iface", "eth0", "--json-events",
+	srv := startServe(t, bin, h1, "--iface", "eth0", "--json-events", "--group", netGroup,
 		"--region", "0:4K:"+regFile, "--peer", netClient+",mode=rmem")
 	tables := map[string]string{"regs.toml": regsTOML, "top.xml": regsXML, "sub.xml": regsSubXML, "csr.csv": regsCSV}
 	for name, body := range tables {
@@ -139,6 +140,25 @@ func TestRegsOverVeth(t *testing.T) {
 		out, errOut, code = regs("read", "--table", toml, "ctrl.mode")
 		if want := "regs read 02:0e:0c:00:00:01 ctrl.mode 0x00000100 mask 0x000000f0 = 0xa\n"; code != 0 || out != want {
 			t.Errorf("regs read: exit %d, stdout %q, want %q; stderr %s", code, out, want, errOut)
+		}
+	})
+
+	t.Run("group bitfield write", func(t *testing.T) {
+		// A bitfield write to a group MAC: one multicast masked write that
+		// every member (the server) applies; it completes when sent.
+		out, errOut, code := oetpIn(t, bin, h2, "regs", "write", "--table", toml, "ctrl.mode", "0x5", "--iface", "eth0", "--peer", netGroup)
+		if code != 0 {
+			t.Fatalf("group regs write: exit %d, %s %s", code, out, errOut)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for word(0x100) != 0x12345658 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if w := word(0x100); w != 0x12345658 {
+			t.Errorf("word 0x100 = 0x%08X after the group write of ctrl.mode = 5, want 0x12345658", w)
+		}
+		if _, errOut, code := regs("write", "--table", toml, "ctrl.mode", "0xA"); code != 0 {
+			t.Fatalf("restoring ctrl.mode: exit %d, %s", code, errOut)
 		}
 	})
 
@@ -215,6 +235,11 @@ func TestRegsOverVeth(t *testing.T) {
 			if code != 2 || !strings.Contains(errOut, "oetp: ") {
 				t.Errorf("regs %v: exit %d, stderr %q; want 2", args, code, errOut)
 			}
+		}
+		// A read from a group is refused locally (LOCAL_INVALID), exit 2.
+		out, errOut, code := oetpIn(t, bin, h2, "regs", "read", "--table", toml, "ctrl", "--iface", "eth0", "--peer", netGroup, "--json")
+		if got := lastLineJSON(t, out); code != 2 || got["error"] != "LOCAL_INVALID" || got["words_done"] != float64(0) {
+			t.Errorf("regs read from a group: exit %d, %v; stderr %s", code, got, errOut)
 		}
 		if _, _, rx1 := served(); rx1 != rx0 {
 			t.Errorf("the server received %v frames during refused accesses", rx1-rx0)
