@@ -28,24 +28,26 @@ func memEcho(p *linkmem.Port, replies map[wire.Cmd][]byte, done chan<- error) {
 	}
 	bufs := [][]byte{make([]byte, p.MaxFrame())}
 	sizes := make([]int, 1)
-	for {
-		n, err := p.ReadBatch(bufs, sizes)
-		if err != nil {
-			if errors.Is(err, link.ErrClosed) {
-				err = nil
-			}
-			done <- err
-			return
-		}
+	var werr error
+	// ReadLoop, like the engine's receive loop: the port hands over its
+	// queue slots instead of copying frames out.
+	err := p.ReadLoop(bufs, sizes, func(n int) bool {
 		if n == 1 && sizes[0] > wire.ParamOffset {
 			if rsp := table[bufs[0][15]]; rsp != nil {
-				if err := p.Write(rsp); err != nil {
-					done <- err
-					return
+				if werr = p.Write(rsp); werr != nil {
+					return false
 				}
 			}
 		}
+		return true
+	})
+	if errors.Is(err, link.ErrClosed) {
+		err = nil
 	}
+	if werr != nil {
+		err = werr
+	}
+	done <- err
 }
 
 // memRawStep is the baseline of op on the in-process switch: one goroutine
@@ -58,18 +60,13 @@ func memRawStep(p *linkmem.Port, op string) *step {
 		Frames: frameLabel(len(reqF), len(rspF)), Baseline: true}
 	bufs := [][]byte{make([]byte, p.MaxFrame())}
 	sizes := make([]int, 1)
+	// Reads with ReadLoop, as the engine does: no copy out of the queue.
+	reply := func(n int) bool { return sizes[0] != len(rspF) }
 	rt := func() error {
 		if err := p.Write(reqF); err != nil {
 			return err
 		}
-		for {
-			if _, err := p.ReadBatch(bufs, sizes); err != nil {
-				return err
-			}
-			if sizes[0] == len(rspF) {
-				return nil
-			}
-		}
+		return p.ReadLoop(bufs, sizes, reply)
 	}
 	warm := true
 	s.round = func(d time.Duration, maxOps int64) error {

@@ -14,12 +14,14 @@ import (
 var (
 	_ link.Link   = (*Port)(nil)
 	_ link.Filter = (*Port)(nil)
+	_ link.Looper = (*Port)(nil)
 )
 
 var errNoBufs = errors.New("mem: ReadBatch needs at least one buffer in bufs")
 
 // Port is one attachment to a Switch, with its own unicast MAC address. It
-// implements link.Link and link.Filter. It is safe for concurrent use;
+// implements link.Link, link.Filter and link.Looper (whose ReadLoop hands
+// over queued frames without copying them). It is safe for concurrent use;
 // concurrent ReadBatch calls take turns.
 type Port struct {
 	sw  *Switch
@@ -212,6 +214,41 @@ func (p *Port) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 	}
 	p.readMu.Lock()
 	defer p.readMu.Unlock()
+	return p.read(bufs, sizes, false)
+}
+
+// ReadLoop reads like ReadBatch and calls batch(n) for each batch, until
+// batch returns false (then it returns nil) or the port is closed
+// (link.ErrClosed). It does not copy a frame into a buffer at least
+// MaxFrame bytes long: it hands over the queue slot that holds the frame
+// and keeps the buffer as a slot in its place (link.Looper allows the
+// buffers of bufs to be replaced), so bufs[i] may come back as another
+// slice of MaxFrame bytes. A shorter buffer gets a copy, truncated to it.
+func (p *Port) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error {
+	if len(bufs) == 0 {
+		return errNoBufs
+	}
+	if len(sizes) < len(bufs) {
+		return fmt.Errorf("mem: ReadLoop got %d sizes for %d bufs; make sizes at least as long as bufs",
+			len(sizes), len(bufs))
+	}
+	for {
+		p.readMu.Lock()
+		n, err := p.read(bufs, sizes, true)
+		p.readMu.Unlock()
+		if err != nil {
+			return err
+		}
+		if !batch(n) {
+			return nil
+		}
+	}
+}
+
+// read waits for readable frames and moves up to len(bufs) of them into
+// bufs: by swapping a buffer of at least MaxFrame bytes with the frame's
+// slot when swap is set, by copying otherwise. The caller holds readMu.
+func (p *Port) read(bufs [][]byte, sizes []int, swap bool) (int, error) {
 	for {
 		p.mu.Lock()
 		if p.closed.Load() {
@@ -232,7 +269,14 @@ func (p *Port) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 					break
 				}
 			}
-			sizes[n] = copy(bufs[n], p.slots[e.slot][:e.n])
+			if slot := p.slots[e.slot]; swap && len(bufs[n]) >= p.max {
+				// The buffer becomes the slot, MaxFrame bytes of it.
+				p.slots[e.slot] = bufs[n][:p.max:p.max]
+				bufs[n] = slot
+				sizes[n] = int(e.n)
+			} else {
+				sizes[n] = copy(bufs[n], slot[:e.n])
+			}
 			nb += int(e.n)
 			p.free = append(p.free, e.slot)
 			p.head = (p.head + 1) % qn
