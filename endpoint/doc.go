@@ -33,7 +33,17 @@
 // A unicast DMA block is chained: the receive loop sends each next fragment
 // as soon as it has validated the previous fragment's response, so the
 // calling goroutine sleeps once per block, not once per fragment (see
-// DMAWrite).
+// DMAWrite), also while it reports progress (WithProgress).
+//
+// The initiator is one type (initiator.go) that owns the outstanding
+// requests, their Request ID index and timers, and the block in transfer;
+// the number of outstanding requests is a parameter, one in v1. Recovery
+// from a lossy link is opt-in per peer (SetRetryPolicy) or per operation
+// (WithRetry): a try that timed out or was answered malformed is sent again
+// as a new request with a new Request ID, with a timeout that follows the
+// measured round trip (RFC 6298), never for a volatile address range, and
+// every failure says whether the operation may have executed
+// (OpError.OutcomeUnknown). See RetryPolicy.
 //
 // # Outcomes of an initiated operation
 //

@@ -116,7 +116,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 	e.rid.Store(c.InitialRequestID)
 	e.peers.Store(&peerTable{bySrc: map[wire.MAC]int{}})
 	e.dmaTok <- struct{}{}
-	e.in.init(e.bufLen, c.MaxFrame)
+	e.in.init(e, 1, c.MaxFrame) // v1: one initiating context
 	e.rx.init(e.bufLen)
 	e.cfgMu.Lock()
 	defer e.cfgMu.Unlock()
@@ -237,6 +237,9 @@ func (e *Endpoint) SetPeer(i int, p Peer) error {
 	if err := checkPeer(t, i, p); err != nil {
 		return err
 	}
+	if t.entries[i].MAC != p.MAC {
+		e.in.resetPeer(i) // another device: its round trips start over
+	}
 	e.peers.Store(t.with(i, p))
 	return nil
 }
@@ -314,11 +317,8 @@ func (e *Endpoint) Reset() {
 	e.in.mu.Lock()
 	e.epoch.Add(1)
 	e.rid.Store(0)
-	if e.in.state == stWaiting {
-		e.in.abortLocked(ErrReset)
-	}
+	e.in.abortLocked(ErrReset)
 	e.in.mu.Unlock()
-	e.in.wake()
 	e.raw.clear()
 	e.ev.clear()
 }

@@ -36,8 +36,24 @@ var (
 type OpError struct {
 	Op   string // "RMEM read", "RMEM write", "DMA write" or "DMA read"
 	Peer int    // the local peer index
+	// Addr is the remote address of the RMEM operation, or of the DMA
+	// fragment that failed (the block's start when it failed before its
+	// first fragment): a caller can resume a block from there.
+	Addr uint32
 	Code wire.Code
 	Err  error
+	// Retries is the number of retransmissions the operation made (for a
+	// DMA block, all its fragments together); see RetryPolicy.
+	Retries int
+	// OutcomeUnknown is true when the operation may have executed at the
+	// peer: a try was handed to the link and not answered validly (it
+	// timed out, was cancelled or reset, or was answered malformed). False
+	// means it certainly did not, or the peer said it did not: it was
+	// refused before anything was sent (a local check, a refused frame, a
+	// local memory error before the fragment was sent), or the peer
+	// answered ERROR_RSP. For a DMA block it is about the failed fragment;
+	// the fragments before it completed.
+	OutcomeUnknown bool
 }
 
 // Error returns e.g. "oetp: DMA write to peer 0: REMOTE_AXI_WR_SLVERR (14)",

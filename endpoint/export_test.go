@@ -28,6 +28,10 @@ func SlotWaiting(e *Endpoint) (rmem, dma int) { return e.slot.waiting() }
 // response already recorded (and let it win).
 func ExpiredAfterResponse(e *Endpoint) uint64 { return e.st.expiredAfterResponse.Load() }
 
+// ChainedFragments counts the DMA fragments the receive loop has sent (the
+// chained path).
+func ChainedFragments(e *Endpoint) uint64 { return e.st.chained.Load() }
+
 // FakeTimer replaces an endpoint's response timer: it never fires by
 // itself; Fire makes it fire.
 type FakeTimer struct {
@@ -41,7 +45,7 @@ type FakeTimer struct {
 // InstallFakeTimer replaces e's response timer with a FakeTimer.
 func InstallFakeTimer(e *Endpoint) *FakeTimer {
 	f := &FakeTimer{c: make(chan time.Time, 1), started: make(chan time.Duration, 1024)}
-	e.in.timer = f
+	e.in.reqs[0].timer = f
 	return f
 }
 
@@ -54,6 +58,9 @@ func (f *FakeTimer) Start(d time.Duration) <-chan time.Time {
 	f.started <- d
 	return f.c
 }
+
+// C implements respTimer.
+func (f *FakeTimer) C() <-chan time.Time { return f.c }
 
 // Stop implements respTimer.
 func (f *FakeTimer) Stop() {

@@ -262,64 +262,11 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 	return true
 }
 
-// match offers a received response to the initiator. It completes the
-// outstanding operation only if the source MAC, the Request ID and the
-// command (the expected response or ERROR_RSP) all match; a DMA_READ_RSP is
-// validated completely (length and EndOfData) before it is accepted, and
-// its buffer is then swapped to the initiator, which writes the data to
-// local memory. A matched response with a bad length or EndOfData
-// completes the operation at once with REMOTE_AXIS.
+// match offers a received response to the initiator (initiator.deliver),
+// and lets the woken initiator run before the receive loop waits in the
+// link again.
 func (e *Endpoint) match(f []byte, cls wire.Class, i int) {
-	in := &e.in
-	fr := wire.Frame(f)
-	rid, src := fr.RequestID(), fr.Src()
-	in.mu.Lock()
-	if in.state != stWaiting || src != in.peer || rid != in.rid || cls.Cmd != in.expect && cls.Cmd != wire.ErrorRsp {
-		late := in.lastValid && src == in.lastPeer && rid == in.lastRID
-		in.mu.Unlock()
-		if late {
-			e.st.dropLateResponse.Add(1)
-		} else {
-			e.st.dropUnmatchedResponse.Add(1)
-		}
-		return
+	if e.in.deliver(f, cls) {
+		e.rx.woke = true
 	}
-	code := wire.CodeNone
-	malformed := false
-	switch {
-	case cls.Problem != wire.OK:
-		malformed = true
-	case cls.Cmd == wire.ErrorRsp:
-		code = wire.CodeFromCause(fr.ErrorCode())
-	case cls.Cmd == wire.DMAReadRsp:
-		if wire.CheckDMAReadRsp(f, in.expLen) != wire.OK {
-			malformed = true
-		} else if !in.chaining { // a chained fragment's data is written by continueChainLocked
-			r := &e.rx
-			in.rsp, r.bufs[i] = r.bufs[i][:len(f)], in.spare[:cap(in.spare)]
-			in.spare = nil
-		}
-	case cls.Cmd == wire.RMEMReadRsp:
-		in.data = fr.Data()
-	}
-	if malformed {
-		code = wire.CodeRemoteAXIS
-		e.st.malformedResponses.Add(1)
-	}
-	if in.chaining {
-		more, c := e.continueChainLocked(fr, code)
-		if more {
-			in.mu.Unlock()
-			return
-		}
-		code = c
-	}
-	in.code = code
-	in.state = stDone
-	if e.hookMatched != nil {
-		e.hookMatched()
-	}
-	in.mu.Unlock()
-	e.rx.woke = true
-	in.wake()
 }

@@ -42,8 +42,11 @@ type Stats struct {
 	ErrorsSent [8]uint64
 
 	Timeouts    uint64 // initiated operations that ended in TIMEOUT (timer or cancellation)
+	Retries     uint64 // retransmissions of initiated operations and fragments (see RetryPolicy)
 	RawReceived uint64 // non-oETP frames queued for RecvRaw
 	RawSent     uint64 // frames sent by SendRaw
+	// The initiator's figures per peer (round trips, retries, timeouts)
+	// are returned by Endpoint.PeerStats; Stats stays comparable.
 }
 
 type counters struct {
@@ -54,8 +57,9 @@ type counters struct {
 	dropUnmatchedResponse, dropLateResponse, malformedResponses                              atomic.Uint64
 	servedRMEMRead, servedRMEMWrite, servedDMARead, servedDMAWrite, responderFail            atomic.Uint64
 	errorsSent                                                                               [8]atomic.Uint64
-	timeouts, rawReceived, rawSent                                                           atomic.Uint64
+	timeouts, rawReceived, rawSent, retries                                                  atomic.Uint64
 	expiredAfterResponse                                                                     atomic.Uint64 // test observability
+	chained                                                                                  atomic.Uint64 // fragments sent by the receive loop; test observability
 }
 
 // Stats returns a snapshot of the counters.
@@ -76,6 +80,7 @@ func (e *Endpoint) Stats() Stats {
 		ServedDMARead: c.servedDMARead.Load(), ServedDMAWrite: c.servedDMAWrite.Load(),
 		ResponderFailures: c.responderFail.Load(),
 		Timeouts:          c.timeouts.Load(), RawReceived: c.rawReceived.Load(), RawSent: c.rawSent.Load(),
+		Retries: c.retries.Load(),
 	}
 	for i := range s.ErrorsSent {
 		s.ErrorsSent[i] = c.errorsSent[i].Load()

@@ -87,11 +87,14 @@ func (e *Endpoint) write(frame []byte, reply bool) error {
 	return nil
 }
 
-// respTimer is the initiator's response timer. Start arms it for d and
-// returns the channel that receives when it fires; Stop disarms it. After
-// Stop returns, the channel delivers nothing stale. Tests replace the real
-// timer to control expiry.
+// respTimer is a request's response timer. C is the channel that receives
+// when it fires, the same for its whole life, so that a waiter can listen
+// before another path (the one that sends the try) starts it. Start arms
+// it for d (re-arming it if it runs); Stop disarms it. After Start or Stop
+// returns, the channel delivers nothing stale. Tests replace the real timer
+// to control expiry.
 type respTimer interface {
+	C() <-chan time.Time
 	Start(d time.Duration) <-chan time.Time
 	Stop()
 }
@@ -110,6 +113,8 @@ func (r *realTimer) Start(d time.Duration) <-chan time.Time {
 }
 
 func (r *realTimer) Stop() { r.t.Stop() }
+
+func (r *realTimer) C() <-chan time.Time { return r.t.C }
 
 // Expired reports whether deadline has passed by the clock.
 func (r *realTimer) Expired(deadline time.Time) bool { return !time.Now().Before(deadline) }
