@@ -1,0 +1,556 @@
+// Package client is the Go client of the oETP hub (`oetp hub`): it speaks
+// the protocol of docs/hub-protocol.md over the hub's Unix socket, or TCP,
+// and offers the same operations as the Python package in python/: RMEM
+// reads and masked writes, DMA block reads and writes, batches of those,
+// named address-table nodes, and the hub's status.
+//
+// Addresses are the device's oETP byte addresses; block lengths are in
+// bytes. A failed operation returns an *OpError carrying the CSR code
+// (0..15) and its mnemonic, and whether the operation may have executed; a
+// failure of the hub itself (unknown device, malformed request) returns a
+// *HubError.
+//
+// A Client is safe for concurrent use; its requests are serialised on one
+// connection. Open several Clients for parallel requests.
+package client
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/wire"
+)
+
+// OpError is a failed device operation.
+type OpError struct {
+	Code          wire.Code // the CSR code, 1..15
+	Name          string    // its mnemonic, e.g. TIMEOUT
+	Message       string    // the hub's description
+	MaybeExecuted bool      // the operation may have run at the device (TIMEOUT, a partial block)
+	// Index is the failed operation's index in a batch (-1 outside a
+	// batch); the operations before it completed, the later ones did not
+	// run.
+	Index int
+}
+
+func (e *OpError) Error() string {
+	s := fmt.Sprintf("oetp hub: %s (%d): %s", e.Name, uint8(e.Code), e.Message)
+	if e.MaybeExecuted {
+		s += " (the operation may have executed)"
+	}
+	return s
+}
+
+// HubError is a failure of the hub rather than of a device operation.
+type HubError struct {
+	Status  uint8
+	Name    string // BAD_MESSAGE, NO_DEVICE, NO_NODE, AUTH, ...
+	Message string
+}
+
+func (e *HubError) Error() string { return fmt.Sprintf("oetp hub: %s: %s", e.Name, e.Message) }
+
+// IsNoDevice reports whether err says the hub has no such device.
+func IsNoDevice(err error) bool {
+	var he *HubError
+	return errors.As(err, &he) && he.Status == proto.StatusNoDevice
+}
+
+// Options configure Dial.
+type Options struct {
+	// Path is the socket: a Unix socket path, or tcp://HOST:PORT. Empty
+	// selects proto.ClientSocket() ($OETP_HUB, /run/oetp/hub.sock, or the
+	// per-user socket).
+	Path string
+	// Token is the shared secret for TCP (default $OETP_HUB_TOKEN).
+	Token string
+	// Timeout bounds connecting and the HELLO exchange (default 5s).
+	Timeout time.Duration
+}
+
+// Client is a connection to a hub.
+type Client struct {
+	mu   sync.Mutex
+	nc   net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	tag  uint32
+	out  []byte
+	in   []byte
+	Path string // the socket connected to
+	ndev int
+	err  error // a broken connection
+}
+
+// Dial connects to the hub at path (see Options.Path).
+func Dial(path string) (*Client, error) { return DialOptions(Options{Path: path}) }
+
+// DialOptions connects with options.
+func DialOptions(o Options) (*Client, error) {
+	if o.Path == "" {
+		o.Path = proto.ClientSocket()
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Second
+	}
+	network, addr := "unix", o.Path
+	if a, ok := strings.CutPrefix(o.Path, "tcp://"); ok {
+		network, addr = "tcp", a
+		if o.Token == "" {
+			o.Token = getenv("OETP_HUB_TOKEN")
+		}
+	}
+	nc, err := net.DialTimeout(network, addr, o.Timeout)
+	if err != nil {
+		return nil, fmt.Errorf("oetp hub: connecting to %s: %w", o.Path, err)
+	}
+	c := &Client{nc: nc, br: bufio.NewReaderSize(nc, 64<<10), bw: bufio.NewWriterSize(nc, 64<<10), Path: o.Path,
+		out: make([]byte, 0, 4096), in: make([]byte, 4096)}
+	nc.SetDeadline(time.Now().Add(o.Timeout))
+	b := c.begin(proto.Hello, 0)
+	b = binary.LittleEndian.AppendUint16(b, proto.Version)
+	b = proto.AppendStr16(b, o.Token)
+	res, err := c.roundTrip(b)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	nc.SetDeadline(time.Time{})
+	d := proto.Decoder{B: res}
+	d.U16("version")
+	d.U32("max message")
+	c.ndev = int(d.U16("devices"))
+	return c, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.nc.Close() }
+
+// begin starts a request in c.out; c.mu must be held.
+func (c *Client) begin(typ uint8, handle uint16) []byte {
+	c.tag++
+	return proto.AppendHeader(c.out[:0], typ, handle, c.tag)
+}
+
+// roundTrip sends the request in b and returns the result of its reply,
+// or the reply's error. c.mu must be held (DialOptions: not yet shared).
+func (c *Client) roundTrip(b []byte) ([]byte, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	b = proto.Finish(b, 0)
+	c.out = b
+	tag := c.tag
+	if _, err := c.bw.Write(b); err != nil {
+		return nil, c.broken(err)
+	}
+	if err := c.bw.Flush(); err != nil {
+		return nil, c.broken(err)
+	}
+	if cap(c.out) > 1<<20 {
+		c.out = make([]byte, 0, 4096)
+	}
+	hdr, body, buf, err := proto.ReadMessage(c.br, c.in)
+	c.in = buf
+	if err != nil {
+		return nil, c.broken(err)
+	}
+	if hdr.Tag != tag || hdr.Type&proto.Reply == 0 {
+		return nil, c.broken(fmt.Errorf("reply %s with tag %d to request tag %d", proto.TypeName(hdr.Type), hdr.Tag, tag))
+	}
+	st, res, err := proto.ParseReply(body)
+	if err != nil {
+		return nil, c.broken(err)
+	}
+	if st.Status != proto.StatusOK {
+		return res, statusError(st)
+	}
+	return res, nil
+}
+
+func statusError(st proto.ReplyStatus) error {
+	if st.Status < 16 {
+		return &OpError{Code: wire.Code(st.Status), Name: proto.StatusName(st.Status), Message: st.Message,
+			MaybeExecuted: st.Flags&proto.FlagMaybeExecuted != 0, Index: -1}
+	}
+	return &HubError{Status: st.Status, Name: proto.StatusName(st.Status), Message: st.Message}
+}
+
+func (c *Client) broken(err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	c.err = fmt.Errorf("oetp hub: connection to %s: %w", c.Path, err)
+	c.nc.Close()
+	return c.err
+}
+
+// Device opens the device the hub knows by name.
+func (c *Client) Device(name string) (*Device, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.begin(proto.Open, 0)
+	b = append(b, proto.OpenByName)
+	b = append(b, name...)
+	return c.openReply(b)
+}
+
+// DeviceOn opens the device with MAC mac on interface iface; the error is
+// a *HubError with status NO_DEVICE (IsNoDevice) when the hub has none.
+func (c *Client) DeviceOn(iface string, mac wire.MAC) (*Device, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.begin(proto.Open, 0)
+	b = append(b, proto.OpenByIface)
+	b = append(b, mac[:]...)
+	b = append(b, iface...)
+	return c.openReply(b)
+}
+
+func (c *Client) openReply(b []byte) (*Device, error) {
+	res, err := c.roundTrip(b)
+	if err != nil {
+		return nil, err
+	}
+	d := proto.Decoder{B: res}
+	dev := &Device{c: c}
+	dev.handle = d.U16("handle")
+	dev.HasTable = d.U8("caps")&proto.CapTable != 0
+	d.U8("reserved")
+	for k := range dev.Local {
+		copy(dev.Local[k][:], d.Bytes(6, "local MAC"))
+	}
+	copy(dev.MAC[:], d.Bytes(6, "device MAC"))
+	dev.Name = d.Str16("name")
+	dev.Iface = d.Str16("iface")
+	if d.Err != nil {
+		return nil, c.broken(fmt.Errorf("OPEN reply: %w", d.Err))
+	}
+	return dev, nil
+}
+
+// Status returns the hub's status and counters.
+func (c *Client) Status() (proto.Status, []byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res, err := c.roundTrip(c.begin(proto.StatusReq, 0))
+	if err != nil {
+		return proto.Status{}, nil, err
+	}
+	raw := append([]byte(nil), res...)
+	var s proto.Status
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return s, raw, fmt.Errorf("oetp hub: STATUS reply: %w", err)
+	}
+	return s, raw, nil
+}
+
+// Device is a device opened through the hub.
+type Device struct {
+	c        *Client
+	handle   uint16
+	Name     string
+	Iface    string
+	MAC      wire.MAC
+	Local    [3]wire.MAC // the hub's local MACs: RMEM, DMA write, DMA read
+	HasTable bool
+}
+
+// Read reads the 32-bit word at the byte address addr (RMEM).
+func (d *Device) Read(addr uint32) (uint32, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.begin(proto.Read, d.handle)
+	b = binary.LittleEndian.AppendUint32(b, addr)
+	res, err := c.roundTrip(b)
+	if err != nil {
+		return 0xFFFFFFFF, err
+	}
+	if len(res) != 4 {
+		return 0xFFFFFFFF, c.broken(fmt.Errorf("READ reply of %d bytes", len(res)))
+	}
+	return binary.LittleEndian.Uint32(res), nil
+}
+
+// Write writes the bits of data selected by mask into the word at addr
+// (RMEM; one masked write, no read-modify-write).
+func (d *Device) Write(addr, data, mask uint32) error {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.begin(proto.Write, d.handle)
+	b = binary.LittleEndian.AppendUint32(b, addr)
+	b = binary.LittleEndian.AppendUint32(b, data)
+	b = binary.LittleEndian.AppendUint32(b, mask)
+	_, err := c.roundTrip(b)
+	return err
+}
+
+// ReadBlock reads n bytes at addr by DMA.
+func (d *Device) ReadBlock(addr uint32, n int) ([]byte, error) {
+	dst := make([]byte, n)
+	err := d.ReadBlockInto(addr, dst)
+	return dst, err
+}
+
+// ReadBlockInto reads len(dst) bytes at addr by DMA into dst.
+func (d *Device) ReadBlockInto(addr uint32, dst []byte) error {
+	if len(dst) > proto.MaxBlock {
+		return &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", len(dst), proto.MaxBlock)}
+	}
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.begin(proto.ReadBlock, d.handle)
+	b = binary.LittleEndian.AppendUint32(b, addr)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(dst)))
+	res, err := c.roundTrip(b)
+	if err != nil {
+		return err
+	}
+	if len(res) != 8+len(dst) {
+		return c.broken(fmt.Errorf("READ_BLOCK reply of %d bytes for %d", len(res), len(dst)))
+	}
+	copy(dst, res[8:])
+	if cap(c.in) > 1<<20 {
+		c.in = make([]byte, 4096)
+	}
+	return nil
+}
+
+// WriteBlock writes data at addr by DMA.
+func (d *Device) WriteBlock(addr uint32, data []byte) error {
+	if len(data) > proto.MaxBlock {
+		return &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", len(data), proto.MaxBlock)}
+	}
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	// Header and address, then the data straight from the caller's slice.
+	c.tag++
+	hdr := proto.AppendHeader(c.out[:0], proto.WriteBlock, d.handle, c.tag)
+	hdr = binary.LittleEndian.AppendUint32(hdr, addr)
+	binary.LittleEndian.PutUint32(hdr, uint32(len(hdr)-4+len(data)))
+	if _, err := c.bw.Write(hdr); err != nil {
+		return c.broken(err)
+	}
+	if _, err := c.bw.Write(data); err != nil {
+		return c.broken(err)
+	}
+	return c.finishSent(c.tag)
+}
+
+// finishSent flushes a request written directly and reads its reply.
+func (c *Client) finishSent(tag uint32) error {
+	if err := c.bw.Flush(); err != nil {
+		return c.broken(err)
+	}
+	hdr, body, buf, err := proto.ReadMessage(c.br, c.in)
+	c.in = buf
+	if err != nil {
+		return c.broken(err)
+	}
+	if hdr.Tag != tag {
+		return c.broken(fmt.Errorf("reply tag %d to request tag %d", hdr.Tag, tag))
+	}
+	st, _, err := proto.ParseReply(body)
+	if err != nil {
+		return c.broken(err)
+	}
+	if st.Status != proto.StatusOK {
+		return statusError(st)
+	}
+	return nil
+}
+
+// Node is a named node of the device's address table.
+type Node struct {
+	d *Device
+	proto.Node
+}
+
+// Node looks a node up by its dotted name (uHAL getNode style).
+func (d *Device) Node(name string) (*Node, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.begin(proto.NodeInfo, d.handle)
+	b = append(b, name...)
+	res, err := c.roundTrip(b)
+	if err != nil {
+		return nil, err
+	}
+	dec := proto.Decoder{B: res}
+	n := &Node{d: d, Node: dec.Node()}
+	if dec.Err != nil {
+		return nil, c.broken(dec.Err)
+	}
+	return n, nil
+}
+
+// Nodes lists the address table, in address order.
+func (d *Device) Nodes() ([]proto.Node, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res, err := c.roundTrip(c.begin(proto.Nodes, d.handle))
+	if err != nil {
+		return nil, err
+	}
+	dec := proto.Decoder{B: res}
+	n := dec.U32("count")
+	var out []proto.Node
+	for i := uint32(0); i < n && dec.Err == nil; i++ {
+		out = append(out, dec.Node())
+	}
+	if dec.Err != nil {
+		return nil, c.broken(dec.Err)
+	}
+	return out, nil
+}
+
+// Read reads the node: its field, shifted down.
+func (n *Node) Read() (uint32, error) { return n.d.NodeRead(n.Name) }
+
+// Write writes v into the node's field with one masked RMEM write.
+func (n *Node) Write(v uint32) error { return n.d.NodeWrite(n.Name, v) }
+
+// NodeRead reads the named node's field.
+func (d *Device) NodeRead(name string) (uint32, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.begin(proto.NodeRead, d.handle)
+	b = append(b, name...)
+	res, err := c.roundTrip(b)
+	if err != nil {
+		return 0xFFFFFFFF, err
+	}
+	if len(res) != 4 {
+		return 0xFFFFFFFF, c.broken(fmt.Errorf("NODE_READ reply of %d bytes", len(res)))
+	}
+	return binary.LittleEndian.Uint32(res), nil
+}
+
+// NodeWrite writes v into the named node's field.
+func (d *Device) NodeWrite(name string, v uint32) error {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.begin(proto.NodeWrite, d.handle)
+	b = binary.LittleEndian.AppendUint32(b, v)
+	b = append(b, name...)
+	_, err := c.roundTrip(b)
+	return err
+}
+
+// Batch collects operations that the hub runs back to back in one round
+// trip, stopping at the first failure.
+type Batch struct {
+	d    *Device
+	ops  []byte
+	n    int
+	res  []*Result
+	errs error
+}
+
+// Result is the outcome of one batched operation, valid after Run.
+type Result struct {
+	Value uint32 // a read's word
+	Data  []byte // a block read's bytes
+	Done  bool   // the operation completed
+	kind  uint8
+	n     uint32
+}
+
+// NewBatch starts a batch.
+func (d *Device) NewBatch() *Batch { return &Batch{d: d} }
+
+func (b *Batch) add(op uint8, fields ...uint32) *Result {
+	b.ops = append(b.ops, op)
+	for _, f := range fields {
+		b.ops = binary.LittleEndian.AppendUint32(b.ops, f)
+	}
+	r := &Result{kind: op}
+	b.res = append(b.res, r)
+	b.n++
+	return r
+}
+
+// Read adds an RMEM read.
+func (b *Batch) Read(addr uint32) *Result { return b.add(proto.Read, addr) }
+
+// Write adds a masked RMEM write.
+func (b *Batch) Write(addr, data, mask uint32) *Result { return b.add(proto.Write, addr, data, mask) }
+
+// ReadBlock adds a DMA read of n bytes.
+func (b *Batch) ReadBlock(addr uint32, n int) *Result {
+	r := b.add(proto.ReadBlock, addr, uint32(n))
+	r.n = uint32(n)
+	return r
+}
+
+// WriteBlock adds a DMA write.
+func (b *Batch) WriteBlock(addr uint32, data []byte) *Result {
+	r := b.add(proto.WriteBlock, addr, uint32(len(data)))
+	b.ops = append(b.ops, data...)
+	return r
+}
+
+// Len is the number of operations added.
+func (b *Batch) Len() int { return b.n }
+
+// Run sends the batch and fills the results. On failure the error is an
+// *OpError whose Index names the failed operation; the ones before it
+// completed (Done), the later ones did not run.
+func (b *Batch) Run() error {
+	c := b.d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	req := c.begin(proto.Batch, b.d.handle)
+	req = binary.LittleEndian.AppendUint32(req, uint32(b.n))
+	req = append(req, b.ops...)
+	res, err := c.roundTrip(req)
+	var oe *OpError
+	if err != nil && !errors.As(err, &oe) {
+		return err
+	}
+	dec := proto.Decoder{B: res}
+	done := int(dec.U32("completed"))
+	failed := dec.U32("failed index")
+	if dec.Err != nil || done > len(b.res) {
+		return c.broken(fmt.Errorf("BATCH reply: %d of %d completed, %v", done, len(b.res), dec.Err))
+	}
+	for i := 0; i < done; i++ {
+		r := b.res[i]
+		switch r.kind {
+		case proto.Read:
+			r.Value = dec.U32("read value")
+		case proto.ReadBlock:
+			n := dec.U32("block length")
+			r.Data = append([]byte(nil), dec.Bytes(int(n), "block data")...)
+		}
+		r.Done = true
+	}
+	if dec.Err != nil {
+		return c.broken(fmt.Errorf("BATCH reply: %w", dec.Err))
+	}
+	if oe != nil {
+		oe.Index = int(failed)
+		return oe
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/wire"
+)
+
+// Kind is the kind of operation a local MAC is used for. v1 gives a peer
+// entry one mode, so the hub uses one local MAC, and one endpoint, per kind.
+type Kind int
+
+// The three kinds, indexes into Device.Local.
+const (
+	KindRMEM     Kind = 0 // RMEM reads and writes: the device's entry for this MAC is mode rmem (1)
+	KindDMAWrite Kind = 1 // DMA writes to the device: its entry is mode dma-write (2)
+	KindDMARead  Kind = 2 // DMA reads from the device: its entry is mode dma-read (3)
+	numKinds          = 3
+)
+
+// String returns the kind's TOML key: rmem, dma_write or dma_read.
+func (k Kind) String() string { return [...]string{"rmem", "dma_write", "dma_read"}[k] }
+
+// DeviceMode is the mode of the device's peer entry for the hub's MAC of
+// this kind (what --print-peer-entries prints).
+func (k Kind) DeviceMode() endpoint.Mode {
+	return [...]endpoint.Mode{endpoint.ModeRMEM, endpoint.ModeDMAWrite, endpoint.ModeDMARead}[k]
+}
+
+// localMode is the mode of the hub endpoint's own peer entry for the
+// device: the complement of DeviceMode.
+func (k Kind) localMode() endpoint.Mode {
+	return [...]endpoint.Mode{endpoint.ModeRMEM, endpoint.ModeDMARead, endpoint.ModeDMAWrite}[k]
+}
+
+// DefaultTimeout is a device's response timeout when the config gives none.
+const DefaultTimeout = time.Second
+
+// Config is the hub's configuration (`oetp hub --config FILE`).
+type Config struct {
+	// Socket is the Unix socket path; empty selects DefaultSocket().
+	Socket string
+	// Listen is an optional TCP address (--listen): a bare port or ":port"
+	// listens on loopback only; any other host needs Token.
+	Listen string
+	// Token is the shared secret TCP clients must present in HELLO; when
+	// set, every TCP client must present it, loopback ones too.
+	Token string
+	// Metrics is an optional address serving Prometheus text (--metrics):
+	// a bare port or ":port" means loopback.
+	Metrics string
+	// Devices are the devices the hub owns.
+	Devices []DeviceConfig
+}
+
+// DeviceConfig is one [[device]] table.
+type DeviceConfig struct {
+	Name  string
+	Iface string
+	// MAC is the device's own address.
+	MAC wire.MAC
+	// AddressTable is the optional address table path (relative paths are
+	// relative to the config file).
+	AddressTable string
+	// Local are the hub's local MACs by Kind; zero ones are derived by
+	// DeriveMAC when the config is loaded.
+	Local [numKinds]wire.MAC
+	// RMEMTimeout and DMATimeout bound the wait for each response (0 in
+	// the file selects DefaultTimeout; a negative value is refused).
+	RMEMTimeout time.Duration
+	DMATimeout  time.Duration
+	// MaxFrame is the frame ceiling; 0 selects min(8192, MTU+14).
+	MaxFrame int
+	// BusyPoll is the links' busy-poll window (0: never spin).
+	BusyPoll time.Duration
+}
+
+// DeriveMAC is the default local MAC of kind k for a device: a locally
+// administered unicast address hashed from the device's MAC, its name and
+// the kind, so it is the same on every start and differs between devices
+// and kinds.
+func DeriveMAC(device wire.MAC, name string, k Kind) wire.MAC {
+	h := fnv.New64a()
+	h.Write(device[:])
+	h.Write([]byte(name))
+	h.Write([]byte{0, byte(k)})
+	s := h.Sum64()
+	var m wire.MAC
+	for i := range m {
+		m[i] = byte(s >> (8 * i))
+	}
+	m[0] = m[0]&^0x03 | 0x02 // unicast, locally administered
+	return m
+}
+
+// DefaultSocket is the socket path when none is configured (see
+// proto.DefaultSocket).
+func DefaultSocket() string { return proto.DefaultSocket() }
+
+// fileConfig is the TOML layout.
+type fileConfig struct {
+	Socket    string       `toml:"socket"`
+	Listen    string       `toml:"listen"`
+	TokenFile string       `toml:"token_file"`
+	Metrics   string       `toml:"metrics"`
+	Device    []fileDevice `toml:"device"`
+}
+
+type fileDevice struct {
+	Name         string    `toml:"name"`
+	Iface        string    `toml:"iface"`
+	MAC          string    `toml:"mac"`
+	AddressTable string    `toml:"address_table"`
+	Local        fileLocal `toml:"local"`
+	Timeout      string    `toml:"timeout"`
+	RMEMTimeout  string    `toml:"rmem_timeout"`
+	DMATimeout   string    `toml:"dma_timeout"`
+	MaxFrame     int       `toml:"max_frame"`
+	BusyPoll     string    `toml:"busy_poll"`
+}
+
+type fileLocal struct {
+	RMEM     string `toml:"rmem"`
+	DMAWrite string `toml:"dma_write"`
+	DMARead  string `toml:"dma_read"`
+}
+
+// LoadConfig reads a TOML configuration file. Errors name the key and the
+// fix. Omitted local MACs are derived (DeriveMAC).
+func LoadConfig(path string) (Config, error) {
+	var fc fileConfig
+	md, err := toml.DecodeFile(path, &fc)
+	if err != nil {
+		return Config{}, fmt.Errorf("hub config %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, listen, token_file, metrics and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll and [device.local] rmem, dma_write, dma_read",
+			path, strings.Join(keys, ", "))
+	}
+	c := Config{Socket: fc.Socket, Listen: fc.Listen, Metrics: fc.Metrics}
+	base := filepath.Dir(path)
+	if fc.TokenFile != "" {
+		tf := fc.TokenFile
+		if !filepath.IsAbs(tf) {
+			tf = filepath.Join(base, tf)
+		}
+		b, err := os.ReadFile(tf)
+		if err != nil {
+			return Config{}, fmt.Errorf("hub config %s: token_file: %w", path, err)
+		}
+		c.Token = strings.TrimSpace(string(b))
+		if c.Token == "" {
+			return Config{}, fmt.Errorf("hub config %s: token_file %s is empty; put the shared secret in it", path, tf)
+		}
+	}
+	for i, fd := range fc.Device {
+		where := fmt.Sprintf("hub config %s: [[device]] %d", path, i+1)
+		if fd.Name != "" {
+			where += fmt.Sprintf(" (%s)", fd.Name)
+		}
+		d := DeviceConfig{Name: fd.Name, Iface: fd.Iface, AddressTable: fd.AddressTable, MaxFrame: fd.MaxFrame}
+		if fd.MAC == "" {
+			return Config{}, fmt.Errorf("%s: mac is missing: give the device's MAC, e.g. mac = \"02:0e:0c:00:00:01\"", where)
+		}
+		if d.MAC, err = wire.ParseMAC(fd.MAC); err != nil {
+			return Config{}, fmt.Errorf("%s: mac: %v", where, err)
+		}
+		if d.AddressTable != "" && !filepath.IsAbs(d.AddressTable) {
+			d.AddressTable = filepath.Join(base, d.AddressTable)
+		}
+		for k, s := range [numKinds]string{fd.Local.RMEM, fd.Local.DMAWrite, fd.Local.DMARead} {
+			if s == "" {
+				continue
+			}
+			if d.Local[k], err = wire.ParseMAC(s); err != nil {
+				return Config{}, fmt.Errorf("%s: local.%s: %v", where, Kind(k), err)
+			}
+		}
+		dur := func(key, s string, def time.Duration) (time.Duration, error) {
+			if s == "" {
+				return def, nil
+			}
+			v, err := time.ParseDuration(s)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %s = %q is not a Go duration such as \"500ms\" or \"0\" (wait forever)", where, key, s)
+			}
+			if v < 0 {
+				return 0, fmt.Errorf("%s: %s = %q is negative; use a positive duration or \"0\" to wait forever", where, key, s)
+			}
+			return v, nil
+		}
+		t, err := dur("timeout", fd.Timeout, DefaultTimeout)
+		if err != nil {
+			return Config{}, err
+		}
+		if d.RMEMTimeout, err = dur("rmem_timeout", fd.RMEMTimeout, t); err != nil {
+			return Config{}, err
+		}
+		if d.DMATimeout, err = dur("dma_timeout", fd.DMATimeout, t); err != nil {
+			return Config{}, err
+		}
+		if d.BusyPoll, err = dur("busy_poll", fd.BusyPoll, 0); err != nil {
+			return Config{}, err
+		}
+		c.Devices = append(c.Devices, d)
+	}
+	if err := c.Check(); err != nil {
+		return Config{}, fmt.Errorf("hub config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Check validates the configuration and derives omitted local MACs.
+func (c *Config) Check() error {
+	if len(c.Devices) == 0 {
+		return errors.New("no [[device]]: add one with name, iface and mac")
+	}
+	names := map[string]bool{}
+	type key struct {
+		iface string
+		mac   wire.MAC
+	}
+	used := map[key]string{}
+	for i := range c.Devices {
+		d := &c.Devices[i]
+		if d.Name == "" {
+			return fmt.Errorf("[[device]] %d: name is missing: give the name clients open it by, e.g. name = \"board1\"", i+1)
+		}
+		if len(d.Name) > 255 || strings.ContainsAny(d.Name, " \t\n\x00") {
+			return fmt.Errorf("device %q: name must be 1..255 bytes without spaces", d.Name)
+		}
+		if names[d.Name] {
+			return fmt.Errorf("device %q is defined twice; give each [[device]] its own name", d.Name)
+		}
+		names[d.Name] = true
+		if d.Iface == "" {
+			return fmt.Errorf("device %q: iface is missing: name the interface facing it (list them with `ip link`)", d.Name)
+		}
+		if d.MAC.IsZero() || d.MAC.IsGroup() {
+			return fmt.Errorf("device %q: mac %v is not a unicast address; give the device's own MAC", d.Name, d.MAC)
+		}
+		if d.RMEMTimeout < 0 || d.DMATimeout < 0 {
+			return fmt.Errorf("device %q: timeouts must not be negative", d.Name)
+		}
+		for k := range numKinds {
+			if d.Local[k].IsZero() {
+				d.Local[k] = DeriveMAC(d.MAC, d.Name, Kind(k))
+			}
+			m := d.Local[k]
+			if m.IsGroup() {
+				return fmt.Errorf("device %q: local.%s %v is a group address; the hub's own MACs must be unicast", d.Name, Kind(k), m)
+			}
+			if m == d.MAC {
+				return fmt.Errorf("device %q: local.%s %v is the device's own MAC; use another address", d.Name, Kind(k), m)
+			}
+			kk := key{d.Iface, m}
+			if other, dup := used[kk]; dup {
+				return fmt.Errorf("device %q: local.%s %v on %s is already used by %s: one MAC is one endpoint, and a v1 peer entry has one mode; give each kind and device its own MAC (or omit it to derive one)",
+					d.Name, Kind(k), m, d.Iface, other)
+			}
+			used[kk] = fmt.Sprintf("device %q local.%s", d.Name, Kind(k))
+		}
+	}
+	return nil
+}
+
+// PeerEntries returns, as `oetp serve` TOML [[peer]] tables, the peer table
+// entries each device needs for the hub's local MACs
+// (--print-peer-entries).
+func (c *Config) PeerEntries() string {
+	var b strings.Builder
+	for i, d := range c.Devices {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "# device %s (%v on %s): peer table entries for the hub's local MACs\n", d.Name, d.MAC, d.Iface)
+		for k := range numKinds {
+			fmt.Fprintf(&b, "[[peer]]\nmac = %q\nmode = %q  # %s: %s\n", d.Local[k].String(),
+				modeName(Kind(k).DeviceMode()), Kind(k), kindUse(Kind(k)))
+		}
+	}
+	return b.String()
+}
+
+func modeName(m endpoint.Mode) string {
+	return [...]string{"none", "rmem", "dma-write", "dma-read"}[m]
+}
+
+func kindUse(k Kind) string {
+	return [...]string{"the hub reads and writes registers", "the hub writes blocks by DMA", "the hub reads blocks by DMA"}[k]
+}

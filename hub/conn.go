@@ -1,0 +1,524 @@
+package hub
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/wire"
+)
+
+// bigBuffer is the size above which a connection's buffers are released
+// after use rather than kept for the next request.
+const bigBuffer = 1 << 20
+
+// conn is one client connection, served by one goroutine.
+type conn struct {
+	h          *Hub
+	nc         net.Conn
+	raw        syscall.RawConn // for the disconnect check between batch operations; nil if unavailable
+	br         *bufio.Reader
+	bw         *bufio.Writer
+	needAuth   bool
+	authed     bool
+	in, out    []byte
+	batchOps   []batchOp
+	peekBuf    [1]byte
+	disconnect bool
+}
+
+func newConn(h *Hub, nc net.Conn, requireToken bool) *conn {
+	c := &conn{h: h, nc: nc, needAuth: requireToken,
+		br: bufio.NewReaderSize(nc, 64<<10), bw: bufio.NewWriterSize(nc, 64<<10),
+		in: make([]byte, 4096), out: make([]byte, 0, 4096)}
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn()
+	}
+	return c
+}
+
+// serve reads requests and answers them in order until the client goes or
+// the framing breaks.
+func (c *conn) serve() {
+	defer c.nc.Close()
+	for {
+		hdr, body, buf, err := proto.ReadMessage(c.br, c.in)
+		c.in = buf
+		if err != nil {
+			if errors.Is(err, proto.ErrFraming) {
+				c.h.malformed.Add(1)
+				c.out = proto.Finish(proto.AppendReplyHeader(c.out[:0], hdr, proto.StatusBadMessage, 0,
+					err.Error()+"; closing the connection: the stream cannot be resynchronised"), 0)
+				c.bw.Write(c.out)
+				c.bw.Flush()
+			}
+			return
+		}
+		c.out = c.handle(hdr, body, c.out[:0])
+		if c.disconnect {
+			return
+		}
+		if _, err := c.bw.Write(c.out); err != nil {
+			return
+		}
+		if c.br.Buffered() == 0 {
+			if err := c.bw.Flush(); err != nil {
+				return
+			}
+		}
+		if cap(c.out) > bigBuffer {
+			c.out = make([]byte, 0, 4096)
+		}
+		if cap(c.in) > bigBuffer {
+			c.in = make([]byte, 4096)
+		}
+	}
+}
+
+// gone reports whether the client has closed its end (a non-blocking
+// peek that sees end of file). Buffered requests mean it has not.
+func (c *conn) gone() bool {
+	if c.raw == nil || c.br.Buffered() > 0 {
+		return false
+	}
+	eof := false
+	c.raw.Read(func(fd uintptr) bool {
+		n, _, err := unix.Recvfrom(int(fd), c.peekBuf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		eof = n == 0 && err == nil
+		return true
+	})
+	return eof
+}
+
+// reply helpers.
+
+func fail(out []byte, hdr proto.Header, status uint8, format string, a ...any) []byte {
+	return proto.Finish(proto.AppendReplyHeader(out, hdr, status, 0, fmt.Sprintf(format, a...)), 0)
+}
+
+func ok(out []byte, hdr proto.Header) []byte {
+	return proto.AppendReplyHeader(out, hdr, proto.StatusOK, 0, "")
+}
+
+// opFailed appends the reply of a failed device operation: the CSR code as
+// status, the maybe-executed flag, the message.
+func opFailed(out []byte, hdr proto.Header, what string, err error, partial bool) []byte {
+	code := endpoint.CodeOf(err)
+	var flags uint8
+	if maybeExecuted(code) || partial {
+		flags |= proto.FlagMaybeExecuted
+	}
+	return proto.AppendReplyHeader(out, hdr, uint8(code), flags, what+": "+endpoint.Outcome(err))
+}
+
+// maybeExecuted: a TIMEOUT may hide a request that reached the device and
+// ran; every other code was decided before the request ran, or the device
+// reported that it did not run it.
+func maybeExecuted(c wire.Code) bool { return c == wire.CodeTimeout }
+
+func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
+	if c.needAuth && !c.authed && hdr.Type != proto.Hello {
+		c.h.malformed.Add(1)
+		c.disconnect = true
+		return fail(out, hdr, proto.StatusAuth, "this listener needs HELLO with the shared-secret token first")
+	}
+	if c.h.isClosed() {
+		return fail(out, hdr, proto.StatusShutdown, "the hub is stopping")
+	}
+	switch hdr.Type {
+	case proto.Hello:
+		return c.hello(hdr, body, out)
+	case proto.Open:
+		return c.open(hdr, body, out)
+	case proto.StatusReq:
+		b, err := json.Marshal(c.h.Status())
+		if err != nil {
+			return fail(out, hdr, proto.StatusBadMessage, "status: %v", err)
+		}
+		return proto.Finish(append(ok(out, hdr), b...), 0)
+	}
+	d := c.device(hdr)
+	if d == nil {
+		if !deviceType(hdr.Type) {
+			c.h.malformed.Add(1)
+			return fail(out, hdr, proto.StatusUnknownType, "unknown request type 0x%02x; see docs/hub-protocol.md", hdr.Type)
+		}
+		c.h.malformed.Add(1)
+		return fail(out, hdr, proto.StatusNoDevice, "no device has handle %d; OPEN the device first and use the handle it returns", hdr.Handle)
+	}
+	dec := proto.Decoder{B: body}
+	switch hdr.Type {
+	case proto.Read:
+		addr := dec.U32("READ address")
+		dec.End("READ")
+		if dec.Err != nil {
+			return c.bad(out, hdr, dec.Err)
+		}
+		v, err := d.read(addr)
+		if err != nil {
+			return proto.Finish(opFailed(out, hdr, fmt.Sprintf("read 0x%08x", addr), err, false), 0)
+		}
+		return proto.Finish(binary.LittleEndian.AppendUint32(ok(out, hdr), v), 0)
+	case proto.Write:
+		addr, data, mask := dec.U32("WRITE address"), dec.U32("WRITE data"), dec.U32("WRITE mask")
+		dec.End("WRITE")
+		if dec.Err != nil {
+			return c.bad(out, hdr, dec.Err)
+		}
+		if err := d.write(addr, data, mask); err != nil {
+			return proto.Finish(opFailed(out, hdr, fmt.Sprintf("write 0x%08x", addr), err, false), 0)
+		}
+		return proto.Finish(ok(out, hdr), 0)
+	case proto.ReadBlock:
+		addr, n := dec.U32("READ_BLOCK address"), dec.U32("READ_BLOCK length")
+		dec.End("READ_BLOCK")
+		if dec.Err != nil {
+			return c.bad(out, hdr, dec.Err)
+		}
+		if n > proto.MaxBlock {
+			return fail(out, hdr, proto.StatusTooLarge, "READ_BLOCK of %d bytes exceeds the %d-byte limit; split it", n, proto.MaxBlock)
+		}
+		start := len(out)
+		out = ok(out, hdr)
+		out = binary.LittleEndian.AppendUint32(out, 0)
+		out = binary.LittleEndian.AppendUint32(out, 0)
+		pos := len(out)
+		out = grow(out, int(n))
+		t, err := d.readBlock(addr, out[pos:pos+int(n)])
+		if err != nil {
+			out = opFailed(out[:start], hdr, fmt.Sprintf("read_block 0x%08x+%d", addr, n), err, t.Bytes > 0)
+			out = binary.LittleEndian.AppendUint32(out, uint32(t.Bytes))
+			out = binary.LittleEndian.AppendUint32(out, uint32(t.Fragments))
+			return proto.Finish(out, 0)
+		}
+		binary.LittleEndian.PutUint32(out[pos-8:], uint32(t.Bytes))
+		binary.LittleEndian.PutUint32(out[pos-4:], uint32(t.Fragments))
+		return proto.Finish(out, 0)
+	case proto.WriteBlock:
+		addr := dec.U32("WRITE_BLOCK address")
+		data := dec.B
+		if dec.Err != nil {
+			return c.bad(out, hdr, dec.Err)
+		}
+		if len(data) > proto.MaxBlock {
+			return fail(out, hdr, proto.StatusTooLarge, "WRITE_BLOCK of %d bytes exceeds the %d-byte limit; split it", len(data), proto.MaxBlock)
+		}
+		t, err := d.writeBlock(addr, data)
+		if err != nil {
+			out = opFailed(out, hdr, fmt.Sprintf("write_block 0x%08x+%d", addr, len(data)), err, t.Bytes > 0)
+		} else {
+			out = ok(out, hdr)
+		}
+		out = binary.LittleEndian.AppendUint32(out, uint32(t.Bytes))
+		out = binary.LittleEndian.AppendUint32(out, uint32(t.Fragments))
+		return proto.Finish(out, 0)
+	case proto.Batch:
+		return c.batch(d, hdr, body, out)
+	case proto.NodeRead, proto.NodeWrite, proto.NodeInfo, proto.Nodes:
+		return c.node(d, hdr, &dec, out)
+	}
+	c.h.malformed.Add(1)
+	return fail(out, hdr, proto.StatusUnknownType, "unknown request type 0x%02x; see docs/hub-protocol.md", hdr.Type)
+}
+
+func (c *conn) bad(out []byte, hdr proto.Header, err error) []byte {
+	c.h.malformed.Add(1)
+	return fail(out, hdr, proto.StatusBadMessage, "malformed %s: %v", proto.TypeName(hdr.Type), err)
+}
+
+// grow extends b by n bytes (contents undefined).
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), len(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}
+
+func (c *conn) device(hdr proto.Header) *Device {
+	i := int(hdr.Handle) - 1
+	if i < 0 || i >= len(c.h.devs) {
+		return nil
+	}
+	return c.h.devs[i]
+}
+
+func (c *conn) hello(hdr proto.Header, body []byte, out []byte) []byte {
+	dec := proto.Decoder{B: body}
+	ver := dec.U16("HELLO version")
+	token := dec.Str16("HELLO token")
+	dec.End("HELLO")
+	if dec.Err != nil {
+		c.disconnect = c.needAuth && !c.authed
+		return c.bad(out, hdr, dec.Err)
+	}
+	if ver != proto.Version {
+		return fail(out, hdr, proto.StatusVersion, "protocol version %d is not supported; this hub speaks version %d", ver, proto.Version)
+	}
+	if c.needAuth {
+		if c.h.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(c.h.cfg.Token)) != 1 {
+			c.h.malformed.Add(1)
+			c.disconnect = true
+			time.Sleep(100 * time.Millisecond) // slow down guessing
+			return fail(out, hdr, proto.StatusAuth, "wrong or missing token")
+		}
+		c.authed = true
+	}
+	out = ok(out, hdr)
+	out = binary.LittleEndian.AppendUint16(out, proto.Version)
+	out = binary.LittleEndian.AppendUint32(out, proto.MaxMessage)
+	out = binary.LittleEndian.AppendUint16(out, uint16(len(c.h.devs)))
+	return proto.Finish(out, 0)
+}
+
+// open resolves a device by name or by (interface, device MAC).
+func (c *conn) open(hdr proto.Header, body []byte, out []byte) []byte {
+	dec := proto.Decoder{B: body}
+	kind := dec.U8("OPEN kind")
+	var d *Device
+	switch kind {
+	case proto.OpenByName:
+		name := string(dec.B)
+		if dec.Err == nil && (len(name) == 0 || len(name) > proto.MaxName) {
+			return c.bad(out, hdr, fmt.Errorf("device name of %d bytes; use 1..%d", len(name), proto.MaxName))
+		}
+		if dec.Err != nil {
+			return c.bad(out, hdr, dec.Err)
+		}
+		d = c.h.byName[name]
+		if d == nil {
+			return fail(out, hdr, proto.StatusNoDevice, "no device %q; this hub has %s", name, c.h.deviceNames())
+		}
+	case proto.OpenByIface:
+		var mac wire.MAC
+		copy(mac[:], dec.Bytes(6, "OPEN device MAC"))
+		iface := string(dec.B)
+		if dec.Err != nil {
+			return c.bad(out, hdr, dec.Err)
+		}
+		for _, x := range c.h.devs {
+			if x.Config.Iface == iface && x.Config.MAC == mac {
+				d = x
+				break
+			}
+		}
+		if d == nil {
+			return fail(out, hdr, proto.StatusNoDevice, "no device %v on %s", mac, iface)
+		}
+	default:
+		return c.bad(out, hdr, fmt.Errorf("OPEN kind %d: use 0 (by name) or 1 (by interface and MAC)", kind))
+	}
+	out = ok(out, hdr)
+	out = binary.LittleEndian.AppendUint16(out, uint16(d.index+1))
+	var caps uint8
+	if d.table != nil {
+		caps |= proto.CapTable
+	}
+	out = append(out, caps, 0)
+	for k := range numKinds {
+		out = append(out, d.Config.Local[k][:]...)
+	}
+	out = append(out, d.Config.MAC[:]...)
+	out = proto.AppendStr16(out, d.Config.Name)
+	out = proto.AppendStr16(out, d.Config.Iface)
+	return proto.Finish(out, 0)
+}
+
+// batchOp is one decoded BATCH operation.
+type batchOp struct {
+	op         uint8
+	addr, a, b uint32
+	data       []byte
+}
+
+func (o *batchOp) String() string {
+	switch o.op {
+	case proto.Read:
+		return fmt.Sprintf("read 0x%08x", o.addr)
+	case proto.Write:
+		return fmt.Sprintf("write 0x%08x", o.addr)
+	case proto.ReadBlock:
+		return fmt.Sprintf("read_block 0x%08x+%d", o.addr, o.a)
+	}
+	return fmt.Sprintf("write_block 0x%08x+%d", o.addr, len(o.data))
+}
+
+// batch decodes the whole batch first (a malformed one runs nothing), then
+// runs its operations in order, stopping at the first failure.
+func (c *conn) batch(d *Device, hdr proto.Header, body []byte, out []byte) []byte {
+	dec := proto.Decoder{B: body}
+	n := dec.U32("BATCH count")
+	if dec.Err != nil {
+		return c.bad(out, hdr, dec.Err)
+	}
+	if n > proto.MaxBatch {
+		return fail(out, hdr, proto.StatusTooLarge, "BATCH of %d operations exceeds the limit of %d; split it", n, proto.MaxBatch)
+	}
+	ops := c.batchOps[:0]
+	var readBytes uint64
+	for i := uint32(0); i < n && dec.Err == nil; i++ {
+		o := batchOp{op: dec.U8("operation code")}
+		switch o.op {
+		case proto.Read:
+			o.addr = dec.U32("read address")
+		case proto.Write:
+			o.addr, o.a, o.b = dec.U32("write address"), dec.U32("write data"), dec.U32("write mask")
+		case proto.ReadBlock:
+			o.addr, o.a = dec.U32("read_block address"), dec.U32("read_block length")
+			readBytes += uint64(o.a)
+		case proto.WriteBlock:
+			o.addr = dec.U32("write_block address")
+			o.data = dec.Bytes(int(dec.U32("write_block length")), "write_block data")
+		default:
+			if dec.Err == nil {
+				dec.Err = fmt.Errorf("operation %d has code 0x%02x; use READ 0x10, WRITE 0x11, READ_BLOCK 0x12 or WRITE_BLOCK 0x13", i, o.op)
+			}
+		}
+		if dec.Err != nil {
+			dec.Err = fmt.Errorf("operation %d: %w", i, dec.Err)
+		}
+		ops = append(ops, o)
+	}
+	dec.End("BATCH")
+	c.batchOps = ops[:0]
+	if dec.Err != nil {
+		return c.bad(out, hdr, fmt.Errorf("%w; nothing was run", dec.Err))
+	}
+	if readBytes > proto.MaxBlock {
+		return fail(out, hdr, proto.StatusTooLarge, "BATCH reads %d block bytes, more than the %d-byte limit; split it", readBytes, proto.MaxBlock)
+	}
+	start := len(out)
+	out = ok(out, hdr)
+	resPos := len(out)
+	out = binary.LittleEndian.AppendUint32(out, 0)
+	out = binary.LittleEndian.AppendUint32(out, 0xFFFFFFFF)
+	for i := range ops {
+		o := &ops[i]
+		if i > 0 && i%64 == 0 && c.gone() {
+			// The client left: nobody reads the reply, stop before the next
+			// operation.
+			c.disconnect = true
+			return out
+		}
+		var err error
+		var partial bool
+		switch o.op {
+		case proto.Read:
+			var v uint32
+			v, err = d.read(o.addr)
+			if err == nil {
+				out = binary.LittleEndian.AppendUint32(out, v)
+			}
+		case proto.Write:
+			err = d.write(o.addr, o.a, o.b)
+		case proto.ReadBlock:
+			out = binary.LittleEndian.AppendUint32(out, o.a)
+			pos := len(out)
+			out = grow(out, int(o.a))
+			var t endpoint.Transfer
+			t, err = d.readBlock(o.addr, out[pos:])
+			partial = t.Bytes > 0
+			if err != nil {
+				out = out[:pos-4]
+			}
+		case proto.WriteBlock:
+			var t endpoint.Transfer
+			t, err = d.writeBlock(o.addr, o.data)
+			partial = t.Bytes > 0
+		}
+		if err != nil {
+			results := append([]byte(nil), out[resPos+8:]...)
+			what := fmt.Sprintf("batch operation %d (%v) failed", i, o)
+			if i > 0 {
+				what += fmt.Sprintf(" after operations 0..%d completed; the later ones were not run", i-1)
+			} else {
+				what += "; the later ones were not run"
+			}
+			out = opFailed(out[:start], hdr, what, err, partial)
+			out = binary.LittleEndian.AppendUint32(out, uint32(i))
+			out = binary.LittleEndian.AppendUint32(out, uint32(i))
+			out = append(out, results...)
+			return proto.Finish(out, 0)
+		}
+	}
+	binary.LittleEndian.PutUint32(out[resPos:], uint32(len(ops)))
+	return proto.Finish(out, 0)
+}
+
+// node serves the named-node requests.
+func (c *conn) node(d *Device, hdr proto.Header, dec *proto.Decoder, out []byte) []byte {
+	if d.table == nil {
+		return fail(out, hdr, proto.StatusNoNode, "device %q has no address table; set address_table in its [[device]]", d.Config.Name)
+	}
+	if hdr.Type == proto.Nodes {
+		dec.End("NODES")
+		if dec.Err != nil {
+			return c.bad(out, hdr, dec.Err)
+		}
+		nodes := d.table.nodes()
+		out = ok(out, hdr)
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(nodes)))
+		for _, n := range nodes {
+			out = proto.AppendNode(out, n.Node)
+		}
+		return proto.Finish(out, 0)
+	}
+	var value uint32
+	if hdr.Type == proto.NodeWrite {
+		value = dec.U32("NODE_WRITE value")
+	}
+	name := string(dec.B)
+	if dec.Err != nil {
+		return c.bad(out, hdr, dec.Err)
+	}
+	n, err := d.table.node(name)
+	if err != nil {
+		return fail(out, hdr, proto.StatusNoNode, "%v", err)
+	}
+	switch hdr.Type {
+	case proto.NodeInfo:
+		return proto.Finish(proto.AppendNode(ok(out, hdr), n.Node), 0)
+	case proto.NodeRead:
+		if n.Perm&1 == 0 {
+			return proto.Finish(opFailed(out, hdr, "read "+name, localInvalid("node %q is write-only", name), false), 0)
+		}
+		v, err := d.read(n.Address)
+		if err != nil {
+			return proto.Finish(opFailed(out, hdr, fmt.Sprintf("read %s (0x%08x)", name, n.Address), err, false), 0)
+		}
+		return proto.Finish(binary.LittleEndian.AppendUint32(ok(out, hdr), n.field(v)), 0)
+	}
+	data, mask, err := n.place(value)
+	if err != nil {
+		return proto.Finish(opFailed(out, hdr, "write "+name, localInvalid("%v", err), false), 0)
+	}
+	if err := d.write(n.Address, data, mask); err != nil {
+		return proto.Finish(opFailed(out, hdr, fmt.Sprintf("write %s (0x%08x)", name, n.Address), err, false), 0)
+	}
+	return proto.Finish(ok(out, hdr), 0)
+}
+
+func localInvalid(format string, a ...any) error {
+	return &endpoint.OpError{Op: "node", Code: wire.CodeLocalInvalid, Err: fmt.Errorf(format, a...)}
+}
+
+// deviceType reports whether t is a request on a device handle.
+func deviceType(t uint8) bool {
+	switch t {
+	case proto.Read, proto.Write, proto.ReadBlock, proto.WriteBlock, proto.Batch,
+		proto.NodeRead, proto.NodeWrite, proto.NodeInfo, proto.Nodes:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,331 @@
+// Package hub is the oETP hub: a long-running service that owns devices
+// (boards, or `oetp serve` endpoints), each reached through an interface,
+// and serves their operations to many clients at once over a Unix socket
+// (and optionally TCP) with the protocol of docs/hub-protocol.md
+// (package hub/proto).
+//
+// A device gets one initiator-only endpoint per kind of operation (RMEM, DMA
+// write, DMA read), each on its own local MAC: a v1 peer entry has one mode,
+// so the device's peer table holds one entry per hub MAC
+// (Config.PeerEntries). Each client connection is served by one goroutine
+// that reads a request, runs it on the device's endpoint and writes the
+// reply; replies are flushed when no further request is already buffered, so
+// a pipelining client pays one system call per burst. Concurrent clients
+// meet in the endpoint, whose initiating slot serialises the frames, so
+// every reply is matched to its own request whatever the interleaving. A
+// BATCH runs its operations back to back on the endpoint without a client
+// round trip between them.
+//
+// Bad input never costs other clients anything: a malformed request gets a
+// BAD_MESSAGE reply and the connection goes on (only a broken length field
+// closes it, since the stream cannot be resynchronised); a client that
+// disconnects during a batch stops the batch before its next operation.
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/wire"
+)
+
+// Opener opens the link of one local MAC of a device: the interface iface,
+// receiving frames for mac (which is also the source of the frames sent).
+type Opener func(d DeviceConfig, k Kind, mac wire.MAC) (link.Link, error)
+
+// Device is one device the hub owns.
+type Device struct {
+	Config DeviceConfig
+	index  int
+	eps    [numKinds]*endpoint.Endpoint
+	links  [numKinds]link.Link
+	table  *table // nil without an address table
+	m      devMetrics
+}
+
+// Endpoint returns the endpoint of kind k.
+func (d *Device) Endpoint(k Kind) *endpoint.Endpoint { return d.eps[k] }
+
+// Hub owns the devices and serves clients.
+type Hub struct {
+	cfg    Config
+	log    *slog.Logger
+	devs   []*Device
+	byName map[string]*Device
+	start  time.Time
+	met    *metrics
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	conns     map[*conn]struct{}
+	closed    bool
+	closing   atomic.Bool
+	wg        sync.WaitGroup
+	clients   atomic.Int64
+	accepted  atomic.Uint64
+	malformed atomic.Uint64
+}
+
+// New opens every device of cfg (cfg.Check must pass) with open, loading
+// address tables, and returns the hub, not yet serving. log may be nil.
+func New(cfg Config, open Opener, log *slog.Logger) (*Hub, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Hub{cfg: cfg, log: log, byName: map[string]*Device{}, start: time.Now(), conns: map[*conn]struct{}{}}
+	h.met = newMetrics(h)
+	for i, dc := range cfg.Devices {
+		d := &Device{Config: dc, index: i}
+		if dc.AddressTable != "" {
+			t, err := loadTable(dc.AddressTable)
+			if err != nil {
+				h.closeDevices()
+				return nil, fmt.Errorf("device %q: address_table: %w", dc.Name, err)
+			}
+			d.table = t
+		}
+		h.devs = append(h.devs, d)
+		h.byName[dc.Name] = d
+		for k := range numKinds {
+			if err := h.openEndpoint(d, Kind(k), open); err != nil {
+				h.closeDevices()
+				return nil, fmt.Errorf("device %q: local.%s %v on %s: %w", dc.Name, Kind(k), dc.Local[k], dc.Iface, err)
+			}
+		}
+		h.met.addDevice(d)
+	}
+	return h, nil
+}
+
+func (h *Hub) openEndpoint(d *Device, k Kind, open Opener) error {
+	l, err := open(d.Config, k, d.Config.Local[k])
+	if err != nil {
+		return err
+	}
+	cfg := endpoint.Config{MAC: d.Config.Local[k], MaxFrame: l.MaxFrame(), RMEMTimeout: d.Config.RMEMTimeout, DMATimeout: d.Config.DMATimeout}
+	if d.Config.MaxFrame != 0 {
+		cfg.MaxFrame = d.Config.MaxFrame
+	}
+	cfg.MaxFrame = min(cfg.MaxFrame, wire.MaxFrameLen)
+	ep, err := endpoint.New(l, nil, cfg)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	if err := ep.SetPeer(0, endpoint.Peer{MAC: d.Config.MAC, Mode: k.localMode(), WindowSize: 1 << 32}); err != nil {
+		ep.Close()
+		return err
+	}
+	d.eps[k], d.links[k] = ep, l
+	return nil
+}
+
+func (h *Hub) closeDevices() {
+	for _, d := range h.devs {
+		for _, ep := range d.eps {
+			if ep != nil {
+				ep.Close()
+			}
+		}
+	}
+}
+
+// Devices returns the devices in configuration order.
+func (h *Hub) Devices() []*Device { return h.devs }
+
+// Config returns the configuration in force, local MACs derived.
+func (h *Hub) Config() Config { return h.cfg }
+
+// ErrRunning is wrapped by ListenUnix's error when another hub serves the
+// socket.
+var ErrRunning = errors.New("another hub is serving this socket")
+
+// ListenUnix creates the Unix socket at path (mode 0660, its directory
+// created 0755 if missing) and returns its listener. A lock file path+".lock"
+// held for the listener's life makes sure two hubs never serve one socket: if
+// another hub holds it, ListenUnix fails with ErrRunning; a socket left by a
+// hub that died is detected (its lock is free) and replaced.
+func ListenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("socket lock: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		pid := ""
+		if b, err := os.ReadFile(path + ".lock"); err == nil && len(b) > 0 {
+			pid = " (pid " + strings.TrimSpace(string(b)) + ")"
+		}
+		return nil, fmt.Errorf("%s: %w%s; stop it first, or give this hub another socket", path, ErrRunning, pid)
+	}
+	// Holding the lock, any socket file is stale: a hub that is alive holds
+	// the lock. Still, never remove something that answers.
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		lock.Close()
+		return nil, fmt.Errorf("%s: %w (it answers although its lock is free); stop it first", path, ErrRunning)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			lock.Close()
+			return nil, fmt.Errorf("%s exists and is not a socket; remove it or choose another path", path)
+		}
+		if err := os.Remove(path); err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("removing the stale socket %s: %w", path, err)
+		}
+	}
+	lock.Truncate(0)
+	fmt.Fprintf(lock, "%d\n", os.Getpid())
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		l.Close()
+		lock.Close()
+		return nil, err
+	}
+	ul := l.(*net.UnixListener)
+	ul.SetUnlinkOnClose(true)
+	return &lockedListener{UnixListener: ul, lock: lock}, nil
+}
+
+type lockedListener struct {
+	*net.UnixListener
+	lock *os.File
+	once sync.Once
+}
+
+func (l *lockedListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() { l.lock.Close() })
+	return err
+}
+
+// ListenTCP listens on addr for --listen. A bare port ("7700") or ":7700"
+// listens on 127.0.0.1; any other host requires a token (Config.Token).
+func ListenTCP(addr, token string) (net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if !strings.Contains(addr, ":") {
+			host, port, err = "", addr, nil
+		} else {
+			return nil, fmt.Errorf("--listen %q: %v; use PORT, :PORT or HOST:PORT", addr, err)
+		}
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if !isLoopbackHost(host) && token == "" {
+		return nil, fmt.Errorf("--listen %s is not a loopback address: a shared-secret token is required (token_file in the config, or --token-file)", addr)
+	}
+	return net.Listen("tcp", net.JoinHostPort(host, port))
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Serve accepts clients on l until Close. requireToken makes every client
+// present Config.Token in HELLO before anything else.
+func (h *Hub) Serve(l net.Listener, requireToken bool) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		l.Close()
+		return net.ErrClosed
+	}
+	h.listeners = append(h.listeners, l)
+	h.mu.Unlock()
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			h.mu.Lock()
+			closed := h.closed
+			h.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				h.log.Warn("accept", "err", err)
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		c := newConn(h, nc, requireToken)
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		h.conns[c] = struct{}{}
+		h.wg.Add(1)
+		h.mu.Unlock()
+		h.clients.Add(1)
+		h.accepted.Add(1)
+		go func() {
+			defer h.wg.Done()
+			c.serve()
+			h.clients.Add(-1)
+			h.mu.Lock()
+			delete(h.conns, c)
+			h.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, disconnects the clients (an operation in progress
+// finishes first), waits for their goroutines and closes the endpoints.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.closing.Store(true)
+	for _, l := range h.listeners {
+		l.Close()
+	}
+	for c := range h.conns {
+		c.nc.Close()
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+	h.closeDevices()
+	return nil
+}
+
+// ctx is the context of operations: the endpoints' own timeouts bound them.
+var opCtx = context.Background()

@@ -1,0 +1,416 @@
+package hub_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/hub"
+	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/mem"
+	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/wire"
+)
+
+var boardMAC = wire.MAC{0x02, 0x0e, 0x0c, 0, 0, 0x01}
+
+// testHub is a hub on an in-memory switch with one board: an endpoint
+// serving 64 KiB of registers at 0 and 1 MiB of RAM at 0x100000, a
+// SLVERR range at 0x200000, with the peer entries the hub prints.
+type testHub struct {
+	h    *hub.Hub
+	path string
+	sw   *mem.Switch
+	ram  *memory.RAM
+	dev  *endpoint.Endpoint
+}
+
+func newTestHub(t *testing.T) *testHub {
+	t.Helper()
+	sw, err := mem.NewSwitch(mem.Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := hub.Config{Devices: []hub.DeviceConfig{{Name: "board1", Iface: "mem0", MAC: boardMAC, RMEMTimeout: time.Second, DMATimeout: time.Second}}}
+	if err := cfg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	port, err := sw.Attach(boardMAC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regs, _ := memory.NewRAM(0, 64<<10)
+	ram, _ := memory.NewRAM(0x100000, 1<<20)
+	fault, _ := memory.NewFault(0x200000, 4096, memory.SLVERR)
+	m := memory.NewMap()
+	for _, r := range []struct {
+		base uint32
+		size uint64
+		s    memory.Space
+	}{{0, 64 << 10, regs}, {0x100000, 1 << 20, ram}, {0x200000, 4096, fault}} {
+		if err := m.Add(r.base, r.size, r.s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dev, err := endpoint.New(port, m, endpoint.Config{Contexts: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	for k, mac := range cfg.Devices[0].Local {
+		mode := hub.Kind(k).DeviceMode()
+		if err := dev.SetPeer(k, endpoint.Peer{MAC: mac, Mode: mode, WindowSize: 1 << 32}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func(d hub.DeviceConfig, k hub.Kind, mac wire.MAC) (link.Link, error) { return sw.Attach(mac) }
+	h, err := hub.New(cfg, open, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "hub.sock")
+	l, err := hub.ListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Serve(l, false) }()
+	t.Cleanup(func() {
+		h.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return &testHub{h: h, path: path, sw: sw, ram: regs, dev: dev}
+}
+
+func dial(t *testing.T, path string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func openDev(t *testing.T, c *client.Client) *client.Device {
+	t.Helper()
+	d, err := c.Device("board1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestOperations(t *testing.T) {
+	th := newTestHub(t)
+	d := openDev(t, dial(t, th.path))
+	if err := d.Write(0x10, 0xC0FFEE01, 0xFFFFFFFF); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write(0x10, 0x0000AB00, 0x0000FF00); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := d.Read(0x10); err != nil || v != 0xC0FFAB01 {
+		t.Fatalf("read 0x10 = %#x, %v; want 0xc0ffab01", v, err)
+	}
+	var w [4]byte
+	th.ram.ReadAt(w[:], 0x10)
+	if got := binary.LittleEndian.Uint32(w[:]); got != 0xC0FFAB01 {
+		t.Errorf("device memory holds %#x", got)
+	}
+	data := make([]byte, 100<<10+3)
+	rand.NewChaCha8([32]byte{7}).Read(data)
+	if err := d.WriteBlock(0x100000, data); err != nil {
+		t.Fatal(err)
+	}
+	back, err := d.ReadBlock(0x100000, len(data))
+	if err != nil || !bytes.Equal(back, data) {
+		t.Fatalf("read_block: %v, equal %v", err, bytes.Equal(back, data))
+	}
+	// Errors: an ERROR_RSP's code, a local check, a timeout flagged as maybe executed.
+	_, err = d.Read(0x200000)
+	wantOp(t, err, wire.CodeRemoteAXIRdSlverr, false)
+	_, err = d.Read(0x13)
+	wantOp(t, err, wire.CodeLocalInvalid, false)
+	err = d.WriteBlock(0x200000, []byte{1, 2, 3, 4})
+	wantOp(t, err, wire.CodeRemoteAXIWrSlverr, false)
+	if _, err := dial(t, th.path).Device("nope"); !client.IsNoDevice(err) {
+		t.Errorf("unknown device: %v, want NO_DEVICE", err)
+	}
+	dd, err := dial(t, th.path).DeviceOn("mem0", boardMAC)
+	if err != nil || dd.Name != "board1" || dd.Local != th.h.Config().Devices[0].Local {
+		t.Errorf("DeviceOn: %+v, %v", dd, err)
+	}
+}
+
+func wantOp(t *testing.T, err error, code wire.Code, maybe bool) *client.OpError {
+	t.Helper()
+	var oe *client.OpError
+	if !errors.As(err, &oe) {
+		t.Fatalf("error %v, want an OpError with %v", err, code)
+	}
+	if oe.Code != code || oe.Name != code.String() || oe.MaybeExecuted != maybe {
+		t.Errorf("OpError %+v, want code %v maybe-executed %v", oe, code, maybe)
+	}
+	return oe
+}
+
+func TestTimeoutMaybeExecuted(t *testing.T) {
+	th := newTestHub(t)
+	d := openDev(t, dial(t, th.path))
+	th.dev.SetPeer(0, endpoint.Peer{}) // the board no longer answers the hub's RMEM MAC
+	_, err := d.Read(0)
+	wantOp(t, err, wire.CodeTimeout, true)
+}
+
+func TestBatch(t *testing.T) {
+	th := newTestHub(t)
+	d := openDev(t, dial(t, th.path))
+	b := d.NewBatch()
+	var rs []*client.Result
+	for i := range 100 {
+		b.Write(uint32(4*i), uint32(i*3), 0xFFFFFFFF)
+		rs = append(rs, b.Read(uint32(4*i)))
+	}
+	blk := b.ReadBlock(0x0, 16)
+	if err := b.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rs {
+		if !r.Done || r.Value != uint32(i*3) {
+			t.Fatalf("result %d: %+v", i, r)
+		}
+	}
+	if !bytes.Equal(blk.Data, []byte{0, 0, 0, 0, 3, 0, 0, 0, 6, 0, 0, 0, 9, 0, 0, 0}) {
+		t.Errorf("block %x", blk.Data)
+	}
+	// A failing batch: operation 2 fails, 0 and 1 ran, 3 did not.
+	b = d.NewBatch()
+	r0 := b.Write(0x40, 0x11, 0xFFFFFFFF)
+	r1 := b.Read(0x40)
+	b.Read(0x200000)
+	r3 := b.Write(0x8000, 0x22, 0xFFFFFFFF)
+	err := b.Run()
+	oe := wantOp(t, err, wire.CodeRemoteAXIRdSlverr, false)
+	if oe.Index != 2 || !r0.Done || !r1.Done || r1.Value != 0x11 || r3.Done {
+		t.Errorf("failed batch: index %d, results %+v %+v %+v", oe.Index, r0, r1, r3)
+	}
+	if !strings.Contains(oe.Message, "batch operation 2") || !strings.Contains(oe.Message, "0..1 completed") {
+		t.Errorf("message %q", oe.Message)
+	}
+	if v, _ := d.Read(0x8000); v != 0 {
+		t.Errorf("operation after the failure ran: 0x8000 = %#x", v)
+	}
+}
+
+// raw sends bytes on a fresh connection and returns it.
+func rawConn(t *testing.T, path string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func readReply(t *testing.T, c net.Conn) (proto.Header, proto.ReplyStatus, []byte) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	hdr, body, _, err := proto.ReadMessage(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, res, err := proto.ParseReply(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hdr, st, res
+}
+
+func TestMalformed(t *testing.T) {
+	th := newTestHub(t)
+	other := openDev(t, dial(t, th.path))
+	c := rawConn(t, th.path)
+	// Open the device on the raw connection.
+	req := proto.AppendHeader(nil, proto.Open, 0, 1)
+	req = append(append(req, proto.OpenByName), "board1"...)
+	c.Write(proto.Finish(req, 0))
+	_, st, res := readReply(t, c)
+	if st.Status != 0 || len(res) < 2 {
+		t.Fatalf("OPEN: %+v", st)
+	}
+	handle := binary.LittleEndian.Uint16(res)
+	cases := []struct {
+		name   string
+		msg    []byte
+		status uint8
+	}{
+		{"short READ", proto.Finish(append(proto.AppendHeader(nil, proto.Read, handle, 2), 1, 2), 0), proto.StatusBadMessage},
+		{"unknown type", proto.Finish(proto.AppendHeader(nil, 0x77, handle, 3), 0), proto.StatusUnknownType},
+		{"bad handle", proto.Finish(append(proto.AppendHeader(nil, proto.Read, 99, 4), 0, 0, 0, 0), 0), proto.StatusNoDevice},
+		{"batch bad op", proto.Finish(append(proto.AppendHeader(nil, proto.Batch, handle, 5), 1, 0, 0, 0, 0x55), 0), proto.StatusBadMessage},
+		{"batch truncated", proto.Finish(append(proto.AppendHeader(nil, proto.Batch, handle, 6), 2, 0, 0, 0, proto.Read, 0, 0, 0, 0), 0), proto.StatusBadMessage},
+	}
+	for _, cs := range cases {
+		c.Write(cs.msg)
+		hdr, st, _ := readReply(t, c)
+		if st.Status != cs.status || hdr.Tag != binary.LittleEndian.Uint32(cs.msg[8:]) || st.Message == "" {
+			t.Errorf("%s: status %s (%q), tag %d", cs.name, proto.StatusName(st.Status), st.Message, hdr.Tag)
+		}
+		// The other client is served meanwhile.
+		if err := other.Write(0x80, 1, 0xFFFFFFFF); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same connection still works.
+	c.Write(proto.Finish(binary.LittleEndian.AppendUint32(proto.AppendHeader(nil, proto.Read, handle, 9), 0x80), 0))
+	_, st, res = readReply(t, c)
+	if st.Status != 0 || binary.LittleEndian.Uint32(res) != 1 {
+		t.Errorf("read after malformed requests: %+v %x", st, res)
+	}
+	// A broken length: an error reply, then the hub closes this connection only.
+	c.Write([]byte{3, 0, 0, 0, proto.Read, 0, 1, 0, 9, 0, 0, 0})
+	_, st, _ = readReply(t, c)
+	if st.Status != proto.StatusBadMessage {
+		t.Errorf("bad length: %+v", st)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("after a framing error: read %v, want EOF", err)
+	}
+	if _, err := other.Read(0x80); err != nil {
+		t.Errorf("other client after the framing error: %v", err)
+	}
+}
+
+// A client that sends a batch and leaves costs nobody anything: the batch
+// stops, and others are served.
+func TestDisconnectMidBatch(t *testing.T) {
+	th := newTestHub(t)
+	other := openDev(t, dial(t, th.path))
+	c := rawConn(t, th.path)
+	req := proto.AppendHeader(nil, proto.Open, 0, 1)
+	c.Write(proto.Finish(append(append(req, proto.OpenByName), "board1"...), 0))
+	_, _, res := readReply(t, c)
+	handle := binary.LittleEndian.Uint16(res)
+	const n = 20000
+	b := proto.AppendHeader(nil, proto.Batch, handle, 2)
+	b = binary.LittleEndian.AppendUint32(b, n)
+	for i := range n {
+		b = append(b, proto.Write)
+		b = binary.LittleEndian.AppendUint32(b, 0x1000)
+		b = binary.LittleEndian.AppendUint32(b, uint32(i+1))
+		b = binary.LittleEndian.AppendUint32(b, 0xFFFFFFFF)
+	}
+	c.Write(proto.Finish(b, 0))
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	time.Sleep(200 * time.Millisecond)
+	v1, err := other.Read(0x1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	v2, _ := other.Read(0x1000)
+	if v1 == n || v1 != v2 {
+		t.Errorf("the batch went on after the client left: 0x1000 = %d then %d (of %d)", v1, v2, n)
+	}
+}
+
+func TestConcurrentClients(t *testing.T) {
+	th := newTestHub(t)
+	const clients, pairs = 8, 500
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := client.Dial(th.path)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			d, err := c.Device("board1")
+			if err != nil {
+				errs <- err
+				return
+			}
+			for j := range pairs {
+				addr := uint32(0x2000 + 4*i)
+				v := uint32(i<<24 | j)
+				if err := d.Write(addr, v, 0xFFFFFFFF); err != nil {
+					errs <- err
+					return
+				}
+				if got, err := d.Read(addr); err != nil || got != v {
+					errs <- fmt.Errorf("client %d pair %d: read %#x, %v; want %#x", i, j, got, err, v)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st := th.h.Status()
+	if got := st.Devices[0].Ops["read"].Count; got != clients*pairs {
+		t.Errorf("status counts %d reads, want %d", got, clients*pairs)
+	}
+}
+
+func TestSocketLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "hub.sock")
+	l, err := hub.ListenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o660 {
+		t.Errorf("socket mode %v, %v; want 0660", fi.Mode(), err)
+	}
+	if _, err := hub.ListenUnix(path); !errors.Is(err, hub.ErrRunning) {
+		t.Errorf("second hub on the socket: %v, want ErrRunning", err)
+	}
+	l.Close()
+	// A hub that crashed leaves its socket file: simulate one, it is replaced.
+	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ul.SetUnlinkOnClose(false)
+	ul.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("stale socket not left: %v", err)
+	}
+	l2, err := hub.ListenUnix(path)
+	if err != nil {
+		t.Fatalf("stale socket not replaced: %v", err)
+	}
+	l2.Close()
+	// A regular file in the way is never removed.
+	os.WriteFile(path, []byte("x"), 0o600)
+	if _, err := hub.ListenUnix(path); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("file in the way: %v", err)
+	}
+}

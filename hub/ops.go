@@ -1,0 +1,38 @@
+package hub
+
+import (
+	"time"
+
+	"github.com/openenoc/oetp/endpoint"
+)
+
+// The device operations, each on the endpoint of its kind, counted in the
+// metrics.
+
+func (d *Device) read(addr uint32) (uint32, error) {
+	t0 := time.Now()
+	v, err := d.eps[KindRMEM].RMEMRead(opCtx, 0, addr)
+	d.m.done(opRead, t0, err, 0)
+	return v, err
+}
+
+func (d *Device) write(addr, data, mask uint32) error {
+	t0 := time.Now()
+	err := d.eps[KindRMEM].RMEMWrite(opCtx, 0, addr, data, mask)
+	d.m.done(opWrite, t0, err, 0)
+	return err
+}
+
+func (d *Device) readBlock(addr uint32, dst []byte) (endpoint.Transfer, error) {
+	t0 := time.Now()
+	t, err := d.eps[KindDMARead].DMARead(opCtx, 0, addr, dst)
+	d.m.done(opReadBlock, t0, err, t.Bytes)
+	return t, err
+}
+
+func (d *Device) writeBlock(addr uint32, src []byte) (endpoint.Transfer, error) {
+	t0 := time.Now()
+	t, err := d.eps[KindDMAWrite].DMAWrite(opCtx, 0, addr, src)
+	d.m.done(opWriteBlock, t0, err, t.Bytes)
+	return t, err
+}

@@ -1,0 +1,63 @@
+package hub
+
+import (
+	"os"
+	"time"
+
+	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/wire"
+)
+
+// Status returns the hub's status and counters.
+func (h *Hub) Status() proto.Status {
+	s := proto.Status{PID: os.Getpid(), UptimeS: time.Since(h.start).Seconds(), Clients: h.clients.Load(),
+		Accepted: h.accepted.Load(), Malformed: h.malformed.Load()}
+	for _, d := range h.devs {
+		ds := proto.DeviceStatus{Name: d.Config.Name, Iface: d.Config.Iface, MAC: d.Config.MAC.String(),
+			Local: map[string]string{}, AddressTable: d.Config.AddressTable,
+			Ops: map[string]proto.OpStatus{}, Endpoints: map[string]proto.EndpointStat{}}
+		if d.table != nil {
+			ds.Nodes = len(d.table.nodes())
+		}
+		for k := range numKinds {
+			ds.Local[Kind(k).String()] = d.Config.Local[k].String()
+			st := d.eps[k].Stats()
+			es := proto.EndpointStat{MAC: d.Config.Local[k].String(), TxFrames: st.TxFrames, RxFrames: st.RxFrames,
+				Timeouts: st.Timeouts, Late: st.DropLateResponse, Unmatched: st.DropUnmatchedResponse}
+			if ls, ok := d.links[k].(linkStats); ok {
+				es.KernelDrops = ls.Stats().DropQueueFull
+			}
+			ds.Endpoints[Kind(k).String()] = es
+		}
+		for op := range numOps {
+			o := proto.OpStatus{Count: d.m.ops[op].Load(), Bytes: d.m.bytes[op].Load()}
+			if o.Count > 0 {
+				o.MeanUS = float64(d.m.nanos[op].Load()) / float64(o.Count) / 1e3
+			}
+			for c := 1; c < 16; c++ {
+				if n := d.m.errs[op][c].Load(); n > 0 {
+					if o.Errors == nil {
+						o.Errors = map[string]uint64{}
+					}
+					o.Errors[wire.Code(c).String()] = n
+				}
+			}
+			ds.Ops[opNames[op]] = o
+		}
+		s.Devices = append(s.Devices, ds)
+	}
+	return s
+}
+
+func (h *Hub) isClosed() bool { return h.closing.Load() }
+
+func (h *Hub) deviceNames() string {
+	s := ""
+	for i, d := range h.devs {
+		if i > 0 {
+			s += ", "
+		}
+		s += d.Config.Name
+	}
+	return s
+}
