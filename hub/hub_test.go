@@ -38,7 +38,7 @@ type testHub struct {
 	dev  *endpoint.Endpoint
 }
 
-func newTestHub(t *testing.T) *testHub {
+func newTestHub(t testing.TB) *testHub {
 	t.Helper()
 	sw, err := mem.NewSwitch(mem.Config{Seed: 1})
 	if err != nil {
@@ -97,7 +97,7 @@ func newTestHub(t *testing.T) *testHub {
 	return &testHub{h: h, path: path, sw: sw, ram: regs, dev: dev}
 }
 
-func dial(t *testing.T, path string) *client.Client {
+func dial(t testing.TB, path string) *client.Client {
 	t.Helper()
 	c, err := client.Dial(path)
 	if err != nil {

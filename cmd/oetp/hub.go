@@ -1,0 +1,249 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/hub"
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/wire"
+)
+
+func init() { register(newHubCmd) }
+
+func newHubCmd() *cobra.Command {
+	var (
+		config, socket, listen, tokenFile, metrics string
+		printPeers                                 bool
+	)
+	cmd := &cobra.Command{
+		Use:   "hub --config FILE",
+		Short: "Run the hub: one process that owns the devices and serves many clients",
+		Long: `hub owns one or more devices (boards, or 'oetp serve' endpoints), each reached
+through an interface, and serves their RMEM and DMA operations, batches and
+named address-table nodes to any number of clients at once: the Go package
+client, the Python package in python/, and the one-shot commands (rmem, dma),
+which go through the hub when it serves their interface. The protocol is
+docs/hub-protocol.md.
+
+A v1 peer entry has one mode, so the hub uses one local MAC per kind of
+operation: [device.local] rmem, dma_write and dma_read, derived
+locally-administered addresses when omitted. Program the device's peer table
+once with the entries --print-peer-entries prints (without starting a hub).
+
+The socket is 'socket' in the config or --socket (default /run/oetp/hub.sock
+as root, else $XDG_RUNTIME_DIR/oetp/hub.sock or /tmp/oetp-UID/hub.sock), mode
+0660. A socket left by a hub that died is replaced; a live hub on it is never
+displaced. --listen ADDR also serves TCP: a bare port or :PORT listens on
+loopback; any other address needs a shared-secret token (--token-file or
+token_file), which every TCP client must then present. --metrics ADDR serves
+Prometheus text at /metrics (a bare port or :PORT means loopback).
+
+Config keys: socket, listen, token_file, metrics; [[device]] name, iface, mac,
+address_table, timeout (default 1s; rmem_timeout and dma_timeout override it),
+max_frame, busy_poll; [device.local] rmem, dma_write, dma_read.
+
+Logs go to standard error; a line with msg=ready is printed once the hub
+serves. SIGINT or SIGTERM stop it.`,
+		Example: `  oetp hub --config /etc/oetp/hub.toml
+  oetp hub --config hub.toml --print-peer-entries
+  oetp hub --config hub.toml --listen 7700 --metrics 9110
+  oetp hub status`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if config == "" {
+				return usagef("--config is required: the TOML file with the [[device]] tables (see 'oetp hub --help')")
+			}
+			cfg, err := hub.LoadConfig(config)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			if printPeers {
+				_, err := fmt.Fprint(cmd.OutOrStdout(), cfg.PeerEntries())
+				return err
+			}
+			fl := cmd.Flags()
+			if fl.Changed("socket") {
+				cfg.Socket = socket
+			}
+			if fl.Changed("listen") {
+				cfg.Listen = listen
+			}
+			if fl.Changed("metrics") {
+				cfg.Metrics = metrics
+			}
+			if tokenFile != "" {
+				b, err := os.ReadFile(tokenFile)
+				if err != nil {
+					return usagef("--token-file: %v", err)
+				}
+				if cfg.Token = strings.TrimSpace(string(b)); cfg.Token == "" {
+					return usagef("--token-file %s is empty: put the shared secret in it", tokenFile)
+				}
+			}
+			if cfg.Socket == "" {
+				cfg.Socket = hub.DefaultSocket()
+			}
+			return runHub(cmd, cfg)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&config, "config", "", "the hub's TOML configuration `FILE`")
+	fs.BoolVar(&printPeers, "print-peer-entries", false, "print the peer table entries each device needs for the hub's MACs, and exit")
+	fs.StringVar(&socket, "socket", "", "Unix socket `PATH` (overrides the config's socket)")
+	fs.StringVar(&listen, "listen", "", "also serve TCP on `ADDR` (PORT or :PORT: loopback; other hosts need a token)")
+	fs.StringVar(&tokenFile, "token-file", "", "`FILE` holding the shared secret TCP clients must present")
+	fs.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on `ADDR` at /metrics (PORT or :PORT: loopback)")
+	cmd.AddCommand(newHubStatusCmd())
+	return cmd
+}
+
+// hubOpener opens each local MAC's AF_PACKET link.
+func hubOpener(d hub.DeviceConfig, _ hub.Kind, mac wire.MAC) (link.Link, error) {
+	il, err := openIface(ifaceOptions{Name: d.Iface, MAC: mac, MaxFrame: d.MaxFrame, BusyPoll: d.BusyPoll})
+	if err != nil {
+		return nil, err
+	}
+	return il.Link, nil
+}
+
+// loopbackAddr turns PORT or :PORT into 127.0.0.1:PORT.
+func loopbackAddr(addr string) string {
+	if !strings.Contains(addr, ":") {
+		return "127.0.0.1:" + addr
+	}
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
+}
+
+func runHub(cmd *cobra.Command, cfg hub.Config) error {
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	// The socket first: a second hub fails before it touches any interface.
+	ul, err := hub.ListenUnix(cfg.Socket)
+	if err != nil {
+		return fmt.Errorf("--socket: %w", err)
+	}
+	h, err := hub.New(cfg, hubOpener, log)
+	if err != nil {
+		ul.Close()
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return err
+		}
+		return fmt.Errorf("opening devices: %w", err)
+	}
+	defer h.Close()
+	errc := make(chan error, 3)
+	go func() { errc <- h.Serve(ul, false) }()
+	tcp := ""
+	if cfg.Listen != "" {
+		tl, err := hub.ListenTCP(cfg.Listen, cfg.Token)
+		if err != nil {
+			ul.Close()
+			return usagef("%v", err)
+		}
+		tcp = tl.Addr().String()
+		go func() { errc <- h.Serve(tl, cfg.Token != "") }()
+	}
+	metricsAddr := ""
+	if cfg.Metrics != "" {
+		ml, err := net.Listen("tcp", loopbackAddr(cfg.Metrics))
+		if err != nil {
+			return usagef("--metrics %s: %v", cfg.Metrics, err)
+		}
+		metricsAddr = ml.Addr().String()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", h.MetricsHandler())
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ml)
+		defer srv.Close()
+	}
+	for _, d := range h.Devices() {
+		c := d.Config
+		log.Info("device", "name", c.Name, "iface", c.Iface, "mac", c.MAC.String(),
+			"rmem", c.Local[hub.KindRMEM].String(), "dma_write", c.Local[hub.KindDMAWrite].String(),
+			"dma_read", c.Local[hub.KindDMARead].String(), "address_table", c.AddressTable)
+	}
+	log.Info("ready", "socket", cfg.Socket, "listen", tcp, "metrics", metricsAddr, "devices", len(h.Devices()), "pid", os.Getpid())
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		log.Info("stopping")
+	case err := <-errc:
+		if err != nil {
+			return err
+		}
+	}
+	return h.Close()
+}
+
+func newHubStatusCmd() *cobra.Command {
+	var path string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [--hub PATH] [--json]",
+		Short: "Show a running hub's devices and counters",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client.Dial(path)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, raw, err := c.Status()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				_, err := fmt.Fprintf(out, "%s\n", raw)
+				return err
+			}
+			fmt.Fprintf(out, "hub %s: pid %d, up %s, %d client(s), %d connection(s), %d malformed request(s)\n",
+				c.Path, st.PID, (time.Duration(st.UptimeS) * time.Second).String(), st.Clients, st.Accepted, st.Malformed)
+			for _, d := range st.Devices {
+				fmt.Fprintf(out, "device %s: %s on %s; local rmem %s, dma_write %s, dma_read %s\n",
+					d.Name, d.MAC, d.Iface, d.Local["rmem"], d.Local["dma_write"], d.Local["dma_read"])
+				if d.AddressTable != "" {
+					fmt.Fprintf(out, "  address table %s (%d nodes)\n", d.AddressTable, d.Nodes)
+				}
+				for _, op := range []string{"read", "write", "read_block", "write_block"} {
+					o := d.Ops[op]
+					line := fmt.Sprintf("  %-11s %10d ops, mean %.1f µs", op, o.Count, o.MeanUS)
+					if o.Bytes > 0 {
+						line += fmt.Sprintf(", %s", humanBytes(o.Bytes))
+					}
+					if len(o.Errors) > 0 {
+						b, _ := json.Marshal(o.Errors)
+						line += ", errors " + string(b)
+					}
+					fmt.Fprintln(out, line)
+				}
+				for _, k := range []string{"rmem", "dma_write", "dma_read"} {
+					e := d.Endpoints[k]
+					fmt.Fprintf(out, "  endpoint %-9s %s: tx %d rx %d timeouts %d late %d kernel drops %d\n",
+						k, e.MAC, e.TxFrames, e.RxFrames, e.Timeouts, e.Late, e.KernelDrops)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "hub", "", "the hub's socket `PATH`, or tcp://HOST:PORT (default $OETP_HUB, /run/oetp/hub.sock or the per-user socket)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as one JSON object")
+	return cmd
+}

@@ -1,0 +1,333 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/wire"
+)
+
+// The hub tests run the real binary: `oetp serve` on h1 stands in for the
+// board, `oetp hub` on h2 owns it through eth0, and the clients (the Go
+// package, the Python package, the one-shot commands) reach the hub through
+// its Unix socket, which is a file and so reachable from any namespace.
+
+// hubBoardConfig is the board's serve configuration without its peers;
+// the test appends what `oetp hub --print-peer-entries` prints.
+const hubBoardConfig = `iface = "eth0"
+contexts = 4
+
+[[region]]
+base = 0
+size = "64K"
+
+[[region]]
+base = 0x100000
+size = "1M"
+
+[[fault]]
+base = 0x200000
+size = 4096
+resp = "slverr"
+
+`
+
+// hubFixture is a board and a hub in two namespaces.
+type hubFixture struct {
+	bin    string
+	dir    string
+	sock   string
+	config string
+	tn     *netns.Net
+	board  *server
+	hub    *server
+}
+
+func hubConfigText(sock, extra string) string {
+	return fmt.Sprintf(`socket = %q
+
+[[device]]
+name = "board1"
+iface = "eth0"
+mac = %q
+timeout = "500ms"
+%s
+[device.local]
+rmem = "02:0e:0c:00:01:01"
+# dma_write and dma_read derived
+`, sock, netServer, extra)
+}
+
+func startHubFixture(t *testing.T, extra string, hubArgs ...string) *hubFixture {
+	t.Helper()
+	tn := netns.NewPair(t)
+	f := &hubFixture{bin: buildOetp(t), dir: t.TempDir(), tn: tn}
+	f.sock = filepath.Join(f.dir, "hub.sock")
+	f.config = filepath.Join(f.dir, "hub.toml")
+	writeFile(t, f.config, []byte(hubConfigText(f.sock, extra)))
+	peers, errOut, code := oetpIn(t, f.bin, tn.Host(1), "hub", "--config", f.config, "--print-peer-entries")
+	if code != 0 {
+		t.Fatalf("--print-peer-entries: exit %d: %s", code, errOut)
+	}
+	boardCfg := filepath.Join(f.dir, "board.toml")
+	writeFile(t, boardCfg, []byte(hubBoardConfig+peers))
+	f.board = startServe(t, f.bin, tn.Host(0), "--config", boardCfg)
+	f.hub = f.startHub(t, hubArgs...)
+	return f
+}
+
+// startHub starts `oetp hub` on h2 and waits for its ready line.
+func (f *hubFixture) startHub(t *testing.T, args ...string) *server {
+	t.Helper()
+	s := &server{t: t, done: make(chan struct{})}
+	s.cmd = f.tn.Host(1).Command(f.bin, append([]string{"hub", "--config", f.config}, args...)...)
+	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-s.done:
+		default:
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(s.stderr.String(), "msg=ready") {
+		select {
+		case <-s.done:
+			t.Fatalf("oetp hub exited before it was ready: %v\n%s", s.cmd.ProcessState, s.stderr.String())
+		case <-deadline:
+			t.Fatalf("oetp hub printed no ready line in 20s:\n%s", s.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return s
+}
+
+func TestHubPrintPeerEntries(t *testing.T) {
+	bin := buildOetp(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hub.toml")
+	writeFile(t, cfg, []byte(hubConfigText(filepath.Join(dir, "s"), "")))
+	out, errOut, code := runBin(t, bin, "hub", "--config", cfg, "--print-peer-entries")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// rmem as configured; the DMA MACs derived, stable and locally administered.
+	for _, want := range []string{"# device board1 (02:0e:0c:00:00:01 on eth0)", "mac = \"02:0e:0c:00:01:01\"\nmode = \"rmem\"",
+		"mode = \"dma-write\"", "mode = \"dma-read\""} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	again, _, _ := runBin(t, bin, "hub", "--config", cfg, "--print-peer-entries")
+	if again != out {
+		t.Errorf("derived MACs differ between runs:\n%s\n%s", out, again)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s")); err == nil {
+		t.Errorf("--print-peer-entries created the socket")
+	}
+	// Bad config: the key is named.
+	writeFile(t, cfg, []byte("[[device]]\nname = \"b\"\niface = \"eth0\"\nmac = \"02:00:00:00:00:01\"\nlocall = 1\n"))
+	_, errOut, code = runBin(t, bin, "hub", "--config", cfg, "--print-peer-entries")
+	if code != 2 || !strings.Contains(errOut, "locall") {
+		t.Errorf("unknown key: exit %d, %s", code, errOut)
+	}
+}
+
+func runBin(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
+func TestHubOverVeth(t *testing.T) {
+	f := startHubFixture(t, "", "--metrics", "9464")
+	c, err := client.Dial(f.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.Device("board1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write(0x10, 0xC0FFEE01, 0xFFFFFFFF); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := d.Read(0x10); err != nil || v != 0xC0FFEE01 {
+		t.Fatalf("read %#x %v", v, err)
+	}
+	data := bytes.Repeat([]byte("oetp-hub"), 40000)
+	if err := d.WriteBlock(0x100000, data); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := d.ReadBlock(0x100000, len(data)); err != nil || !bytes.Equal(back, data) {
+		t.Fatalf("read_block: %v", err)
+	}
+	_, err = d.Read(0x200000)
+	var oe *client.OpError
+	if !errors.As(err, &oe) || oe.Code != wire.CodeRemoteAXIRdSlverr {
+		t.Errorf("slverr read: %v", err)
+	}
+
+	t.Run("python", func(t *testing.T) { runPythonTests(t, f, "") })
+
+	t.Run("status", func(t *testing.T) {
+		out, errOut, code := runBin(t, f.bin, "hub", "status", "--hub", f.sock)
+		if code != 0 || !strings.Contains(out, "device board1: 02:0e:0c:00:00:01 on eth0") || !strings.Contains(out, "REMOTE_AXI_RD_SLVERR") {
+			t.Errorf("hub status: exit %d\n%s%s", code, out, errOut)
+		}
+		out, _, code = runBin(t, f.bin, "hub", "status", "--hub", f.sock, "--json")
+		if code != 0 || !strings.Contains(out, `"name":"board1"`) {
+			t.Errorf("hub status --json: %s", out)
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		var body string
+		err := f.tn.Host(1).Do(func() error {
+			nc, err := net.Dial("tcp", "127.0.0.1:9464")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			fmt.Fprintf(nc, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+			b, err := io.ReadAll(nc)
+			body = string(b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			`oetp_hub_operations_total{device="board1",op="read"}`,
+			`oetp_hub_operation_errors_total{code="REMOTE_AXI_RD_SLVERR",device="board1",op="read"}`,
+			`oetp_hub_operation_seconds_bucket{device="board1",op="read",le=`,
+			`oetp_hub_kernel_drops_total{device="board1",kind="rmem",mac="02:0e:0c:00:01:01"} 0`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
+	})
+
+	t.Run("second hub refused", func(t *testing.T) {
+		_, errOut, code := oetpIn(t, f.bin, f.tn.Host(1), "hub", "--config", f.config)
+		if code == 0 || !strings.Contains(errOut, "another hub is serving this socket") {
+			t.Errorf("second hub: exit %d: %s", code, errOut)
+		}
+		if _, err := d.Read(0x10); err != nil {
+			t.Errorf("the first hub stopped serving: %v", err)
+		}
+	})
+
+	t.Run("crash and restart", func(t *testing.T) {
+		c.Close()
+		f.hub.cmd.Process.Kill() // no cleanup: the socket file stays
+		<-f.hub.done
+		if _, err := os.Stat(f.sock); err != nil {
+			t.Fatalf("the killed hub left no socket: %v", err)
+		}
+		f.hub = f.startHub(t)
+		c2, err := client.Dial(f.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		d2, err := c2.Device("board1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := d2.Read(0x10); err != nil || v != 0xC0FFEE01 {
+			t.Errorf("after restart: %#x %v", v, err)
+		}
+	})
+}
+
+// runPythonTests runs the Python package's unittest suite against the hub
+// with the system python3.
+func runPythonTests(t *testing.T, f *hubFixture, extraEnv string) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "python")
+	cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", filepath.Join(root, "tests"), "-t", root)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "OETP_HUB="+f.sock, "OETP_TEST_DEVICE=board1", "PYTHONDONTWRITEBYTECODE=1")
+	if extraEnv != "" {
+		cmd.Env = append(cmd.Env, extraEnv)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m unittest: %v\n%s", err, out)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if l := sc.Text(); strings.Contains(l, "wrong values") || strings.HasPrefix(l, "Ran ") {
+			t.Log(l)
+		}
+	}
+	if bytes.Contains(out, []byte("skipped")) && !bytes.Contains(out, []byte("has no address table")) {
+		t.Logf("%s", out)
+	}
+}
+
+// `pip install ./python` works offline: the build backend is the package's
+// own (standard library only).
+func TestPythonPackageInstalls(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	if err := exec.Command(py, "-m", "pip", "--version").Run(); err != nil {
+		t.Skip("pip is not installed for python3")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	src := t.TempDir()
+	// Build from a copy: pip writes build files next to the sources.
+	root := filepath.Join(filepath.Dir(file), "..", "..", "python")
+	if out, err := exec.Command("cp", "-r", root+"/.", src).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	target := t.TempDir()
+	cmd := exec.Command(py, "-m", "pip", "install", "--no-index", "--no-cache-dir", "--disable-pip-version-check", "--target", target, src)
+	cmd.Env = append(os.Environ(), "PIP_NO_INPUT=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pip install ./python: %v\n%s", err, out)
+	}
+	check := exec.Command(py, "-c", "import oetp, sys; print(oetp.__file__, oetp.connect.__name__, oetp.OpError(12, 'x').name)")
+	check.Dir = t.TempDir()
+	check.Env = append(os.Environ(), "PYTHONPATH="+target)
+	out, err := check.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), target) || !strings.Contains(string(out), "connect REMOTE_AXI_RD_SLVERR") {
+		t.Fatalf("import after install: %v\n%s", err, out)
+	}
+}

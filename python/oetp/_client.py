@@ -1,0 +1,430 @@
+"""The hub protocol (docs/hub-protocol.md) over a Unix or TCP socket."""
+
+import os
+import socket
+import struct
+import threading
+
+VERSION = 1
+
+# Request types; a reply carries type | 0x80.
+HELLO = 0x01
+OPEN = 0x02
+READ = 0x10
+WRITE = 0x11
+READ_BLOCK = 0x12
+WRITE_BLOCK = 0x13
+BATCH = 0x20
+NODE_READ = 0x30
+NODE_WRITE = 0x31
+NODE_INFO = 0x32
+NODES = 0x33
+STATUS = 0x40
+
+FLAG_MAYBE_EXECUTED = 1
+MAX_BLOCK = 256 << 20
+
+CODE_NAMES = (
+    "NONE", "LOCAL_INVALID", "LOCAL_AXIS", "LOCAL_OVERFLOW",
+    "LOCAL_AXI_RD_SLVERR", "LOCAL_AXI_RD_DECERR", "LOCAL_AXI_WR_SLVERR", "LOCAL_AXI_WR_DECERR",
+    "TIMEOUT", "REMOTE_INVALID", "REMOTE_AXIS", "REMOTE_OVERFLOW",
+    "REMOTE_AXI_RD_SLVERR", "REMOTE_AXI_RD_DECERR", "REMOTE_AXI_WR_SLVERR", "REMOTE_AXI_WR_DECERR",
+)
+
+HUB_ERRORS = {
+    0x80: "BAD_MESSAGE", 0x81: "UNKNOWN_TYPE", 0x82: "AUTH", 0x83: "NO_DEVICE",
+    0x84: "NO_NODE", 0x85: "TOO_LARGE", 0x86: "SHUTDOWN", 0x87: "VERSION",
+}
+
+PERMISSIONS = {1: "r", 2: "w", 3: "rw"}
+MODES = {0: "single", 1: "block", 2: "incremental", 3: "non-incremental", 4: "port"}
+
+_HDR = struct.Struct("<IBBHI")          # length, type, reserved, handle, tag
+_REQ_READ = struct.Struct("<IBBHII")    # header + address
+_REQ_WRITE = struct.Struct("<IBBHIIII")  # header + address, data, mask
+_REQ_RBLK = struct.Struct("<IBBHIII")   # header + address, length
+_STATUS = struct.Struct("<BBH")         # status, flags, message length
+_U32 = struct.Struct("<I")
+_NODE = struct.Struct("<IIBBHI")
+
+SYSTEM_SOCKET = "/run/oetp/hub.sock"
+
+
+def _user_socket():
+    d = os.environ.get("XDG_RUNTIME_DIR")
+    if d:
+        return os.path.join(d, "oetp", "hub.sock")
+    import tempfile
+    return os.path.join(tempfile.gettempdir(), "oetp-%d" % os.geteuid(), "hub.sock")
+
+
+def default_socket():
+    """The socket a client uses when given none: $OETP_HUB, else
+    /run/oetp/hub.sock if it exists, else the per-user socket
+    ($XDG_RUNTIME_DIR/oetp/hub.sock or /tmp/oetp-UID/hub.sock)."""
+    p = os.environ.get("OETP_HUB")
+    if p:
+        return p
+    if os.path.exists(SYSTEM_SOCKET):
+        return SYSTEM_SOCKET
+    return _user_socket()
+
+
+class Error(Exception):
+    """Base class of the errors of this package."""
+
+
+class OpError(Error):
+    """A failed device operation.
+
+    ``code`` is the CSR code (0..15), ``name`` its mnemonic (TIMEOUT,
+    REMOTE_AXI_WR_SLVERR, ...), ``maybe_executed`` whether the operation may
+    have run at the device, ``index`` the failed operation's index in a batch
+    (None outside one): the operations before it completed, the later ones
+    did not run.
+    """
+
+    def __init__(self, code, message, maybe_executed=False, index=None):
+        self.code = code
+        self.name = CODE_NAMES[code] if 0 <= code < 16 else "CODE_%d" % code
+        self.message = message
+        self.maybe_executed = maybe_executed
+        self.index = index
+        text = "%s (%d): %s" % (self.name, code, message)
+        if maybe_executed:
+            text += " (the operation may have executed)"
+        super().__init__(text)
+
+
+class HubError(Error):
+    """A failure of the hub rather than of a device operation: ``status`` is
+    the protocol status (0x80..), ``name`` its mnemonic (NO_DEVICE,
+    BAD_MESSAGE, NO_NODE, AUTH, ...)."""
+
+    def __init__(self, status, message):
+        self.status = status
+        self.code = status
+        self.name = HUB_ERRORS.get(status, "STATUS_0x%02x" % status)
+        self.message = message
+        super().__init__("%s: %s" % (self.name, message))
+
+
+def connect(path=None, token=None, timeout=None):
+    """Connect to the hub at ``path``: a Unix socket path or tcp://HOST:PORT
+    (default: :func:`default_socket`). ``token`` is the shared secret for TCP
+    (default $OETP_HUB_TOKEN)."""
+    return Hub(path, token=token, timeout=timeout)
+
+
+class Hub:
+    """A connection to the hub. Safe to share between threads: requests are
+    serialised on the connection."""
+
+    def __init__(self, path=None, token=None, timeout=None):
+        self.path = path or default_socket()
+        if self.path.startswith("tcp://"):
+            host, _, port = self.path[len("tcp://"):].rpartition(":")
+            self._sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout or 5)
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if token is None:
+                token = os.environ.get("OETP_HUB_TOKEN", "")
+        else:
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._sock.settimeout(timeout or 5)
+            try:
+                self._sock.connect(self.path)
+            except OSError as e:
+                self._sock.close()
+                raise Error("cannot connect to the hub at %s: %s" % (self.path, e)) from e
+        self._sock.settimeout(timeout)
+        self._rfile = self._sock.makefile("rb", buffering=1 << 16)
+        self._lock = threading.Lock()
+        self._tag = 0
+        tok = (token or "").encode()
+        res = self._call(HELLO, 0, struct.pack("<HH", VERSION, len(tok)) + tok)
+        self.version, self.max_message, self.ndevices = struct.unpack_from("<HIH", res)
+
+    def close(self):
+        try:
+            self._rfile.close()
+        finally:
+            self._sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # The exchange: one request, one reply, in order.
+
+    def _next_tag(self):
+        self._tag = (self._tag + 1) & 0xFFFFFFFF
+        return self._tag
+
+    def _recv(self, tag):
+        hdr = self._rfile.read(12)
+        if len(hdr) != 12:
+            raise Error("the hub closed the connection")
+        length, typ, _, _, rtag = _HDR.unpack(hdr)
+        body = self._rfile.read(length - 8)
+        if len(body) != length - 8:
+            raise Error("the hub closed the connection mid-reply")
+        if rtag != tag or not typ & 0x80:
+            raise Error("protocol error: reply tag %d to request %d" % (rtag, tag))
+        status, flags, mlen = _STATUS.unpack_from(body)
+        if status:
+            msg = body[4:4 + mlen].decode("utf-8", "replace")
+            res = body[4 + mlen:]
+            if status < 16:
+                raise OpError(status, msg, bool(flags & FLAG_MAYBE_EXECUTED))._with(res)
+            raise HubError(status, msg)
+        return body[4 + mlen:] if mlen else memoryview(body)[4:]
+
+    def _call(self, typ, handle, body=b""):
+        with self._lock:
+            tag = self._next_tag()
+            self._sock.sendall(_HDR.pack(8 + len(body), typ, 0, handle, tag) + body)
+            return self._recv(tag)
+
+    def device(self, name):
+        """Open the device the hub knows by ``name``."""
+        res = self._call(OPEN, 0, b"\x00" + name.encode())
+        return Device(self, res)
+
+    def status(self):
+        """The hub's status and counters, as a dict."""
+        import json
+        return json.loads(bytes(self._call(STATUS, 0)).decode())
+
+
+def _mac(b):
+    return ":".join("%02x" % x for x in b)
+
+
+class Device:
+    """A device opened through the hub."""
+
+    def __init__(self, hub, res):
+        self._hub = hub
+        self.handle, caps = struct.unpack_from("<HB", res)
+        off = 4
+        self.local = {}
+        for kind in ("rmem", "dma_write", "dma_read"):
+            self.local[kind] = _mac(res[off:off + 6])
+            off += 6
+        self.mac = _mac(res[off:off + 6])
+        off += 6
+        (n,) = struct.unpack_from("<H", res, off)
+        self.name = bytes(res[off + 2:off + 2 + n]).decode()
+        off += 2 + n
+        (n,) = struct.unpack_from("<H", res, off)
+        self.iface = bytes(res[off + 2:off + 2 + n]).decode()
+        self.has_table = bool(caps & 1)
+
+    def __repr__(self):
+        return "<oetp.Device %s %s on %s>" % (self.name, self.mac, self.iface)
+
+    def read(self, addr):
+        """Read the 32-bit word at byte address ``addr`` (RMEM)."""
+        h = self._hub
+        with h._lock:
+            tag = h._next_tag()
+            h._sock.sendall(_REQ_READ.pack(12, READ, 0, self.handle, tag, addr))
+            res = h._recv(tag)
+        return _U32.unpack_from(res)[0]
+
+    def write(self, addr, value, mask=0xFFFFFFFF):
+        """Write the bits of ``value`` selected by ``mask`` into the word at
+        ``addr``: one masked RMEM write (oETP's BitEnable)."""
+        h = self._hub
+        with h._lock:
+            tag = h._next_tag()
+            h._sock.sendall(_REQ_WRITE.pack(20, WRITE, 0, self.handle, tag, addr, value & 0xFFFFFFFF, mask & 0xFFFFFFFF))
+            h._recv(tag)
+
+    def read_block(self, addr, n):
+        """Read ``n`` bytes at ``addr`` by DMA; returns bytes."""
+        if n > MAX_BLOCK:
+            raise ValueError("a block of %d bytes exceeds %d; split it" % (n, MAX_BLOCK))
+        h = self._hub
+        with h._lock:
+            tag = h._next_tag()
+            h._sock.sendall(_REQ_RBLK.pack(16, READ_BLOCK, 0, self.handle, tag, addr, n))
+            res = h._recv(tag)
+        return bytes(res[8:])
+
+    def write_block(self, addr, data):
+        """Write the bytes ``data`` at ``addr`` by DMA."""
+        data = memoryview(data).cast("B")
+        if len(data) > MAX_BLOCK:
+            raise ValueError("a block of %d bytes exceeds %d; split it" % (len(data), MAX_BLOCK))
+        h = self._hub
+        with h._lock:
+            tag = h._next_tag()
+            h._sock.sendall(_REQ_READ.pack(12 + len(data), WRITE_BLOCK, 0, self.handle, tag, addr))
+            h._sock.sendall(data)
+            h._recv(tag)
+
+    def node(self, name):
+        """The address-table node ``name`` (a dotted path, as uHAL's getNode)."""
+        res = self._hub._call(NODE_INFO, self.handle, name.encode())
+        node, _ = _parse_node(res, 0)
+        return Node(self, **node)
+
+    def nodes(self):
+        """Every node of the address table, in address order."""
+        res = self._hub._call(NODES, self.handle)
+        (n,) = _U32.unpack_from(res)
+        off = 4
+        out = []
+        for _ in range(n):
+            node, off = _parse_node(res, off)
+            out.append(Node(self, **node))
+        return out
+
+    def batch(self):
+        """A batch: ``with dev.batch() as b: r = b.read(a)``; the operations run
+        back to back in one round trip when the block ends, stopping at the
+        first failure (which raises OpError with ``.index``)."""
+        return Batch(self)
+
+
+def _parse_node(res, off):
+    addr, mask, perm, mode, _, size = _NODE.unpack_from(res, off)
+    off += _NODE.size
+    (n,) = struct.unpack_from("<H", res, off)
+    name = bytes(res[off + 2:off + 2 + n]).decode()
+    off += 2 + n
+    (n,) = struct.unpack_from("<H", res, off)
+    desc = bytes(res[off + 2:off + 2 + n]).decode()
+    off += 2 + n
+    return dict(name=name, address=addr, mask=mask, permission=PERMISSIONS.get(perm, str(perm)),
+                mode=MODES.get(mode, str(mode)), size=size, description=desc), off
+
+
+class Node:
+    """A named node: ``read()`` returns its field shifted down, ``write(v)``
+    shifts ``v`` up into the mask and writes it with one masked RMEM write.
+    Permissions are enforced by the hub (OpError LOCAL_INVALID)."""
+
+    def __init__(self, dev, name, address, mask, permission, mode, size, description):
+        self._dev = dev
+        self.name = name
+        self.address = address
+        self.mask = mask
+        self.permission = permission
+        self.mode = mode
+        self.size = size
+        self.description = description
+
+    def __repr__(self):
+        return "<oetp.Node %s @0x%08x mask 0x%08x %s %s>" % (self.name, self.address, self.mask, self.permission, self.mode)
+
+    def read(self):
+        res = self._dev._hub._call(NODE_READ, self._dev.handle, self.name.encode())
+        return _U32.unpack_from(res)[0]
+
+    def write(self, value):
+        self._dev._hub._call(NODE_WRITE, self._dev.handle, _U32.pack(value & 0xFFFFFFFF) + self.name.encode())
+
+    def read_block(self, n=None):
+        """Read a block node: ``n`` bytes (default its size) by DMA."""
+        return self._dev.read_block(self.address, self.size if n is None else n)
+
+    def write_block(self, data):
+        self._dev.write_block(self.address, data)
+
+
+class Result:
+    """The outcome of a batched operation: ``value`` (an int for a read,
+    bytes for a block read, None for writes) once ``done``."""
+
+    __slots__ = ("kind", "n", "value", "done")
+
+    def __init__(self, kind, n=0):
+        self.kind = kind
+        self.n = n
+        self.value = None
+        self.done = False
+
+    def __repr__(self):
+        return "<oetp.Result done=%s value=%r>" % (self.done, self.value)
+
+
+class Batch:
+    """Operations collected and run in one BATCH request (see Device.batch)."""
+
+    def __init__(self, dev):
+        self._dev = dev
+        self._parts = []
+        self._results = []
+
+    def __len__(self):
+        return len(self._results)
+
+    def read(self, addr):
+        self._parts.append(struct.pack("<BI", READ, addr))
+        r = Result(READ)
+        self._results.append(r)
+        return r
+
+    def write(self, addr, value, mask=0xFFFFFFFF):
+        self._parts.append(struct.pack("<BIII", WRITE, addr, value & 0xFFFFFFFF, mask & 0xFFFFFFFF))
+        r = Result(WRITE)
+        self._results.append(r)
+        return r
+
+    def read_block(self, addr, n):
+        self._parts.append(struct.pack("<BII", READ_BLOCK, addr, n))
+        r = Result(READ_BLOCK, n)
+        self._results.append(r)
+        return r
+
+    def write_block(self, addr, data):
+        data = bytes(data)
+        self._parts.append(struct.pack("<BII", WRITE_BLOCK, addr, len(data)) + data)
+        r = Result(WRITE_BLOCK)
+        self._results.append(r)
+        return r
+
+    def run(self):
+        """Send the batch and fill the results; raises OpError on failure."""
+        body = _U32.pack(len(self._results)) + b"".join(self._parts)
+        self._parts = []
+        try:
+            res = self._dev._hub._call(BATCH, self._dev.handle, body)
+            err = None
+        except OpError as e:
+            res, err = e._result, e
+        done, failed = struct.unpack_from("<II", res)
+        off = 8
+        for r in self._results[:done]:
+            if r.kind == READ:
+                (r.value,) = _U32.unpack_from(res, off)
+                off += 4
+            elif r.kind == READ_BLOCK:
+                (n,) = _U32.unpack_from(res, off)
+                r.value = bytes(res[off + 4:off + 4 + n])
+                off += 4 + n
+            r.done = True
+        if err is not None:
+            err.index = failed
+            raise err
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.run()
+        return False
+
+
+def _with(self, res):
+    self._result = res
+    return self
+
+
+OpError._with = _with
+OpError._result = b""
