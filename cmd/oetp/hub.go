@@ -61,7 +61,8 @@ serves. SIGINT or SIGTERM stop it.`,
   oetp hub --config hub.toml --print-peer-entries
   oetp hub --config hub.toml --listen 7700 --metrics 9110
   oetp hub status`,
-		Args: noArgs,
+		Args:        noArgs,
+		Annotations: map[string]string{annotRuns: "yes"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if config == "" {
 				return usagef("--config is required: the TOML file with the [[device]] tables (see 'oetp hub --help')")

@@ -87,7 +87,7 @@ Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
 	}
 	var mark func(c *cobra.Command)
 	mark = func(c *cobra.Command) {
-		if c != root && c.HasSubCommands() {
+		if c != root && c.HasSubCommands() && c.Annotations[annotRuns] == "" {
 			groupCommand(c)
 		}
 		if run := c.RunE; run != nil {
@@ -103,6 +103,10 @@ Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
 	mark(root)
 	return root
 }
+
+// annotRuns marks a command that has subcommands and also runs itself
+// (`oetp hub --config FILE` beside `oetp hub status`): not a group.
+const annotRuns = "oetp-runs-itself"
 
 // groupCommand makes a command that only groups subcommands (rmem, dma...)
 // report an unknown subcommand as such: without it, `oetp rmem rd --iface
