@@ -198,6 +198,15 @@ func (n Node) modeWords() string {
 	return n.Mode.String()
 }
 
+// Span is the number of bytes of address space the node covers: Size,
+// except for a port, which covers its one word whatever it moves.
+func (n Node) Span() uint32 {
+	if n.Mode.IsPort() {
+		return 4
+	}
+	return n.Size
+}
+
 // WordAddress returns the byte address of word i of a multi-word value (0 is
 // the most significant word, at Address).
 func (n Node) WordAddress(i int) uint32 { return n.Address + uint32(i)*n.stride() }
@@ -531,7 +540,7 @@ func (b *builder) add(n Node) error {
 	if n.Size == 0 {
 		return errf("size", "size 0: a node spans at least one word")
 	}
-	if uint64(n.Address)+uint64(n.Size) > 1<<32 {
+	if uint64(n.Address)+uint64(n.Span()) > 1<<32 {
 		return errf("size", "address 0x%08X + size %d bytes runs past the 32-bit byte address space", n.Address, n.Size)
 	}
 	if j, dup := b.t.byName[n.Name]; dup {
@@ -553,7 +562,43 @@ func (b *builder) finish() (*Table, error) {
 	for i, n := range t.nodes {
 		t.byName[n.Name] = i
 	}
+	if t.format == UHAL || t.format == Native {
+		b.overlaps()
+	}
 	return t, nil
+}
+
+// overlaps warns about nodes that share bits without one being the other's
+// ancestor (uHAL warns too): usually a typo in an address or a mask. LiteX
+// tables are left alone: their memory regions cover the CSRs by design.
+func (b *builder) overlaps() {
+	nodes := b.t.nodes
+	const maxChecks = 1 << 20
+	checks, found := 0, 0
+	for i, a := range nodes {
+		end := uint64(a.Address) + uint64(a.Span())
+		for j := i + 1; j < len(nodes) && uint64(nodes[j].Address) < end; j++ {
+			if checks++; checks > maxChecks || found >= 20 {
+				return
+			}
+			c := nodes[j]
+			if strings.HasPrefix(c.Name, a.Name+".") || strings.HasPrefix(a.Name, c.Name+".") {
+				continue
+			}
+			if !a.Mode.IsBlock() && !c.Mode.IsBlock() && a.Address == c.Address && a.Mask&c.Mask == 0 {
+				continue // disjoint bitfields of one word
+			}
+			found++
+			b.warn("%s overlaps %s (0x%08X mask 0x%08X and 0x%08X mask 0x%08X)", where(a), where(c), a.Address, a.Mask, c.Address, c.Mask)
+		}
+	}
+}
+
+func where(n Node) string {
+	if n.Line > 0 {
+		return fmt.Sprintf("node %q (%s:%d)", n.Name, n.File, n.Line)
+	}
+	return fmt.Sprintf("node %q", n.Name)
 }
 
 func contiguous(m uint32) bool {

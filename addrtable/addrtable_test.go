@@ -168,6 +168,8 @@ func TestUHALErrors(t *testing.T) {
 		{"duplicate id", memFiles{"top.xml": "<node>\n<node id=\"a\"/>\n<node id=\"a\" address=\"1\"/>\n</node>"}, `top.xml:3: node "a": id: two children of "" have this id (the first at line 2)`},
 		{"port with children", memFiles{"top.xml": `<node><node id="p" mode="port"><node id="c"/></node></node>`}, `cannot have child nodes`},
 		{"block past end", memFiles{"top.xml": `<node><node id="b" address="0x3FFFFFFF" mode="block" size="2"/></node>`}, `run past the 32-bit byte space`},
+		{"huge port", memFiles{"top.xml": `<node><node id="p" mode="port" size="0x40000000"/></node>`}, `more than a 32-bit byte length`},
+		{"port at the top", memFiles{"top.xml": `<node><node id="p" address="0x3FFFFFFF" mode="port" size="0x40000000"/></node>`}, `more than a 32-bit byte length`},
 		{"syntax", memFiles{"top.xml": "<node>\n<node id=\"a\">\n</node>"}, `top.xml:3: XML syntax`},
 		{"top not node", memFiles{"top.xml": `<table><node id="a"/></table>`}, `the top element is <table>`},
 		{"empty", memFiles{"top.xml": ``}, `no <node> element`},
@@ -220,6 +222,16 @@ func TestUHALSameModuleTwiceIsNoCycle(t *testing.T) {
 	want := "a 0x00000000 0xFFFFFFFF rw single 4 branch\na.r 0x00000004 0xFFFFFFFF rw single 4\nb 0x00000040 0xFFFFFFFF rw single 4 branch\nb.r 0x00000044 0xFFFFFFFF rw single 4\n"
 	if got := summary(tab); got != want {
 		t.Errorf("got\n%swant\n%s", got, want)
+	}
+}
+
+func TestUHALPortAtTheTop(t *testing.T) {
+	tab, err := Parse(UHAL, "p.xml", []byte(`<node><node id="p" address="0x3FFFFFFF" mode="port" size="16"/></node>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(tab); got != "p 0xFFFFFFFC 0xFFFFFFFF rw port 64 volatile\n" {
+		t.Errorf("got %q", got)
 	}
 }
 
@@ -521,5 +533,30 @@ func TestNodeNotFoundSuggests(t *testing.T) {
 	_, err = tab.Node("zzz")
 	if err == nil || !strings.Contains(err.Error(), `no node "zzz"`) {
 		t.Errorf("error %v", err)
+	}
+}
+
+func TestOverlapWarnings(t *testing.T) {
+	xml := "<node>\n<node id=\"a\" address=\"1\"/>\n<node id=\"b\" address=\"1\"/>\n" +
+		"<node id=\"blk\" address=\"0x10\" mode=\"block\" size=\"4\"/>\n<node id=\"in\" address=\"0x12\"/>\n" +
+		"<node id=\"r\" address=\"0x20\"><node id=\"lo\" mask=\"0xFF\"/><node id=\"hi\" mask=\"0xFF00\"/><node id=\"mid\" mask=\"0xFF0\"/></node>\n</node>"
+	tab, err := Parse(UHAL, "o.xml", []byte(xml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`node "a" (o.xml:2) overlaps node "b" (o.xml:3) (0x00000004 mask 0xFFFFFFFF and 0x00000004 mask 0xFFFFFFFF)`,
+		`node "blk" (o.xml:4) overlaps node "in" (o.xml:5) (0x00000040 mask 0xFFFFFFFF and 0x00000048 mask 0xFFFFFFFF)`,
+		`node "r.lo" (o.xml:6) overlaps node "r.mid" (o.xml:6) (0x00000080 mask 0x000000FF and 0x00000080 mask 0x00000FF0)`,
+		`node "r.hi" (o.xml:6) overlaps node "r.mid" (o.xml:6) (0x00000080 mask 0x0000FF00 and 0x00000080 mask 0x00000FF0)`,
+	}
+	if diff := cmp.Diff(want, tab.Warnings()); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	// The fixtures have none: parents and their fields, disjoint fields.
+	for _, f := range []string{"testdata/uhal/top.xml", "../examples/regs.toml", "testdata/litex/csr.csv"} {
+		if w := mustLoad(t, f).Warnings(); len(w) != 0 {
+			t.Errorf("%s: warnings %q", f, w)
+		}
 	}
 }

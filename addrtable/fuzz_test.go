@@ -16,7 +16,7 @@ func checkTable(t *testing.T, tab *Table) {
 		if n.Address%4 != 0 || n.Mask == 0 || !contiguous(n.Mask) || n.Perm == 0 || n.Size == 0 || n.Words == 0 {
 			t.Fatalf("bad node %+v", n)
 		}
-		if uint64(n.Address)+uint64(n.Size) > 1<<32 {
+		if uint64(n.Address)+uint64(n.Span()) > 1<<32 {
 			t.Fatalf("node past the address space: %+v", n)
 		}
 		if i > 0 && nodes[i-1].Address > n.Address {

@@ -369,7 +369,10 @@ func (l *uhalLoader) add(c *unode, name string, parentBase uint64) error {
 	}
 	if c.mode != Single {
 		bytes := uint64(c.size) * 4
-		if word*4+bytes > 1<<32 {
+		if bytes > 0xFFFFFFFC {
+			return errf("size", "%d words (%d bytes) is more than a 32-bit byte length", c.size, bytes)
+		}
+		if c.mode.IsBlock() && word*4+bytes > 1<<32 {
 			return errf("size", "%d words from byte address 0x%08X run past the 32-bit byte space", c.size, word*4)
 		}
 		n.Size = uint32(bytes)

@@ -188,17 +188,8 @@ func (r *opResult) setTransfer(t endpoint.Transfer) {
 // message names the operation and the code, or a usage error (exit 2) when a
 // local check refused the operation before anything was sent.
 func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
-	out := cmd.OutOrStdout()
-	if f.json {
-		enc := json.NewEncoder(out)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	} else if r.OK && human != "" {
-		if _, err := fmt.Fprintln(out, human); err != nil {
-			return err
-		}
+	if err := f.print(cmd, r, r.OK, human); err != nil {
+		return err
 	}
 	if r.OK {
 		return nil
@@ -211,6 +202,22 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 		return &usageError{err}
 	}
 	return err
+}
+
+// print prints a result: v as one JSON line with --json, else human when
+// the operation succeeded (ok) and human is not empty.
+func (f *opFlags) print(cmd *cobra.Command, v any, ok bool, human string) error {
+	out := cmd.OutOrStdout()
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
+	}
+	if ok && human != "" {
+		_, err := fmt.Fprintln(out, human)
+		return err
+	}
+	return nil
 }
 
 // openFailed handles an error of open, which happens before anything is

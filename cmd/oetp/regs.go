@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -330,37 +329,25 @@ are never repeated.`,
   oetp regs read --table top.xml --iface eth1 --peer 02:0e:0c:00:00:02 buf --count 4 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := loadTable(cmd, f.table)
+			n, err := f.node(cmd, args[0], addrtable.Read)
 			if err != nil {
 				return err
-			}
-			n, err := regsNode(t, args[0])
-			if err != nil {
-				return err
-			}
-			if !n.Perm.Readable() {
-				return usagef("node %q is write-only (permission %s): nothing sent", n.Name, n.Perm)
 			}
 			k, err := wordsOf(n, f.count.v)
 			if err != nil {
 				return err
 			}
-			f.addr.v = n.Address
-			s, err := f.open(endpoint.ModeRMEM)
+			var words []uint32
+			r, err := f.access(cmd, "regs read", n, func(ctx context.Context, dev rmemDevice) (int, error) {
+				var err error
+				words, err = regsRead(ctx, dev, n, k)
+				return len(words), err
+			})
 			if err != nil {
-				return f.openFailed(cmd, "regs read", err)
+				return err
 			}
-			ctx, cancel := opContext(cmd)
-			defer cancel()
-			t0 := time.Now()
-			words, err := regsRead(ctx, s.ep, n, k)
-			elapsed := time.Since(t0)
-			if cerr := s.close(); err == nil && cerr != nil {
-				return cerr
-			}
-			r := regsResult{opResult: newResult("regs read", &f.opFlags, err, elapsed), Node: n.Name, Mask: n.Mask, Done: len(words)}
 			human := ""
-			if err == nil {
+			if r.OK {
 				human = r.fillRead(n, words, f.peer.m.String())
 			}
 			return f.finishRegs(cmd, r, human)
@@ -421,35 +408,21 @@ not fit the field, more VALUEs than the node holds.`,
   oetp regs write --table top.xml --iface eth1 --peer 02:0e:0c:00:00:02 buf 1 2 3 4`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := loadTable(cmd, f.table)
+			n, err := f.node(cmd, args[0], addrtable.Write)
 			if err != nil {
 				return err
-			}
-			n, err := regsNode(t, args[0])
-			if err != nil {
-				return err
-			}
-			if !n.Perm.Writable() {
-				return usagef("node %q is read-only (permission %s): nothing sent", n.Name, n.Perm)
 			}
 			data, mask, value, err := regsPlan(n, args[1:])
 			if err != nil {
 				return err
 			}
-			f.addr.v = n.Address
-			s, err := f.open(endpoint.ModeRMEM)
+			r, err := f.access(cmd, "regs write", n, func(ctx context.Context, dev rmemDevice) (int, error) {
+				return regsWrite(ctx, dev, n, data, mask)
+			})
 			if err != nil {
-				return f.openFailed(cmd, "regs write", err)
+				return err
 			}
-			ctx, cancel := opContext(cmd)
-			defer cancel()
-			t0 := time.Now()
-			done, err := regsWrite(ctx, s.ep, n, data, mask)
-			elapsed := time.Since(t0)
-			if cerr := s.close(); err == nil && cerr != nil {
-				return cerr
-			}
-			r := regsResult{opResult: newResult("regs write", &f.opFlags, err, elapsed), Node: n.Name, Mask: n.Mask, Value: value, Done: done}
+			r.Value = value
 			if value == nil || len(data) > 1 {
 				r.Words = data // a block's or port's words, or a multi-word CSR's as written
 			}
@@ -511,29 +484,62 @@ func regsPlan(n addrtable.Node, args []string) (data []uint32, mask uint32, valu
 	return []uint32{d}, m, v, nil
 }
 
-// finishRegs prints the result like opFlags.finish.
+// node loads --table and returns the node called name, refusing it (bad
+// usage: nothing is sent) if it lacks the permission need.
+func (f *regsOpFlags) node(cmd *cobra.Command, name string, need addrtable.Permission) (addrtable.Node, error) {
+	t, err := loadTable(cmd, f.table)
+	if err != nil {
+		return addrtable.Node{}, err
+	}
+	n, err := regsNode(t, name)
+	if err != nil {
+		return n, err
+	}
+	switch {
+	case need.Readable() && !n.Perm.Readable():
+		return n, usagef("node %q is write-only (permission %s): nothing sent", n.Name, n.Perm)
+	case need.Writable() && !n.Perm.Writable():
+		return n, usagef("node %q is read-only (permission %s): nothing sent", n.Name, n.Perm)
+	}
+	return n, nil
+}
+
+// access runs do against a one-shot initiator session for node n, as rmem
+// does, and returns the result so far. A non-nil error is the command's
+// outcome already (the session could not be opened).
+func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do func(context.Context, rmemDevice) (int, error)) (regsResult, error) {
+	f.addr.v = n.Address
+	s, err := f.open(endpoint.ModeRMEM)
+	if err != nil {
+		return regsResult{}, f.openFailed(cmd, op, err)
+	}
+	ctx, cancel := opContext(cmd)
+	defer cancel()
+	t0 := time.Now()
+	done, err := do(ctx, s.ep)
+	elapsed := time.Since(t0)
+	if cerr := s.close(); err == nil && cerr != nil {
+		return regsResult{}, cerr
+	}
+	return regsResult{opResult: newResult(op, &f.opFlags, err, elapsed), Node: n.Name, Mask: n.Mask, Done: done}, nil
+}
+
+// finishRegs prints the result (JSON with --json, else human on success)
+// and returns the command's error as opFlags.finish does, naming the node.
 func (f *regsOpFlags) finishRegs(cmd *cobra.Command, r regsResult, human string) error {
-	out := cmd.OutOrStdout()
-	if f.json {
-		enc := json.NewEncoder(out)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	} else if r.OK && human != "" {
-		if _, err := fmt.Fprintln(out, human); err != nil {
-			return err
-		}
+	if err := f.print(cmd, r, r.OK, human); err != nil {
+		return err
 	}
 	if r.OK {
 		return nil
 	}
-	err := fmt.Errorf("%s %s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Node, r.Addr, r.Message)
-	var ue *usageError
-	if r.Done == 0 && (errors.Is(r.err, endpoint.ErrInvalid) || errors.As(r.err, &ue)) {
-		// Refused by a local check before anything was sent (a group
-		// read, ...): bad usage, exit 2, as opFlags.finish does.
-		return &usageError{err}
+	if r.Done > 0 {
+		// Part of a multi-word access ran: a failure, never bad usage.
+		return fmt.Errorf("%s %s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Node, r.Addr, r.Message)
 	}
-	return err
+	quiet := f.opFlags
+	quiet.json = false
+	e := r.opResult
+	e.Peer += " " + r.Node // "regs read PEER NODE at 0x... failed: ..."
+	return quiet.finish(cmd, e, "")
 }
