@@ -1,0 +1,232 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openenoc/oetp/conformance"
+	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/wire"
+)
+
+func init() { register(newConformanceCmd) }
+
+func newConformanceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "conformance",
+		Short: "Check that a device on an interface follows the oETP v1 specification",
+		Long: `conformance checks a device — a board through a NIC, an RTL simulation through a
+TAP device, or an oetp serve — against the oETP v1 engine specification, from
+the outside: it sends raw frames from the MACs of the device's peers and checks
+every reply against the sentence of the specification each case quotes.
+
+A DUT file (TOML; see dut-template) says how the device is programmed: its
+frame ceiling, group address, peer table (the runner sends from those MACs),
+bus-error ranges and a MAC it does not know. A case that needs a key the file
+lacks is skipped and names the key; skipped is not failed.`,
+	}
+	cmd.AddCommand(newConformanceRunCmd(), newConformanceListCmd(), newConformanceTemplateCmd())
+	return cmd
+}
+
+func newConformanceRunCmd() *cobra.Command {
+	var (
+		iface, dutPath, junit, pcapPath string
+		target                          macFlag
+		only                            []string
+		asJSON, linkPads                bool
+		timeout                         time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run --iface IF --target MAC --dut FILE [--only ID_PREFIX]... [--json] [--junit FILE] [--pcap FILE]",
+		Short: "Run the conformance cases against a device",
+		Long: `run sends each case's frames on --iface to the device --target, from the MACs of
+the peers in the DUT file, and checks the replies. The interface is put in
+promiscuous mode (the replies go to the peers' MACs) and needs CAP_NET_RAW.
+
+It prints one line per case: PASS, FAIL or SKIP, the case's ID and a detail; a
+failed case also shows the rule it checks and the frames sent (>) and received
+(<) in hex. --json prints instead one JSON object
+{"cases":[{"id","section","rule","result","detail"}],"passed","failed","skipped"}
+(with the frames of failed cases on standard error). --junit writes JUnit XML,
+--pcap the frames of the cases. --only runs the cases under an ID prefix:
+oetp/cmd runs a section, oetp/cmd/3 one case; repeat it for several.
+
+Through a physical NIC, which pads frames shorter than 60 bytes, give
+--link-pads: the cases that must send shorter frames are then skipped.
+
+Exit status: 0 no case failed, 1 a case failed, 2 bad usage, a bad DUT file or
+an interface the runner cannot use.`,
+		Example: `  oetp conformance dut-template > dut.toml
+  oetp conformance run --iface eth1 --target 02:0e:0c:00:00:01 --dut dut.toml
+  oetp conformance run --iface eth1 --target 02:0e:0c:00:00:01 --dut dut.toml --only oetp/access --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if iface == "" {
+				return usagef("--iface is required: the interface on the device's network (list them with `ip link`)")
+			}
+			if target.m.IsZero() {
+				return usagef("--target is required: the device's unicast MAC, e.g. 02:0e:0c:00:00:01")
+			}
+			if target.m.IsGroup() {
+				return usagef("--target %v is a group address: give the device's own unicast MAC", target.m)
+			}
+			if dutPath == "" {
+				return usagef("--dut is required: the DUT file (write one with `oetp conformance dut-template > dut.toml`)")
+			}
+			if timeout < 0 {
+				return usagef("--timeout %v is negative: give a duration such as 500ms", timeout)
+			}
+			dut, err := conformance.LoadDUT(dutPath)
+			if err != nil {
+				return usagef("--dut: %v", err)
+			}
+			if _, err := conformance.Select(only); err != nil {
+				return usagef("%v", err)
+			}
+			ifi, err := net.InterfaceByName(iface)
+			if err != nil {
+				return usagef("--iface %s: %v: list the interfaces with `ip link`", iface, err)
+			}
+			maxFrame := min(wire.MaxFrameLen+4, ifi.MTU+wire.HeaderLen)
+			if maxFrame < wire.MinFrameLen {
+				return usagef("--iface %s has MTU %d, too small for oETP frames: raise it (ip link set dev %s mtu 9000)", iface, ifi.MTU, iface)
+			}
+			l, err := afpacket.Open(iface, afpacket.Config{MaxFrame: maxFrame})
+			if err != nil {
+				return usagef("%v", err)
+			}
+			o := conformance.Options{Link: l, Target: target.m, DUT: dut, Only: only, Timeout: timeout, LinkPads: linkPads}
+			var pf *os.File
+			var pw *pcap.Writer
+			if pcapPath != "" {
+				if pf, err = os.Create(pcapPath); err != nil {
+					l.Close()
+					return usagef("--pcap: %v", err)
+				}
+				if pw, err = pcap.NewWriter(pf, 0); err != nil {
+					l.Close()
+					pf.Close()
+					return fmt.Errorf("--pcap %s: %w", pcapPath, err)
+				}
+				o.Pcap = pw
+			}
+			rep, err := conformance.Run(cmd.Context(), o)
+			if pf != nil {
+				if werr := pw.Err(); werr != nil && err == nil {
+					err = fmt.Errorf("--pcap: %w", werr)
+				}
+				if cerr := pf.Close(); cerr != nil && err == nil {
+					err = fmt.Errorf("--pcap: %w", cerr)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if err := rep.WriteJSON(out); err != nil {
+					return err
+				}
+				rep.WriteFailures(cmd.ErrOrStderr())
+			} else if err := rep.WriteText(out); err != nil {
+				return err
+			}
+			if junit != "" {
+				f, err := os.Create(junit)
+				if err != nil {
+					return fmt.Errorf("--junit: %w", err)
+				}
+				err = rep.WriteJUnit(f)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return fmt.Errorf("--junit %s: %w", junit, err)
+				}
+			}
+			if !rep.OK() {
+				return fmt.Errorf("%d of %d conformance cases failed (%d passed, %d skipped)", rep.Failed, len(rep.Cases), rep.Passed, rep.Skipped)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&iface, "iface", "", "network interface `IF` on the device's network")
+	fs.Var(&target, "target", "the device's unicast `MAC`")
+	fs.StringVar(&dutPath, "dut", "", "the DUT `FILE` (TOML) saying how the device is programmed")
+	fs.StringArrayVar(&only, "only", nil, "run only the cases under `ID_PREFIX` (oetp/cmd, oetp/cmd/3); repeatable")
+	fs.BoolVar(&asJSON, "json", false, "print the results as one JSON object")
+	fs.StringVar(&junit, "junit", "", "write the results as JUnit XML to `FILE`")
+	fs.StringVar(&pcapPath, "pcap", "", "write the frames the cases sent and received to `FILE` (classic pcap)")
+	fs.DurationVar(&timeout, "timeout", conformance.DefaultTimeout, "how long to wait for each reply `D`")
+	fs.BoolVar(&linkPads, "link-pads", false, "the interface pads frames shorter than 60 bytes (a physical NIC): skip the cases that need shorter frames")
+	return cmd
+}
+
+func newConformanceListCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "List the conformance cases: ID, section, the rule each checks and the DUT keys it needs",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			cases := conformance.Cases()
+			if asJSON {
+				type item struct {
+					ID      string   `json:"id"`
+					Section string   `json:"section"`
+					Rule    string   `json:"rule"`
+					Needs   []string `json:"needs"`
+				}
+				items := make([]item, 0, len(cases))
+				for _, c := range cases {
+					items = append(items, item{c.ID, c.Section, c.Rule, append([]string{}, c.Needs...)})
+				}
+				b, err := json.Marshal(items)
+				if err != nil {
+					return err
+				}
+				_, err = out.Write(append(b, '\n'))
+				return err
+			}
+			var b strings.Builder
+			section := ""
+			for _, c := range cases {
+				if c.Section != section {
+					section = c.Section
+					fmt.Fprintf(&b, "%s\n", section)
+				}
+				fmt.Fprintf(&b, "  %-16s %s\n", c.ID, c.Rule)
+				if len(c.Needs) > 0 {
+					fmt.Fprintf(&b, "  %-16s needs: %s\n", "", strings.Join(c.Needs, ", "))
+				}
+			}
+			fmt.Fprintf(&b, "%d cases\n", len(cases))
+			_, err := fmt.Fprint(out, b.String())
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the cases as a JSON array")
+	return cmd
+}
+
+func newConformanceTemplateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "dut-template",
+		Short: "Print a commented DUT file, with the oetp serve command that programs a software endpoint to match it",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprint(cmd.OutOrStdout(), conformance.Template)
+			return err
+		},
+	}
+}
