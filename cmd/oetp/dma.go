@@ -32,6 +32,10 @@ The peer modes must be complementary: 'dma write' uses a local peer entry in
 mode 3 (mirror local to remote), so the remote endpoint needs mode 2 (accept
 DMA writes) for this MAC; 'dma read' uses mode 2, so the remote needs mode 3.
 
+Commands on one interface and MAC take turns: each holds its initiator role
+while it runs (--wait), and starts its Request IDs at a random value, so a late
+reply to an earlier command is never taken for its own.
+
 Exit status: 0 success, 1 the operation was attempted and failed (the JSON
 error_code says why), 2 bad usage or configuration, refused before anything is
 sent (with --json the result still says LOCAL_INVALID).`,

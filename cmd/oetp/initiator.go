@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -37,6 +38,7 @@ type opFlags struct {
 	pcap     string
 	busyPoll time.Duration
 	json     bool
+	wait     time.Duration
 }
 
 func (f *opFlags) register(cmd *cobra.Command) {
@@ -50,6 +52,7 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.pcap, "pcap", "", "record every frame sent and received in `PATH` (classic pcap)")
 	fs.DurationVar(&f.busyPoll, "busy-poll", 0, busyPollUsage)
 	fs.BoolVar(&f.json, "json", false, "print the result as one JSON object, the last line of stdout")
+	fs.DurationVar(&f.wait, "wait", 10*time.Second, waitUsage)
 	for _, name := range []string{"iface", "peer", "addr"} {
 		if err := cmd.MarkFlagRequired(name); err != nil {
 			panic(err)
@@ -57,10 +60,15 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	}
 }
 
+// waitUsage is the help of --wait.
+const waitUsage = "wait up to `D` for this interface and MAC's initiator role while another process (another rmem or dma) holds it, then exit 2 naming it; 0 refuses at once. " +
+	"The role is a lock in " + role.SystemDir + ", else $XDG_RUNTIME_DIR/oetp, else $TMPDIR/oetp-UID (" + role.DirEnv + " overrides); it dies with its process"
+
 // session is the endpoint of one initiator command.
 type session struct {
 	link *ifaceLink
 	ep   *endpoint.Endpoint
+	role *role.Lock // the (interface, MAC) initiator role
 }
 
 // open starts an initiator-only endpoint (no memory: every received request
@@ -79,6 +87,9 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	if f.maxFrame.set && f.maxFrame.v == 0 {
 		return nil, usagef("--max-frame 0 is out of range: use 36..8192, or leave the flag out for min(8192, MTU+14)")
 	}
+	if f.wait < 0 {
+		return nil, usagef("--wait %v is negative: use a duration such as 10s, or 0 to refuse at once", f.wait)
+	}
 	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, BusyPoll: f.busyPoll})
 	if err != nil {
 		return nil, err
@@ -88,10 +99,19 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 		il.finish()
 		return nil, usagef("--peer %v is this endpoint's own MAC (on %s): give the remote endpoint's MAC, or a different --mac", own, f.iface)
 	}
+	// One MAC, one initiator, also across processes: another process's
+	// replies would otherwise reach this one's endpoint too.
+	lock, err := acquireRole(f.iface, il.Link.Addr(), role.Initiator, f.wait)
+	if err != nil {
+		il.Link.Close()
+		il.finish()
+		return nil, err
+	}
 	rid, err := randomRequestID()
 	if err != nil {
 		il.Link.Close()
 		il.finish()
+		lock.Release()
 		return nil, err
 	}
 	cfg := endpoint.Config{MAC: il.Link.Addr(), MaxFrame: il.ceiling, RMEMTimeout: f.timeout, DMATimeout: f.timeout,
@@ -100,14 +120,30 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	if err != nil {
 		il.Link.Close()
 		il.finish()
+		lock.Release()
 		return nil, err
 	}
 	if err := ep.SetPeer(0, endpoint.Peer{MAC: f.peer.m, Mode: mode, WindowSize: wholeSpace}); err != nil {
 		ep.Close()
 		il.finish()
+		lock.Release()
 		return nil, usagef("--peer %v: %v", f.peer.m, err)
 	}
-	return &session{link: il, ep: ep}, nil
+	return &session{link: il, ep: ep, role: lock}, nil
+}
+
+// acquireRole takes role r of (iface, mac), waiting up to wait. A role
+// held by another process is a usage error (exit 2) that names it.
+func acquireRole(iface string, mac wire.MAC, r role.Role, wait time.Duration) (*role.Lock, error) {
+	l, err := role.Acquire(iface, mac, r, wait)
+	var he *role.HeldError
+	if errors.As(err, &he) {
+		return nil, usagef("%v", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("taking the %s role of %s %v: %w", r, iface, mac, err)
+	}
+	return l, nil
 }
 
 // randomRequestID returns the initial Request ID of a one-shot command's
@@ -128,6 +164,7 @@ func randomRequestID() (uint32, error) {
 // close stops the endpoint and closes the capture.
 func (s *session) close() error {
 	s.ep.Close()
+	s.role.Release()
 	return s.link.finish()
 }
 

@@ -22,6 +22,10 @@ remote endpoint must have a mode 1 entry for this MAC whose window holds the
 address. Received requests are ignored: a 'serve' on the same interface stays
 the only responder.
 
+Commands on one interface and MAC take turns: each holds its initiator role
+while it runs (--wait), and starts its Request IDs at a random value, so a late
+reply to an earlier command is never taken for its own.
+
 Exit status: 0 success, 1 the operation was attempted and failed (the JSON
 error_code says why: 8 TIMEOUT, 9..15 an ERROR_RSP from the peer), 2 bad usage
 or configuration, refused before anything is sent (an unaligned --addr, a group

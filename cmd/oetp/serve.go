@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
@@ -62,6 +63,12 @@ Logs go to standard error; a line with msg=ready is printed once the endpoint
 is serving. --json-events prints one JSON object per event (a failed request,
 PEER_DMA_COMPLETE or RMEM_ERROR) on standard output. SIGUSR1 prints the
 counters; so does exit.
+
+One MAC, one responder: serve holds the responder role of its interface and
+MAC, and refuses at once (exit 2, naming the holder's PID) when another serve
+holds it. One-shot rmem and dma commands on the same MAC hold the initiator
+role instead, so they run beside it.
+` + role.DirHelp + `
 
 --config FILE reads the same settings from a TOML file (see
 examples/oetp.toml): each key is the flag's name with '_' for '-', and --region,
@@ -203,15 +210,26 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 		MaxFrame: il.ceiling, Contexts: s.Contexts,
 		Events: endpoint.EventEnable{PeerDMAComplete: true, RMEMError: true},
 	}
+	// One MAC, one responder, also across processes: a second serve would
+	// answer every request a second time.
+	lock, err := acquireRole(s.Iface, il.Link.Addr(), role.Responder, 0)
+	if err != nil {
+		il.Link.Close()
+		il.finish()
+		closeFiles()
+		return err
+	}
 	ep, err := endpoint.New(il.Link, space, cfg)
 	if err != nil {
 		il.Link.Close()
 		il.finish()
 		closeFiles()
+		lock.Release()
 		return usagef("%v", err)
 	}
 	stop := func() error {
 		ep.Close()
+		lock.Release()
 		closeFiles()
 		return il.finish()
 	}

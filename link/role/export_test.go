@@ -1,0 +1,4 @@
+package role
+
+// DirFor is dir with the system directory given.
+var DirFor = dir

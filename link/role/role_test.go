@@ -1,0 +1,230 @@
+//go:build unix
+
+package role_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/wire"
+)
+
+var (
+	macA = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x01}
+	macB = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x02}
+)
+
+// lockDir points the package at a fresh directory.
+func lockDir(t *testing.T) string {
+	d := t.TempDir()
+	t.Setenv(role.DirEnv, d)
+	return d
+}
+
+func acquire(t *testing.T, iface string, mac wire.MAC, r role.Role) *role.Lock {
+	t.Helper()
+	l, err := role.Acquire(iface, mac, r, 0)
+	if err != nil {
+		t.Fatalf("Acquire(%s, %v, %v): %v", iface, mac, r, err)
+	}
+	t.Cleanup(func() { l.Release() })
+	return l
+}
+
+// wantHeld checks a refusal: a *HeldError naming pid, matching ErrHeld.
+func wantHeld(t *testing.T, err error, r role.Role, pid int) *role.HeldError {
+	t.Helper()
+	var he *role.HeldError
+	if !errors.As(err, &he) || !errors.Is(err, role.ErrHeld) {
+		t.Fatalf("err = %v, want a *role.HeldError", err)
+	}
+	if he.PID != pid || he.Role != r || !strings.Contains(err.Error(), "process "+strconv.Itoa(pid)) {
+		t.Fatalf("HeldError %+v (%q), want role %v held by PID %d", he, err, r, pid)
+	}
+	return he
+}
+
+// TestRoles: each (interface, MAC, role) has one holder; the two roles of
+// one address, and other MACs and interfaces, are independent; Release lets
+// the next holder in and removes the file.
+func TestRoles(t *testing.T) {
+	d := lockDir(t)
+	ini := acquire(t, "eth0", macA, role.Initiator)
+	acquire(t, "eth0", macA, role.Responder)
+	acquire(t, "eth0", macB, role.Initiator)
+	acquire(t, "eth1", macA, role.Initiator)
+	for _, r := range []role.Role{role.Initiator, role.Responder} {
+		start := time.Now()
+		_, err := role.Acquire("eth0", macA, r, 0)
+		he := wantHeld(t, err, r, os.Getpid())
+		if time.Since(start) > time.Second || he.Waited != 0 || !strings.Contains(err.Error(), "at once") {
+			t.Errorf("wait 0 took %v (Waited %v): %v", time.Since(start), he.Waited, err)
+		}
+		if !strings.Contains(he.Command, "role.test") || filepath.Dir(he.Path) != d {
+			t.Errorf("HeldError command %q, path %q", he.Command, he.Path)
+		}
+	}
+	if err := ini.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ini.Path()); !os.IsNotExist(err) {
+		t.Errorf("released lock file still there: %v", err)
+	}
+	if err := ini.Release(); err != nil {
+		t.Errorf("second Release: %v", err)
+	}
+	acquire(t, "eth0", macA, role.Initiator)
+}
+
+// TestWait: a waiting Acquire gets the role as soon as it is released, and
+// one whose wait ends says how long it waited.
+func TestWait(t *testing.T) {
+	lockDir(t)
+	l := acquire(t, "eth0", macA, role.Initiator)
+	start := time.Now()
+	_, err := role.Acquire("eth0", macA, role.Initiator, 150*time.Millisecond)
+	he := wantHeld(t, err, role.Initiator, os.Getpid())
+	if el := time.Since(start); el < 150*time.Millisecond || he.Waited < 150*time.Millisecond || !strings.Contains(err.Error(), "after waiting") {
+		t.Errorf("refused after %v (Waited %v): %v", el, he.Waited, err)
+	}
+	time.AfterFunc(100*time.Millisecond, func() { l.Release() })
+	l2, err := role.Acquire("eth0", macA, role.Initiator, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.Release()
+}
+
+func TestBadArguments(t *testing.T) {
+	lockDir(t)
+	for _, c := range []struct {
+		iface string
+		mac   wire.MAC
+		r     role.Role
+	}{
+		{"", macA, role.Initiator},
+		{"a/b", macA, role.Initiator},
+		{"eth0", wire.MAC{}, role.Initiator},
+		{"eth0", wire.MAC{0x03, 0, 0, 0, 0, 1}, role.Responder},
+		{"eth0", macA, role.Role(0)},
+	} {
+		if l, err := role.Acquire(c.iface, c.mac, c.r, 0); err == nil || errors.Is(err, role.ErrHeld) {
+			l.Release()
+			t.Errorf("Acquire(%q, %v, %v) = %v, want an argument error", c.iface, c.mac, c.r, err)
+		}
+	}
+}
+
+// TestDir: the system directory when usable, else $XDG_RUNTIME_DIR/oetp,
+// else os.TempDir()/oetp-UID.
+func TestDir(t *testing.T) {
+	t.Setenv(role.DirEnv, "")
+	sys := filepath.Join(t.TempDir(), "run-oetp")
+	if d, err := role.DirFor(sys); err != nil || d != sys {
+		t.Fatalf("dir = %q, %v, want %s", d, err, sys)
+	}
+	if fi, err := os.Stat(sys); err != nil || fi.Mode()&os.ModeSticky == 0 || fi.Mode().Perm() != 0o777 {
+		t.Errorf("system dir mode %v (%v), want sticky and world-writable", fi.Mode(), err)
+	}
+	bad := "/proc/oetp-no-such-dir" // cannot be created, even by root
+	xdg := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	if d, err := role.DirFor(bad); err != nil || d != filepath.Join(xdg, "oetp") {
+		t.Fatalf("dir = %q, %v, want %s/oetp", d, err, xdg)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	want := filepath.Join(tmp, "oetp-"+strconv.Itoa(os.Getuid()))
+	if d, err := role.DirFor(bad); err != nil || d != want {
+		t.Fatalf("dir = %q, %v, want %s", d, err, want)
+	}
+	if !strings.Contains(role.DirHelp, role.SystemDir) || !strings.Contains(role.DirHelp, "XDG_RUNTIME_DIR") {
+		t.Errorf("DirHelp does not name the directories: %s", role.DirHelp)
+	}
+}
+
+// holderEnv makes the test binary a process that takes a role, reports
+// "held", and sleeps until killed.
+const holderEnv = "ROLE_TEST_HOLDER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(holderEnv); spec != "" {
+		r := role.Initiator
+		if spec == "responder" {
+			r = role.Responder
+		}
+		if _, err := role.Acquire("eth0", macA, r, 0); err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		fmt.Println("held")
+		time.Sleep(time.Hour)
+	}
+	os.Exit(m.Run())
+}
+
+// TestAcrossProcesses: a role held by another process is refused with that
+// process's PID, and is free again the moment the process is killed (no
+// Release: the kernel drops the flock).
+func TestAcrossProcesses(t *testing.T) {
+	lockDir(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holderEnv+"=responder")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	buf := make([]byte, 100)
+	if n, _ := out.Read(buf); !strings.HasPrefix(string(buf[:n]), "held") {
+		t.Fatalf("holder said %q", buf[:n])
+	}
+	acquire(t, "eth0", macA, role.Initiator) // the other role is free
+	_, err = role.Acquire("eth0", macA, role.Responder, 0)
+	wantHeld(t, err, role.Responder, cmd.Process.Pid)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	acquire(t, "eth0", macA, role.Responder)
+}
+
+// TestNamespaces: interface names are per network namespace, so the same
+// (interface, MAC) in two namespaces are two addresses; in one namespace it
+// is one.
+func TestNamespaces(t *testing.T) {
+	lockDir(t)
+	tn := netns.NewPair(t)
+	var locks []*role.Lock
+	defer func() {
+		for _, l := range locks {
+			l.Release()
+		}
+	}()
+	for _, h := range []*netns.Host{tn.Host(0), tn.Host(1)} {
+		if err := h.Do(func() error {
+			l, err := role.Acquire("eth0", macA, role.Responder, 0)
+			locks = append(locks, l)
+			return err
+		}); err != nil {
+			t.Fatalf("%s: %v", h, err)
+		}
+	}
+	err := tn.Host(0).Do(func() error {
+		_, err := role.Acquire("eth0", macA, role.Responder, 0)
+		return err
+	})
+	wantHeld(t, err, role.Responder, os.Getpid())
+}
