@@ -467,3 +467,26 @@ func TestContexts(t *testing.T) {
 	diff(t, "replies", map[uint32]bool{0: true, 2: true, 3: true}, got)
 	p.none(t, 20*time.Millisecond)
 }
+
+// TestLastUnknownSource: the source MAC and command of the latest request
+// dropped for an unknown source are kept for tools to report.
+func TestLastUnknownSource(t *testing.T) {
+	sw := newSwitch(t, mem.Config{})
+	u := newTap(t, sw, macD, false) // not in B's peer table
+	q := newTap(t, sw, macQ, false)
+	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
+	setPeer(t, b, 0, win(macP, endpoint.ModeRMEM))
+	if _, _, ok := b.LastUnknownSource(); ok {
+		t.Fatal("LastUnknownSource before any drop")
+	}
+	u.send(t, frame(macB, macD, 0x10, le(1), le(0x1000)))
+	eventually(t, "first drop", func() bool { return b.Stats().DropUnknownSource == 1 })
+	if src, cmd, ok := b.LastUnknownSource(); !ok || src != macD || cmd != wire.RMEMReadReq {
+		t.Fatalf("LastUnknownSource = %v, %v, %v; want %v RMEM_READ_REQ", src, cmd, ok, macD)
+	}
+	q.send(t, frame(macB, macQ, 0x40, le(2), le(0x1000), le(4), []byte{1, 2, 3, 4}, eod))
+	eventually(t, "second drop", func() bool { return b.Stats().DropUnknownSource == 2 })
+	if src, cmd, ok := b.LastUnknownSource(); !ok || src != macQ || cmd != wire.DMAWriteReq {
+		t.Fatalf("LastUnknownSource = %v, %v, %v; want %v DMA_WRITE_REQ", src, cmd, ok, macQ)
+	}
+}

@@ -242,6 +242,7 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 	peer, ok := pt.bySrc[fr.Src()]
 	if !ok {
 		e.st.dropUnknownSource.Add(1)
+		e.st.lastUnknown.Store(packUnknown(fr.Src(), cls.Cmd))
 		return false
 	}
 	if e.serving.Load() >= int32(cfg.Contexts) {

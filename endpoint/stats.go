@@ -1,6 +1,10 @@
 package endpoint
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/openenoc/oetp/wire"
+)
 
 // Stats are the endpoint's counters since New. Reset does not clear them.
 type Stats struct {
@@ -58,6 +62,7 @@ type counters struct {
 	servedRMEMRead, servedRMEMWrite, servedDMARead, servedDMAWrite, responderFail            atomic.Uint64
 	errorsSent                                                                               [8]atomic.Uint64
 	timeouts, rawReceived, rawSent, retries                                                  atomic.Uint64
+	lastUnknown                                                                              atomic.Uint64 // see LastUnknownSource
 	expiredAfterResponse                                                                     atomic.Uint64 // test observability
 	chained                                                                                  atomic.Uint64 // fragments sent by the receive loop; test observability
 }
@@ -86,4 +91,33 @@ func (e *Endpoint) Stats() Stats {
 		s.ErrorsSent[i] = c.errorsSent[i].Load()
 	}
 	return s
+}
+
+// packUnknown packs a request's source MAC and command for
+// counters.lastUnknown: the MAC in bits 0..47, the command in 48..55, bit
+// 56 set so that the zero value means none.
+func packUnknown(src wire.MAC, cmd wire.Cmd) uint64 {
+	var v uint64
+	for _, b := range src {
+		v = v<<8 | uint64(b)
+	}
+	return v | uint64(cmd)<<48 | 1<<56
+}
+
+// LastUnknownSource returns the source MAC and command of the most recent
+// request dropped because its source is in no peer table entry (counted in
+// Stats.DropUnknownSource); ok is false before the first. Recording it
+// costs the receive path one atomic store; a tool that polls it with the
+// counter (such as `oetp serve`) can say which MAC, and which peer mode,
+// a misconfigured peer table is missing.
+func (e *Endpoint) LastUnknownSource() (src wire.MAC, cmd wire.Cmd, ok bool) {
+	v := e.st.lastUnknown.Load()
+	if v == 0 {
+		return src, 0, false
+	}
+	for i := 5; i >= 0; i-- {
+		src[i] = byte(v)
+		v >>= 8
+	}
+	return src, wire.Cmd(v), true
 }
