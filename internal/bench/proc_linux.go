@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/wire"
@@ -162,9 +165,33 @@ func procName(op string) string {
 // `seconds` the command reports with --json (the operation, from the call
 // to its outcome, as a script sees it), not the process's start-up, which
 // the row's note gives.
-func (p *procEnv) engine(op string, n int) *step {
+func (p *procEnv) engine(op string, n int) *step { return p.command(op, n, false) }
+
+// extra returns the DMA rows of blocks from TargetBlock up once more with
+// the command's standard error a terminal, as for a user at a shell: the
+// command then draws a progress bar (endpoint.WithProgress), which must
+// not slow the transfer (issue 16).
+func (p *procEnv) extra(op string, blocks []int64) []*step {
+	if op == opRMEMRead {
+		return nil
+	}
+	var out []*step
+	for _, b := range blocks {
+		if b >= TargetBlock {
+			out = append(out, p.command(op, int(b), true))
+		}
+	}
+	return out
+}
+
+// command returns the measurement of op as one-shot processes, with a
+// terminal for standard error if tty.
+func (p *procEnv) command(op string, n int, tty bool) *step {
 	s := &step{m: newMeter(true), res: engineResult(ScenarioProc, op, n)}
 	s.res.Name = procName(op)
+	if tty {
+		s.res.Name += " (tty)"
+	}
 	s.m.noAllocs = true
 	frames, bytes := opCounts(op, n)
 	wall := newMeter(true)
@@ -174,7 +201,7 @@ func (p *procEnv) engine(op string, n int) *step {
 		start := time.Now()
 		for i := int64(0); i < maxOps && (i < procMinOps || time.Since(start) < d); i++ {
 			t0 := time.Now()
-			r, err := p.oetp(args...)
+			r, err := p.oetp(tty, args...)
 			wall.record(time.Since(t0), 0, 0)
 			if err != nil {
 				s.m.fail()
@@ -190,11 +217,14 @@ func (p *procEnv) engine(op string, n int) *step {
 	s.after = func() error {
 		s.res.Note = fmt.Sprintf("one process per operation (nsenter, then oetp; default flags, unpinned); time as the command reports it (--json seconds); the whole process took %v p50",
 			wall.percentiles(50)[0].Round(10*time.Microsecond))
+		if tty {
+			s.res.Note += "; standard error a terminal: the command draws its progress bar"
+		}
 		switch op {
 		case opDMAWrite:
 			p.written = max(p.written, n)
 			// Read the block back through the server.
-			r, err := p.oetp(p.args(opDMARead, n, out)...)
+			r, err := p.oetp(false, p.args(opDMARead, n, out)...)
 			if err != nil {
 				return fmt.Errorf("bench: reading back a %s of %d bytes: %w", op, n, err)
 			}
@@ -259,15 +289,40 @@ type procResult struct {
 
 // oetp runs one one-shot command on the near host and returns its result;
 // an error unless it exited 0 with ok true.
-func (p *procEnv) oetp(args ...string) (procResult, error) {
+func (p *procEnv) oetp(tty bool, args ...string) (procResult, error) {
 	var r procResult
 	cmd := p.near.Command(p.bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := startUnpinned(cmd); err != nil {
+	var drained chan struct{}
+	if tty {
+		ptm, pts, err := openPTY()
+		if err != nil {
+			return r, err
+		}
+		defer ptm.Close()
+		cmd.Stderr = pts
+		// Read what the command draws, as a terminal would.
+		drained = make(chan struct{})
+		go func() {
+			io.Copy(&stderr, ptm)
+			close(drained)
+		}()
+		err = startUnpinned(cmd)
+		pts.Close() // the child has its copy
+		if err != nil {
+			return r, err
+		}
+	} else if err := startUnpinned(cmd); err != nil {
 		return r, err
 	}
 	err := cmd.Wait()
+	if drained != nil {
+		<-drained // EIO once the child has closed the terminal
+		if !strings.Contains(stderr.String(), "dma") {
+			return r, fmt.Errorf("oetp %s drew no progress bar on its terminal: %q", strings.Join(args[:2], " "), stderr.String())
+		}
+	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if jerr := json.Unmarshal([]byte(lines[len(lines)-1]), &r); jerr != nil {
 		return r, fmt.Errorf("oetp %s: %v, no JSON result (%v): %s", strings.Join(args[:2], " "), err, jerr, stderr.String())
@@ -276,6 +331,31 @@ func (p *procEnv) oetp(args ...string) (procResult, error) {
 		return r, fmt.Errorf("oetp %s: %v: %s %s", strings.Join(args[:2], " "), err, r.Error, r.Message)
 	}
 	return r, nil
+}
+
+// openPTY opens a pseudo-terminal: the master side to read from and the
+// slave side to hand to a child.
+func openPTY() (ptm, pts *os.File, err error) {
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: opening a terminal: %w", os.NewSyscallError("open /dev/ptmx", err))
+	}
+	ptm = os.NewFile(uintptr(fd), "/dev/ptmx")
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		ptm.Close()
+		return nil, nil, fmt.Errorf("bench: unlocking a terminal: %w", err)
+	}
+	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+	if err != nil {
+		ptm.Close()
+		return nil, nil, fmt.Errorf("bench: naming a terminal: %w", err)
+	}
+	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		ptm.Close()
+		return nil, nil, fmt.Errorf("bench: opening a terminal: %w", err)
+	}
+	return ptm, pts, nil
 }
 
 // startUnpinned starts cmd from a thread with the CPUs the bench process

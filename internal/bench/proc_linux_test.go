@@ -41,6 +41,7 @@ func TestRunProc(t *testing.T) {
 	}
 	o := shortOptions(ScenarioProc)
 	o.Rounds = 1
+	o.Blocks = []int64{64 << 10, 1 << 20}
 	o.Binary = buildOetp(t)
 	rep, err := Run(o)
 	if err != nil {
@@ -64,5 +65,15 @@ func TestRunProc(t *testing.T) {
 	}
 	if r := rep.Find(ScenarioProc, "oetp dma write", 64<<10); r != nil && r.Target != "" {
 		t.Errorf("64 KiB row has target %q; targets start at 1 MiB", r.Target)
+	}
+	// The rows with a terminal (a progress bar; the scenario fails if the
+	// command draws none), from 1 MiB up only.
+	for _, name := range []string{"oetp dma write (tty)", "oetp dma read (tty)"} {
+		if r := rep.Find(ScenarioProc, name, 1<<20); r == nil || r.Ops < procMinOps || r.Target != "≥0.90" {
+			t.Errorf("%s 1MiB: %+v; want a row with its target", name, r)
+		}
+		if r := rep.Find(ScenarioProc, name, 64<<10); r != nil {
+			t.Errorf("%s 64KiB: a terminal row below 1 MiB", name)
+		}
 	}
 }

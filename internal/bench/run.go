@@ -382,6 +382,12 @@ type env interface {
 	close() error
 }
 
+// extraEnv is an env with more engine rows of op than one per block, such
+// as the proc scenario's commands with a terminal.
+type extraEnv interface {
+	extra(op string, blocks []int64) []*step
+}
+
 // engineOps are the engine operations measured on every env, in order.
 var engineOps = []string{opRMEMRead, opDMAWrite, opDMARead}
 
@@ -405,6 +411,9 @@ func runEnv(o *Options, e env) (out []Result, err error) {
 			for _, b := range o.Blocks {
 				engines = append(engines, e.engine(op, int(b)))
 			}
+		}
+		if x, ok := e.(extraEnv); ok {
+			engines = append(engines, x.extra(op, o.Blocks)...)
 		}
 		err := runSteps(o, append(append([]*step{}, bases...), engines...))
 		compare(op, bases, engines)
