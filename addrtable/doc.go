@@ -110,6 +110,13 @@
 // what IPbus needs a read-modify-write for, and the other bits of the word
 // are not touched.
 //
+// Node.Reads, Node.Value, Node.Writes and Node.BlockWrites turn a node
+// operation into its RMEM word accesses (one masked write for a bitfield,
+// the words of a multi-word CSR most significant first, a block's words at
+// increasing addresses, a port's all at one address), so that every user of
+// a table accesses a node the same way and refuses the same things before
+// anything is sent.
+//
 // # Errors
 //
 // Errors are *Error values naming the file, the line (where the format has

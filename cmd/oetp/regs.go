@@ -213,46 +213,24 @@ type regsResult struct {
 	Done int `json:"words_done"`
 }
 
-// wordsOf returns how many word accesses an access to n takes (count
-// overrides a block or port's size; 0 means all).
-func wordsOf(n addrtable.Node, count int) (int, error) {
-	switch {
-	case n.Mode.IsBlock() || n.Mode.IsPort():
-		all := int(n.Size / 4)
-		if count == 0 {
-			return all, nil
-		}
-		if count > all {
-			return 0, usagef("--count %d: node %q holds %d words", count, n.Name, all)
-		}
-		return count, nil
-	case count != 0:
-		return 0, usagef("--count applies to block and port nodes; %q is a %s node", n.Name, n.Mode)
-	case n.Words > 1:
-		return int(n.Words), nil
+// regsReads returns the addresses a read of n takes; a refusal is bad
+// usage (nothing sent).
+func regsReads(n addrtable.Node, count int) ([]uint32, error) {
+	addrs, err := n.Reads(count)
+	if err != nil {
+		return nil, usagef("%v: nothing sent", err)
 	}
-	return 1, nil
+	return addrs, nil
 }
 
-// wordAddr is the address of access i to n.
-func wordAddr(n addrtable.Node, i int) uint32 {
-	switch {
-	case n.Mode.IsPort():
-		return n.Address
-	case n.Mode.IsBlock():
-		return n.Address + uint32(i)*4
-	}
-	return n.WordAddress(i)
-}
-
-// regsRead performs the k word reads of n and returns the words read.
-func regsRead(ctx context.Context, dev rmemDevice, n addrtable.Node, k int) ([]uint32, error) {
-	words := make([]uint32, 0, k)
-	for i := 0; i < k; i++ {
-		w, err := dev.RMEMRead(ctx, 0, wordAddr(n, i))
+// regsRead reads the words at addrs, in order, and returns those read.
+func regsRead(ctx context.Context, dev rmemDevice, addrs []uint32) ([]uint32, error) {
+	words := make([]uint32, 0, len(addrs))
+	for i, a := range addrs {
+		w, err := dev.RMEMRead(ctx, 0, a)
 		if err != nil {
-			if k > 1 {
-				err = &wordError{i: i, k: k, addr: wordAddr(n, i), err: err}
+			if len(addrs) > 1 {
+				err = &wordError{i: i, k: len(addrs), addr: a, err: err}
 			}
 			return words, err
 		}
@@ -261,18 +239,17 @@ func regsRead(ctx context.Context, dev rmemDevice, n addrtable.Node, k int) ([]u
 	return words, nil
 }
 
-// regsWrite performs the word writes of data/mask pairs and returns how
-// many completed.
-func regsWrite(ctx context.Context, dev rmemDevice, n addrtable.Node, data []uint32, mask uint32) (int, error) {
-	for i, d := range data {
-		if err := dev.RMEMWrite(ctx, 0, wordAddr(n, i), d, mask); err != nil {
-			if len(data) > 1 {
-				err = &wordError{i: i, k: len(data), addr: wordAddr(n, i), err: err}
+// regsWrite performs the writes in order and returns how many completed.
+func regsWrite(ctx context.Context, dev rmemDevice, writes []addrtable.Access) (int, error) {
+	for i, w := range writes {
+		if err := dev.RMEMWrite(ctx, 0, w.Addr, w.Data, w.Mask); err != nil {
+			if len(writes) > 1 {
+				err = &wordError{i: i, k: len(writes), addr: w.Addr, err: err}
 			}
 			return i, err
 		}
 	}
-	return len(data), nil
+	return len(writes), nil
 }
 
 // wordError says which word of a multi-word access failed; it keeps the
@@ -333,14 +310,14 @@ are never repeated.`,
 			if err != nil {
 				return err
 			}
-			k, err := wordsOf(n, f.count.v)
+			addrs, err := regsReads(n, f.count.v)
 			if err != nil {
 				return err
 			}
 			var words []uint32
 			r, err := f.access(cmd, "regs read", n, func(ctx context.Context, dev rmemDevice) (int, error) {
 				var err error
-				words, err = regsRead(ctx, dev, n, k)
+				words, err = regsRead(ctx, dev, addrs)
 				return len(words), err
 			})
 			if err != nil {
@@ -348,7 +325,7 @@ are never repeated.`,
 			}
 			human := ""
 			if r.OK {
-				human = r.fillRead(n, words, f.peer.m.String())
+				human = r.fillRead(n, addrs, words, f.peer.m.String())
 			}
 			return f.finishRegs(cmd, r, human)
 		},
@@ -357,8 +334,9 @@ are never repeated.`,
 	return cmd
 }
 
-// fillRead sets the value or words read and returns the human output.
-func (r *regsResult) fillRead(n addrtable.Node, words []uint32, peer string) string {
+// fillRead sets the value or words read at addrs and returns the human
+// output.
+func (r *regsResult) fillRead(n addrtable.Node, addrs, words []uint32, peer string) string {
 	head := fmt.Sprintf("regs read %s %s 0x%08x", peer, n.Name, n.Address)
 	if n.Masked() {
 		head += fmt.Sprintf(" mask 0x%08x", n.Mask)
@@ -370,21 +348,19 @@ func (r *regsResult) fillRead(n addrtable.Node, words []uint32, peer string) str
 		fmt.Fprintf(&b, "%s: %d words (%s)", head, len(words), n.Mode)
 		for i, w := range words {
 			if i%4 == 0 {
-				fmt.Fprintf(&b, "\n0x%08x:", wordAddr(n, i))
+				fmt.Fprintf(&b, "\n0x%08x:", addrs[i])
 			}
 			fmt.Fprintf(&b, " 0x%08x", w)
 		}
 		return b.String()
 	case len(words) > 1:
 		r.Words = words
-		v, _ := n.Join(words)
-		r.Value = v
-		return fmt.Sprintf("%s = 0x%x", head, v)
+	default:
+		w := words[0]
+		r.Data = &w
 	}
-	w := words[0]
-	r.Data = &w
-	r.Value = new(big.Int).SetUint64(uint64(n.Field(w)))
-	return fmt.Sprintf("%s = 0x%x", head, n.Field(w))
+	r.Value, _ = n.Value(words)
+	return fmt.Sprintf("%s = 0x%x", head, r.Value)
 }
 
 func newRegsWriteCmd() *cobra.Command {
@@ -412,19 +388,22 @@ not fit the field, more VALUEs than the node holds.`,
 			if err != nil {
 				return err
 			}
-			data, mask, value, err := regsPlan(n, args[1:])
+			writes, value, err := regsPlan(n, args[1:])
 			if err != nil {
 				return err
 			}
 			r, err := f.access(cmd, "regs write", n, func(ctx context.Context, dev rmemDevice) (int, error) {
-				return regsWrite(ctx, dev, n, data, mask)
+				return regsWrite(ctx, dev, writes)
 			})
 			if err != nil {
 				return err
 			}
 			r.Value = value
-			if value == nil || len(data) > 1 {
-				r.Words = data // a block's or port's words, or a multi-word CSR's as written
+			if value == nil || len(writes) > 1 {
+				// A block's or port's words, or a multi-word CSR's as written.
+				for _, w := range writes {
+					r.Words = append(r.Words, w.Data)
+				}
 			}
 			head := fmt.Sprintf("regs write %s %s 0x%08x", f.peer.m, n.Name, n.Address)
 			if n.Masked() {
@@ -432,7 +411,7 @@ not fit the field, more VALUEs than the node holds.`,
 			}
 			human := fmt.Sprintf("%s = 0x%x: ok", head, value)
 			if value == nil {
-				human = fmt.Sprintf("%s: %d words (%s): ok", head, len(data), n.Mode)
+				human = fmt.Sprintf("%s: %d words (%s): ok", head, len(writes), n.Mode)
 			}
 			return f.finishRegs(cmd, r, human)
 		},
@@ -441,47 +420,39 @@ not fit the field, more VALUEs than the node holds.`,
 	return cmd
 }
 
-// regsPlan checks the values against the node and returns the RMEM data
-// words, their BitEnable and, for a register, the value. Everything it
-// refuses is bad usage: nothing has been sent.
-func regsPlan(n addrtable.Node, args []string) (data []uint32, mask uint32, value *big.Int, err error) {
+// regsPlan checks the values against the node and returns its RMEM writes
+// and, for a register, the value. Everything it refuses is bad usage:
+// nothing has been sent.
+func regsPlan(n addrtable.Node, args []string) ([]addrtable.Access, *big.Int, error) {
 	vals := make([]*big.Int, len(args))
 	for i, a := range args {
+		var err error
 		if vals[i], err = parseValue(a); err != nil {
-			return nil, 0, nil, usagef("VALUE: %v", err)
+			return nil, nil, usagef("VALUE: %v", err)
 		}
 	}
 	if n.Mode.IsBlock() || n.Mode.IsPort() {
-		if len(vals) > int(n.Size/4) {
-			return nil, 0, nil, usagef("%d values for node %q, which holds %d words", len(vals), n.Name, n.Size/4)
-		}
+		words := make([]uint32, len(vals))
 		for i, v := range vals {
 			if v.BitLen() > 32 {
-				return nil, 0, nil, usagef("VALUE %s (word %d) does not fit 32 bits", args[i], i)
+				return nil, nil, usagef("VALUE %s (word %d) does not fit 32 bits: nothing sent", args[i], i)
 			}
-			data = append(data, uint32(v.Uint64()))
+			words[i] = uint32(v.Uint64())
 		}
-		return data, addrtable.FullMask, nil, nil
+		writes, err := n.BlockWrites(words)
+		if err != nil {
+			return nil, nil, usagef("%v: nothing sent", err)
+		}
+		return writes, nil, nil
 	}
 	if len(vals) != 1 {
-		return nil, 0, nil, usagef("node %q is a register: give one VALUE, not %d", n.Name, len(vals))
+		return nil, nil, usagef("node %q is a register: give one VALUE, not %d", n.Name, len(vals))
 	}
-	v := vals[0]
-	if n.Words > 1 {
-		words, err := n.Split(v)
-		if err != nil {
-			return nil, 0, nil, usagef("%v: nothing sent", err)
-		}
-		return words, n.Mask, v, nil
-	}
-	if v.BitLen() > 32 {
-		return nil, 0, nil, usagef("VALUE %s does not fit node %q: its field is %d bits wide (mask 0x%08X): nothing sent", args[0], n.Name, n.Width(), n.Mask)
-	}
-	d, m, err := n.Place(uint32(v.Uint64()))
+	writes, err := n.Writes(vals[0])
 	if err != nil {
-		return nil, 0, nil, usagef("%v: nothing sent", err)
+		return nil, nil, usagef("%v: nothing sent", err)
 	}
-	return []uint32{d}, m, v, nil
+	return writes, vals[0], nil
 }
 
 // node loads --table and returns the node called name, refusing it (bad

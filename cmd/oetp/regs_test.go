@@ -77,11 +77,11 @@ func (b *regsBench) setWord(addr, v uint32) {
 // write plans and performs a regs write as the command does.
 func (b *regsBench) write(t *testing.T, n addrtable.Node, values ...string) error {
 	t.Helper()
-	data, mask, _, err := regsPlan(n, values)
+	writes, _, err := regsPlan(n, values)
 	if err != nil {
 		return err
 	}
-	_, err = regsWrite(context.Background(), b.init, n, data, mask)
+	_, err = regsWrite(context.Background(), b.init, writes)
 	return err
 }
 
@@ -137,18 +137,18 @@ func TestRegsBitfieldIsOneMaskedWrite(t *testing.T) {
 	if w := b.word(0); w != 0x923456A9 {
 		t.Errorf("word after enable, reset: 0x%08X, want 0x923456A9", w)
 	}
-	words, err := regsRead(context.Background(), b.init, node(t, tab, "ctrl.mode"), 1)
+	words, err := regsRead(context.Background(), b.init, []uint32{0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var r regsResult
-	r.fillRead(node(t, tab, "ctrl.mode"), words, macA)
+	r.fillRead(node(t, tab, "ctrl.mode"), []uint32{0}, words, macA)
 	if r.Value.Uint64() != 0xA || *r.Data != 0x923456A9 {
 		t.Errorf("read ctrl.mode = %v (word 0x%08X), want 0xA", r.Value, *r.Data)
 	}
 	// status.errors, bits 15:8.
 	b.setWord(0x4, 0x00002A01)
-	words, err = regsRead(context.Background(), b.init, node(t, tab, "status.errors"), 1)
+	words, err = regsRead(context.Background(), b.init, []uint32{4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestRegsRefusedBeforeSending(t *testing.T) {
 		{"status", []string{"1"}, "read-only"},
 	} {
 		n := node(t, tab, tc.node)
-		_, _, _, err := regsPlan(n, tc.values)
+		_, _, err := regsPlan(n, tc.values)
 		var ue *usageError
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !asUsage(err, &ue) {
 			t.Errorf("regs write %s %v: %v, want a usage error containing %q", tc.node, tc.values, err, tc.want)
@@ -182,7 +182,7 @@ func TestRegsRefusedBeforeSending(t *testing.T) {
 	for i := range big {
 		big[i] = "1"
 	}
-	if _, _, _, err := regsPlan(node(t, tab, "buffer"), big); err == nil || !strings.Contains(err.Error(), "holds 256 words") {
+	if _, _, err := regsPlan(node(t, tab, "buffer"), big); err == nil || !strings.Contains(err.Error(), "which holds 256") {
 		t.Errorf("257 values into a 256-word block: %v", err)
 	}
 }
@@ -205,11 +205,11 @@ func TestRegsBlockAndPort(t *testing.T) {
 			t.Errorf("buffer word %d = 0x%08X, want 0x%08X", i, got, want)
 		}
 	}
-	k, err := wordsOf(buf, 3)
+	addrs, err := regsReads(buf, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	words, err := regsRead(context.Background(), b.init, buf, k)
+	words, err := regsRead(context.Background(), b.init, addrs)
 	if err != nil || !cmp.Equal(words, []uint32{1, 2, 0xDEADBEEF}) {
 		t.Errorf("buffer read = %x, %v", words, err)
 	}
@@ -218,8 +218,8 @@ func TestRegsBlockAndPort(t *testing.T) {
 	b.setWord(0x2000, 0x55)
 	b.setWord(0x2004, 0x66)
 	before := b.srv.Stats()
-	k, _ = wordsOf(fifo, 0)
-	words, err = regsRead(context.Background(), b.init, fifo, k)
+	addrs, _ = regsReads(fifo, 0)
+	words, err = regsRead(context.Background(), b.init, addrs)
 	if err != nil || len(words) != 16 {
 		t.Fatalf("fifo read = %x, %v", words, err)
 	}
@@ -231,10 +231,10 @@ func TestRegsBlockAndPort(t *testing.T) {
 	if got := b.srv.Stats().ServedRMEMRead - before.ServedRMEMRead; got != 16 {
 		t.Errorf("served %d reads, want 16", got)
 	}
-	if _, err := wordsOf(fifo, 17); err == nil || !strings.Contains(err.Error(), "holds 16 words") {
+	if _, err := regsReads(fifo, 17); err == nil || !strings.Contains(err.Error(), "holds 16 words") {
 		t.Errorf("--count 17: %v", err)
 	}
-	if _, err := wordsOf(node(t, tab, "ctrl"), 2); err == nil || !strings.Contains(err.Error(), "block and port") {
+	if _, err := regsReads(node(t, tab, "ctrl"), 2); err == nil || !strings.Contains(err.Error(), "block and port") {
 		t.Errorf("--count on a register: %v", err)
 	}
 }
@@ -257,12 +257,13 @@ func TestRegsLiteXWideCSR(t *testing.T) {
 	if hi, lo := b.word(0x100), b.word(0x104); hi != 0x11223344 || lo != 0x55667788 {
 		t.Errorf("words 0x%08X 0x%08X, want 0x11223344 0x55667788", hi, lo)
 	}
-	words, err := regsRead(context.Background(), b.init, wide, 2)
+	addrs, _ := regsReads(wide, 0)
+	words, err := regsRead(context.Background(), b.init, addrs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var r regsResult
-	r.fillRead(wide, words, macA)
+	r.fillRead(wide, addrs, words, macA)
 	if r.Value.Text(16) != "1122334455667788" {
 		t.Errorf("read %x", r.Value)
 	}
@@ -286,14 +287,15 @@ func TestRegsLiteXWideCSR(t *testing.T) {
 			t.Errorf("word %d = 0x%08X, want 0x%08X", i, got, want)
 		}
 	}
-	words, err = regsRead(context.Background(), b.init, s8, 4)
+	addrs, _ = regsReads(s8, 0)
+	words, err = regsRead(context.Background(), b.init, addrs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := s8.Join(words); v.Cmp(big.NewInt(0x12345678)) != 0 {
 		t.Errorf("read back 0x%x", v)
 	}
-	if _, _, _, err := regsPlan(s8, []string{"0x100000000"}); err == nil || !strings.Contains(err.Error(), "32 bits wide") {
+	if _, _, err := regsPlan(s8, []string{"0x100000000"}); err == nil || !strings.Contains(err.Error(), "32 bits wide") {
 		t.Errorf("33-bit value into a 32-bit CSR: %v", err)
 	}
 }
@@ -305,11 +307,11 @@ func TestRegsFailureSaysWhatRan(t *testing.T) {
 	// Two words, the second outside the server's 64 KiB window.
 	n := addrtable.Node{Name: "edge", Address: 0xFFFC, Mask: addrtable.FullMask, Perm: addrtable.ReadWrite,
 		Mode: addrtable.Single, Size: 8, Words: 2, Stride: 4}
-	data, mask, _, err := regsPlan(n, []string{"0x0000000100000002"})
+	writes, _, err := regsPlan(n, []string{"0x0000000100000002"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := regsWrite(context.Background(), b.init, n, data, mask)
+	done, err := regsWrite(context.Background(), b.init, writes)
 	if done != 1 || err == nil {
 		t.Fatalf("done %d, err %v", done, err)
 	}
