@@ -23,7 +23,7 @@ const (
 func buildPcap(t *testing.T, vs []vector) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := pcap.NewWriter(&buf, pcapSnaplen)
+	w, err := pcap.NewWriterFormat(&buf, pcap.Classic, pcapSnaplen)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
+	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
@@ -155,6 +156,7 @@ type serveSettings struct {
 	RMEMTimeout time.Duration
 	DMATimeout  time.Duration
 	Pcap        string
+	PcapFormat  pcap.Format
 	BusyPoll    time.Duration
 	JSONEvents  bool
 }
@@ -174,6 +176,7 @@ type serveFile struct {
 	RMEMTimeout *string      `toml:"rmem_timeout"`
 	DMATimeout  *string      `toml:"dma_timeout"`
 	Pcap        *string      `toml:"pcap"`
+	PcapFormat  *string      `toml:"pcap_format"`
 	BusyPoll    *string      `toml:"busy_poll"`
 	JSONEvents  *bool        `toml:"json_events"`
 }
@@ -236,7 +239,7 @@ func loadServeFile(path string) (*serveFile, error) {
 		return nil, usagef("--config %s: %v", path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return nil, usagef("--config %s: unknown key %q: the keys are the serve flags with '_' for '-' (iface, mac, group, [[region]], [[fault]], [[peer]], contexts, max_frame, raw_policy, rmem_timeout, dma_timeout, pcap, busy_poll, json_events)", path, und[0].String())
+		return nil, usagef("--config %s: unknown key %q: the keys are the serve flags with '_' for '-' (iface, mac, group, [[region]], [[fault]], [[peer]], contexts, max_frame, raw_policy, rmem_timeout, dma_timeout, pcap, pcap_format, busy_poll, json_events)", path, und[0].String())
 	}
 	return &f, nil
 }
@@ -256,6 +259,7 @@ type serveFlags struct {
 	rmemTimeout time.Duration
 	dmaTimeout  time.Duration
 	pcap        string
+	pcapFormat  formatFlag
 	busyPoll    time.Duration
 	jsonEvents  bool
 }
@@ -343,6 +347,9 @@ func (sf *serveFlags) settings(fs *pflag.FlagSet) (*serveSettings, error) {
 	}
 	if changed("pcap") {
 		s.Pcap = sf.pcap
+	}
+	if changed("pcap-format") {
+		s.PcapFormat = sf.pcapFormat.f
 	}
 	if changed("busy-poll") {
 		s.BusyPoll = sf.busyPoll
@@ -446,6 +453,11 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 	}
 	if f.Pcap != nil {
 		s.Pcap = *f.Pcap
+	}
+	if f.PcapFormat != nil {
+		if s.PcapFormat, err = pcap.ParseFormat(*f.PcapFormat); err != nil {
+			return usagef("%s: %v", where("pcap_format"), err)
+		}
 	}
 	if f.BusyPoll != nil {
 		if s.BusyPoll, err = time.ParseDuration(*f.BusyPoll); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,120 +19,271 @@ import (
 
 func init() { register(newDumpCmd) }
 
+// dumpOptions are the flags of dump.
+type dumpOptions struct {
+	maxFrame intFlag
+	json     bool
+	iface    string
+	count    intFlag
+	promisc  bool
+}
+
 func newDumpCmd() *cobra.Command {
-	maxFrame := &intFlag{v: wire.MaxFrameLen}
-	var asJSON bool
+	o := &dumpOptions{maxFrame: intFlag{v: wire.MaxFrameLen}}
 	cmd := &cobra.Command{
-		Use:   "dump FILE.pcap",
-		Short: "Decode every frame of a pcap capture, one line per frame",
-		Long: `dump decodes every frame of a classic pcap capture of Ethernet frames (written by
-tcpdump, tshark -F pcap, or oetp's --pcap), one line per frame. Frames are
-numbered from 1. With --json each line is the JSON object 'oetp decode' prints,
-plus "index" (the frame number), "time" (RFC 3339, UTC) and, for a frame the
-capture truncated, "orig_len".
+		Use:   "dump FILE | - | --iface IF",
+		Short: "Decode every frame of a capture file, or live oETP traffic on an interface",
+		Long: `dump decodes frames one line per frame: every record of a capture file (FILE,
+or - for standard input), or with --iface the oETP frames crossing an interface
+live, in both directions, until --count frames or SIGINT.
+
+Files: pcapng (tshark's and dumpcap's default, and oetp's --pcap) and classic
+pcap (tcpdump's; microsecond or nanosecond, either byte order, gzip too), with
+every link type that carries Ethernet: EN10MB, and the Linux cooked captures
+LINUX_SLL and LINUX_SLL2 that 'tcpdump -i any' writes. A cooked capture records
+the source MAC and a packet type (host, broadcast, multicast, otherhost,
+outgoing), not the destination MAC: dump shows '?' for it and the packet type.
+802.1Q and 802.1ad tags are taken out and shown ("vlan 100"). Records of other
+link types in a pcapng file are skipped and counted on standard error.
+
+Frames are numbered from 1. With --json each line is the JSON object 'oetp
+decode' prints, plus "index" (the frame number), "time" (RFC 3339, UTC),
+"orig_len" for a frame the capture truncated, "vlans" ([{"tpid","id","pcp",
+"dei"}], outermost first), and for cooked captures "packet_type" and
+"direction" (in or out) instead of "dst".
 
 A DMA_READ_RSP carries no length: dump takes it from the earlier DMA_READ_REQ
-with the same Request ID and the reversed MAC addresses. A response whose
-request is not in the capture is reported as not checkable.
+with the same Request ID (and the reversed MAC addresses, when known). A
+response whose request is not in the capture is reported as not checkable.
 
-Exit status: 0 when the whole file was read, 1 when it ends inside a record
-(the frames before are still printed), 2 when FILE is missing or not a pcap
-file (a pcapng file is refused with the command that converts it).`,
-		Example: `  oetp dump capture.pcap
+Live (--iface, Linux only: an AF_PACKET socket, root or CAP_NET_RAW): frames of
+EtherType 0x88B5, tagged or not, sent and received by this host; --promisc also
+shows frames between other hosts on the segment.
+
+Exit status: 0 when the whole file was read (or the live view ended by
+--count or a signal), 1 when a file ends inside a record (the frames before
+are still printed), 2 when FILE is missing or not a capture, or the interface
+cannot be opened.`,
+		Example: `  oetp dump capture.pcapng
+  tcpdump -i any -w - ether proto 0x88b5 | oetp dump -
   oetp dump --json capture.pcap | jq 'select(.valid == false)'
-  tcpdump -i eth1 -w eth1.pcap ether proto 0x88b5; oetp dump eth1.pcap`,
+  sudo oetp dump --iface eth1 --count 10`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("%s takes one argument, the capture file; got %d", cmd.CommandPath(), len(args))
+			switch {
+			case o.iface != "" && len(args) > 0:
+				return usagef("%s reads a file or --iface, not both; got %q and --iface %s", cmd.CommandPath(), args, o.iface)
+			case o.iface == "" && len(args) != 1:
+				return usagef("%s takes one argument, the capture file (- for standard input), or --iface IF for live traffic; got %d arguments", cmd.CommandPath(), len(args))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := wire.CheckMaxFrame(maxFrame.v); err != nil {
+			if err := wire.CheckMaxFrame(o.maxFrame.v); err != nil {
 				return usagef("--max-frame: %v", err)
 			}
-			f, err := os.Open(args[0])
-			if err != nil {
-				return usagef("%v", err)
+			if o.iface == "" {
+				if cmd.Flags().Changed("count") || o.promisc {
+					return usagef("--count and --promisc belong to a live view: add --iface IF, or drop them to read %s", args[0])
+				}
+				return dumpFile(cmd, args[0], o)
 			}
-			defer f.Close()
-			r, err := pcap.NewReader(bufio.NewReaderSize(f, 1<<16))
-			if err != nil {
-				return usagef("%s: %v", args[0], err)
+			if cmd.Flags().Changed("count") && o.count.v == 0 {
+				return usagef("--count 0 is out of range: give the number of oETP frames to show, or leave it out to run until SIGINT")
 			}
-			return runDump(r, cmd.OutOrStdout(), maxFrame.v, asJSON)
+			return dumpLive(cmd, o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per frame, as 'oetp decode' does")
-	cmd.Flags().Var(maxFrame, "max-frame", "frame ceiling `N` in bytes without FCS, 36..8192 (MAX_RAW_FRAME_SIZE)")
+	fs := cmd.Flags()
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per frame, as 'oetp decode' does")
+	fs.Var(&o.maxFrame, "max-frame", "frame ceiling `N` in bytes without FCS, 36..8192 (MAX_RAW_FRAME_SIZE)")
+	fs.StringVar(&o.iface, "iface", "", "show live oETP traffic on the network interface `IF` (Linux)")
+	fs.Var(&o.count, "count", "with --iface: stop after `N` oETP frames")
+	fs.BoolVar(&o.promisc, "promisc", false, "with --iface: put the interface in promiscuous mode, to see frames between other hosts")
 	return cmd
+}
+
+// dumpFile decodes a capture file, or standard input for "-".
+func dumpFile(cmd *cobra.Command, path string, o *dumpOptions) error {
+	var in io.Reader = cmd.InOrStdin()
+	name := "standard input"
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		defer f.Close()
+		in, name = f, path
+	}
+	r, err := pcap.NewReader(in)
+	if err != nil {
+		return usagef("%s: %v", name, err)
+	}
+	if lt := r.LinkType(); r.Format() == pcap.Classic && !lt.CarriesEthernet() {
+		return usagef("%s: %v: link type %v; oetp reads EN10MB (1), LINUX_SLL (113) and LINUX_SLL2 (276)", name, pcap.ErrLinkType, lt)
+	}
+	d := newDumper(cmd.OutOrStdout(), o)
+	defer d.w.Flush()
+	skipped := map[pcap.LinkType]int{}
+	for {
+		ts, data, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			d.w.Flush()
+			return fmt.Errorf("after %d frame(s): %w", d.index, err)
+		}
+		lt := r.LinkType()
+		err = pcap.Ethernet(lt, data, &d.frame)
+		if errors.Is(err, pcap.ErrLinkType) {
+			skipped[lt]++ // an interface of another kind in a pcapng file
+			continue
+		}
+		if err != nil && lt == pcap.LinkTypeEthernet {
+			// A runt: describe says what is missing.
+			d.frame = pcap.Frame{Bytes: data, DstKnown: true}
+			err = nil
+		}
+		if err := d.record(ts, len(data), r.OrigLen(), err); err != nil {
+			return err
+		}
+	}
+	if err := d.w.Flush(); err != nil {
+		return err
+	}
+	for _, lt := range slices.Sorted(func(yield func(pcap.LinkType) bool) {
+		for k := range skipped {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: skipped %d record(s) of link type %v, which does not carry Ethernet\n", skipped[lt], lt)
+	}
+	return nil
 }
 
 // dumpRecord is the JSON object dump prints for one frame.
 type dumpRecord struct {
-	Index   int    `json:"index"`
-	Time    string `json:"time"`
-	OrigLen int    `json:"orig_len,omitempty"`
+	Index      int        `json:"index"`
+	Time       string     `json:"time"`
+	OrigLen    int        `json:"orig_len,omitempty"`
+	VLANs      []dumpVLAN `json:"vlans,omitempty"`
+	PacketType string     `json:"packet_type,omitempty"`
+	Direction  string     `json:"direction,omitempty"`
 	frameDescription
 }
 
+// dumpVLAN is one VLAN tag in dump's JSON.
+type dumpVLAN struct {
+	TPID uint16 `json:"tpid"`
+	ID   uint16 `json:"id"`
+	PCP  uint8  `json:"pcp"`
+	DEI  bool   `json:"dei"`
+}
+
 // readKey identifies an outstanding DMA_READ_REQ as its response will carry
-// it: the response's source is the request's destination.
+// it: the response's source is the request's destination. Cooked captures
+// do not record destinations: their key has zero MACs.
 type readKey struct {
 	requester, responder wire.MAC
 	rid                  uint32
 }
 
-func runDump(r *pcap.Reader, stdout io.Writer, maxFrame int, asJSON bool) error {
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
+// dumper prints frames, remembering DMA_READ_REQ lengths for their
+// responses.
+type dumper struct {
+	w        *bufio.Writer
+	enc      *json.Encoder
+	maxFrame int
+	asJSON   bool
+	live     bool // flush after every line
+	index    int
+	reads    map[readKey]uint32
+	frame    pcap.Frame
+}
+
+func newDumper(out io.Writer, o *dumpOptions) *dumper {
+	w := bufio.NewWriter(out)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	reads := map[readKey]uint32{}
-	for i := 1; ; i++ {
-		ts, frame, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return w.Flush()
-		}
-		if err != nil {
-			w.Flush()
-			return fmt.Errorf("after %d frame(s): %w", i-1, err)
-		}
-		opt := describeOptions{MaxFrame: maxFrame}
+	return &dumper{w: w, enc: enc, maxFrame: o.maxFrame.v, asJSON: o.json, reads: map[readKey]uint32{}}
+}
+
+// record prints d.frame, from a record of dataLen bytes captured at ts
+// with origLen bytes on the wire; linkErr is a link-layer header that could
+// not be decoded.
+func (d *dumper) record(ts time.Time, dataLen, origLen int, linkErr error) error {
+	d.index++
+	fr := &d.frame
+	frame := fr.Bytes
+	opt := describeOptions{MaxFrame: d.maxFrame}
+	var desc frameDescription
+	if linkErr != nil {
+		desc = frameDescription{Kind: "runt", FrameLen: origLen, Problem: linkErr.Error()}
+	} else {
 		var cls wire.Class
 		if len(frame) >= 20 {
-			cls = wire.Classify(frame, maxFrame)
+			cls = wire.Classify(frame, d.maxFrame)
 			f := wire.Frame(frame)
 			switch {
 			case cls.Kind == wire.KindRequest && cls.Cmd == wire.DMAReadReq && len(frame) >= 28:
-				reads[readKey{f.Src(), f.Dst(), f.RequestID()}] = f.Length()
+				d.reads[readKey{f.Src(), f.Dst(), f.RequestID()}] = f.Length()
+				d.reads[readKey{rid: f.RequestID()}] = f.Length()
 			case cls.Kind == wire.KindResponse && cls.Cmd == wire.DMAReadRsp:
-				if n, ok := reads[readKey{f.Dst(), f.Src(), f.RequestID()}]; ok {
+				key := readKey{f.Dst(), f.Src(), f.RequestID()}
+				if !fr.DstKnown {
+					key = readKey{rid: f.RequestID()}
+				}
+				if n, ok := d.reads[key]; ok {
 					opt.ExpectLength = &n
 				}
 			}
 		}
-		d := describe(frame, opt)
-		if cls.Cmd == wire.DMAReadRsp && opt.ExpectLength == nil && d.Kind == "oetp" && !d.Valid {
-			d.Problem = "no DMA_READ_REQ with this Request ID earlier in the capture: the expected length is unknown"
+		desc = describe(frame, opt)
+		if cls.Cmd == wire.DMAReadRsp && opt.ExpectLength == nil && desc.Kind == "oetp" && !desc.Valid {
+			desc.Problem = "no DMA_READ_REQ with this Request ID earlier in the capture: the expected length is unknown"
 		}
-		rec := dumpRecord{Index: i, Time: ts.UTC().Format(time.RFC3339Nano), frameDescription: d}
-		if r.OrigLen() > len(frame) {
-			rec.OrigLen = r.OrigLen()
-		}
-		if asJSON {
-			if err := enc.Encode(rec); err != nil {
-				return err
+		if !fr.DstKnown && desc.Kind != "runt" {
+			desc.Dst = ""
+			switch fr.PacketType {
+			case "broadcast", "multicast":
+				desc.Group = ptr(true)
+			case "host":
+				desc.Group = ptr(false)
+			default:
+				desc.Group = nil
 			}
-		} else if _, err := fmt.Fprintln(w, dumpLine(rec, ts, opt.ExpectLength)); err != nil {
-			return err
 		}
 	}
+	rec := dumpRecord{Index: d.index, Time: ts.UTC().Format(time.RFC3339Nano), frameDescription: desc,
+		PacketType: fr.PacketType, Direction: fr.Direction.String()}
+	if fr.DstKnown {
+		rec.PacketType, rec.Direction = "", ""
+	}
+	for _, v := range fr.VLANs {
+		rec.VLANs = append(rec.VLANs, dumpVLAN{TPID: v.TPID, ID: v.ID, PCP: v.Priority, DEI: v.DropEligible})
+	}
+	if linkErr == nil && origLen > dataLen {
+		// The frame as shown (untagged) before the capture truncated it.
+		rec.OrigLen = origLen - dataLen + len(frame)
+	}
+	var err error
+	if d.asJSON {
+		err = d.enc.Encode(rec)
+	} else {
+		_, err = fmt.Fprintln(d.w, dumpLine(rec, ts, opt.ExpectLength))
+	}
+	if err == nil && d.live {
+		err = d.w.Flush()
+	}
+	return err
 }
 
 // dumpLine formats one frame for people:
 //
 //	3 12:00:00.000123 02:0e:0c:00:00:02 > 02:0e:0c:00:00:01 RMEM_READ_RSP rid=7 data=0xc0ffee01, 24 bytes
+//	4 12:00:00.000200 02:0e:0c:00:00:01 > ? [outgoing] vlan 100 p5 RMEM_READ_REQ rid=8 addr=0x00001000, 24 bytes
 func dumpLine(r dumpRecord, ts time.Time, expect *uint32) string {
 	d := r.frameDescription
 	var b strings.Builder
@@ -140,7 +292,23 @@ func dumpLine(r dumpRecord, ts time.Time, expect *uint32) string {
 		fmt.Fprintf(&b, " runt, %d bytes: %s", d.FrameLen, d.Problem)
 		return b.String()
 	}
-	fmt.Fprintf(&b, " %s > %s", d.Src, d.Dst)
+	dst := d.Dst
+	if dst == "" {
+		dst = "?"
+	}
+	fmt.Fprintf(&b, " %s > %s", d.Src, dst)
+	if r.PacketType != "" {
+		fmt.Fprintf(&b, " [%s]", r.PacketType)
+	}
+	for _, v := range r.VLANs {
+		fmt.Fprintf(&b, " vlan %d", v.ID)
+		if v.PCP != 0 {
+			fmt.Fprintf(&b, " p%d", v.PCP)
+		}
+		if v.TPID != 0x8100 {
+			fmt.Fprintf(&b, " (tpid 0x%04x)", v.TPID)
+		}
+	}
 	if d.Kind == "raw" {
 		fmt.Fprintf(&b, " raw ethertype 0x%04x, %d bytes", *d.EtherType, d.FrameLen)
 		return b.String()

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,8 +129,8 @@ func TestDumpUsage(t *testing.T) {
 	dir := t.TempDir()
 	notPcap := filepath.Join(dir, "x.txt")
 	writeFile(t, notPcap, []byte("hello, this is not a capture file"))
-	ng := filepath.Join(dir, "x.pcapng")
-	writeFile(t, ng, []byte{0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1c, 0, 0, 0})
+	wifi := filepath.Join(dir, "wifi.pcap")
+	writeFile(t, wifi, handmadePcap(105))
 	for _, c := range []struct {
 		args []string
 		want string
@@ -135,13 +138,99 @@ func TestDumpUsage(t *testing.T) {
 		{[]string{"dump"}, "takes one argument"},
 		{[]string{"dump", "a", "b"}, "takes one argument"},
 		{[]string{"dump", filepath.Join(dir, "missing.pcap")}, "missing.pcap"},
-		{[]string{"dump", notPcap}, "not a classic pcap file"},
-		{[]string{"dump", ng}, "editcap"},
+		{[]string{"dump", notPcap}, "not a pcap or pcapng file: the file starts with 68 65 6c 6c"},
+		{[]string{"dump", wifi}, "unsupported link type: link type LINKTYPE 105; oetp reads EN10MB (1), LINUX_SLL (113) and LINUX_SLL2 (276)"},
 		{[]string{"dump", "--max-frame", "20", notPcap}, "--max-frame"},
+		{[]string{"dump", "--count", "3", notPcap}, "--count and --promisc belong to a live view"},
+		{[]string{"dump", "--iface", "lo", notPcap}, "reads a file or --iface, not both"},
+		{[]string{"dump", "--iface", "nosuchif0"}, "--iface nosuchif0"},
+		{[]string{"dump", "--iface", "lo", "--count", "0"}, "--count 0 is out of range"},
 	} {
 		out, errOut, code := runCLI(t, "", c.args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
 			t.Errorf("oetp %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.args, code, out, errOut, c.want)
 		}
+	}
+}
+
+// handmadePcap is an empty classic pcap file of the link type.
+func handmadePcap(linkType uint32) []byte {
+	b := make([]byte, 24)
+	binary.LittleEndian.PutUint32(b[0:], pcap.MagicMicroseconds)
+	binary.LittleEndian.PutUint16(b[4:], 2)
+	binary.LittleEndian.PutUint16(b[6:], 4)
+	binary.LittleEndian.PutUint32(b[16:], 65535)
+	binary.LittleEndian.PutUint32(b[20:], linkType)
+	return b
+}
+
+// fixture is a capture that tshark or tcpdump wrote (link/pcap/testdata).
+func fixture(name string) string { return filepath.Join("..", "..", "link", "pcap", "testdata", name) }
+
+// TestDumpCaptures decodes the captures tshark and tcpdump wrote of the same
+// five frames (see link/pcap's TestMakeFixtures): pcapng and pcap, EN10MB
+// with VLAN tags, and the cooked LINUX_SLL and LINUX_SLL2 of 'any'.
+func TestDumpCaptures(t *testing.T) {
+	strip := regexp.MustCompile(`^(\d+) \S+ `) // the local-time stamp
+	en10mb := []string{
+		"1 02:0e:0c:00:00:01 > 02:0e:0c:00:00:02 RMEM_READ_REQ rid=7 addr=0x00001000, 24 bytes",
+		"2 02:0e:0c:00:00:02 > 02:0e:0c:00:00:01 RMEM_READ_RSP rid=7 data=0xc0ffee01, 24 bytes",
+		"3 02:0e:0c:00:00:01 > 02:0e:0c:00:00:02 vlan 100 p5 RMEM_WRITE_REQ rid=8 addr=0x00001004 bit_enable=0x0000ff00 data=0x0000ab00, 32 bytes",
+		"4 02:0e:0c:00:00:01 > 03:0e:0c:00:00:01 DMA_WRITE_REQ (group) rid=9 addr=0x00100000 len=16, 48 bytes",
+		"5 02:0e:0c:00:00:02 > 02:0e:0c:00:00:01 vlan 200 (tpid 0x88a8) vlan 300 DMA_WRITE_REQ rid=10 addr=0x00002000 len=5, 40 bytes",
+	}
+	sll := []string{
+		"1 02:0e:0c:00:00:01 > ? [host] RMEM_READ_REQ rid=7 addr=0x00001000, 24 bytes",
+		"2 02:0e:0c:00:00:02 > ? [outgoing] RMEM_READ_RSP rid=7 data=0xc0ffee01, 24 bytes",
+		"3 02:0e:0c:00:00:01 > ? [host] vlan 100 p5 RMEM_WRITE_REQ rid=8 addr=0x00001004 bit_enable=0x0000ff00 data=0x0000ab00, 32 bytes",
+		"4 02:0e:0c:00:00:01 > ? [multicast] DMA_WRITE_REQ (group) rid=9 addr=0x00100000 len=16, 48 bytes",
+		"5 02:0e:0c:00:00:02 > ? [outgoing] vlan 200 (tpid 0x88a8) DMA_WRITE_REQ rid=10 addr=0x00002000 len=5, 40 bytes",
+	}
+	sll2 := slices.Clone(sll)
+	sll2[2] = strings.Replace(sll2[2], " vlan 100 p5", "", 1) // libpcap keeps no tag in LINUX_SLL2
+	sll2[4] = strings.Replace(sll2[4], " vlan 200 (tpid 0x88a8)", "", 1)
+	for file, want := range map[string][]string{
+		"tshark-en10mb.pcapng":  en10mb,
+		"tcpdump-en10mb.pcap":   en10mb,
+		"tshark-any-sll.pcapng": sll,
+		"tcpdump-any-sll.pcap":  sll,
+		"tcpdump-any-sll2.pcap": sll2,
+	} {
+		out, errOut, code := runCLI(t, "", "dump", fixture(file))
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			got = append(got, strip.ReplaceAllString(l, "$1 "))
+		}
+		if diff := cmp.Diff(want, got); code != 0 || diff != "" {
+			t.Errorf("dump %s: exit %d, stderr %q (-want +got):\n%s", file, code, errOut, diff)
+		}
+	}
+
+	// Standard input, JSON: the VLANs, the packet type and the direction.
+	b, err := os.ReadFile(fixture("tcpdump-any-sll.pcap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, string(b), "dump", "--json", "-")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 5 {
+		t.Fatalf("dump --json -: exit %d, %d lines, stderr %q", code, len(lines), errOut)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[2]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"vlans": []any{map[string]any{"tpid": float64(0x8100), "id": float64(100), "pcp": float64(5), "dei": false}},
+		"packet_type": "host", "direction": "in", "src": "02:0e:0c:00:00:01", "group": false, "cmd": "RMEM_WRITE_REQ", "valid": true}
+	for k, v := range want {
+		if diff := cmp.Diff(v, rec[k]); diff != "" {
+			t.Errorf("record 3 %s (-want +got):\n%s", k, diff)
+		}
+	}
+	if _, ok := rec["dst"]; ok {
+		t.Errorf("record 3 of a cooked capture has a dst: %s", lines[2])
+	}
+	if !strings.Contains(lines[1], `"direction":"out"`) || !strings.Contains(lines[1], `"packet_type":"outgoing"`) {
+		t.Errorf("record 2: %s", lines[1])
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/openenoc/oetp/internal/num"
+	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -74,6 +75,21 @@ func (m *macFlag) Set(s string) error {
 	m.m = v
 	return err
 }
+
+// formatFlag is a pflag.Value for a capture file format: pcapng (the
+// default) or pcap.
+type formatFlag struct{ f pcap.Format }
+
+func (f *formatFlag) String() string { return f.f.String() }
+func (f *formatFlag) Type() string   { return "FORMAT" }
+func (f *formatFlag) Set(s string) error {
+	v, err := pcap.ParseFormat(s)
+	f.f = v
+	return err
+}
+
+// pcapFormatUsage is the help of --pcap-format.
+const pcapFormatUsage = "file format of --pcap: pcapng, or pcap for classic libpcap files (microsecond timestamps) for older tools"
 
 // hexValue is a pflag.Value for bytes written in hex (see parseHex).
 type hexValue struct{ b []byte }

@@ -18,6 +18,7 @@ type ifaceOptions struct {
 	MAC      wire.MAC      // --mac; zero: the interface's own
 	MaxFrame int           // --max-frame; zero: min(8192, MTU+14)
 	Pcap     string        // --pcap; empty: no capture
+	Format   pcap.Format   // --pcap-format
 	AllTypes bool          // bind to every EtherType (a raw receive policy)
 	BusyPoll time.Duration // --busy-poll; zero: never spin
 }
@@ -87,7 +88,7 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 			l.Close()
 			return nil, usagef("--pcap: %v", err)
 		}
-		w, err := pcap.NewWriter(f, 0)
+		w, err := pcap.NewWriterFormat(f, o.Format, 0)
 		if err != nil {
 			l.Close()
 			f.Close()

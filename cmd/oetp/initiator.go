@@ -36,6 +36,7 @@ type opFlags struct {
 	timeout  time.Duration
 	maxFrame intFlag
 	pcap     string
+	format   formatFlag
 	busyPoll time.Duration
 	json     bool
 	wait     time.Duration
@@ -49,7 +50,8 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	fs.Var(&f.addr, "addr", "remote byte address `A` (decimal, 0x hex, K/M/G suffixes)")
 	fs.DurationVar(&f.timeout, "timeout", time.Second, "response timeout `D`, a Go duration; 0 waits forever")
 	fs.Var(&f.maxFrame, "max-frame", "frame ceiling `N` in bytes without FCS, 36..8192 (default min(8192, MTU+14))")
-	fs.StringVar(&f.pcap, "pcap", "", "record every frame sent and received in `PATH` (classic pcap)")
+	fs.StringVar(&f.pcap, "pcap", "", "record every frame sent and received in `PATH` (pcapng; see --pcap-format)")
+	fs.Var(&f.format, "pcap-format", pcapFormatUsage)
 	fs.DurationVar(&f.busyPoll, "busy-poll", 0, busyPollUsage)
 	fs.BoolVar(&f.json, "json", false, "print the result as one JSON object, the last line of stdout")
 	fs.DurationVar(&f.wait, "wait", 10*time.Second, waitUsage)
@@ -90,7 +92,7 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	if f.wait < 0 {
 		return nil, usagef("--wait %v is negative: use a duration such as 10s, or 0 to refuse at once", f.wait)
 	}
-	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, BusyPoll: f.busyPoll})
+	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, Format: f.format.f, BusyPoll: f.busyPoll})
 	if err != nil {
 		return nil, err
 	}

@@ -101,7 +101,8 @@ the file's list.`,
 	fs.StringVar(&sf.rawPolicy, "raw-policy", "drop", "non-oETP frames to log: drop, filtered, multicast or promiscuous")
 	fs.DurationVar(&sf.rmemTimeout, "rmem-timeout", 0, "RMEM response timeout `D` of operations this endpoint initiates (0 waits forever)")
 	fs.DurationVar(&sf.dmaTimeout, "dma-timeout", 0, "DMA fragment response timeout `D` of operations this endpoint initiates (0 waits forever)")
-	fs.StringVar(&sf.pcap, "pcap", "", "record every frame sent and received in `PATH` (classic pcap)")
+	fs.StringVar(&sf.pcap, "pcap", "", "record every frame sent and received in `PATH` (pcapng; see --pcap-format)")
+	fs.Var(&sf.pcapFormat, "pcap-format", pcapFormatUsage)
 	fs.DurationVar(&sf.busyPoll, "busy-poll", 0, busyPollUsage)
 	fs.BoolVar(&sf.jsonEvents, "json-events", false, "print one JSON object per event (and the counters) on standard output")
 	return cmd, sf
@@ -199,7 +200,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 			f.Close()
 		}
 	}
-	il, err := openIface(ifaceOptions{Name: s.Iface, MAC: s.MAC, MaxFrame: s.MaxFrame, Pcap: s.Pcap, AllTypes: s.RawPolicy != endpoint.RawDrop, BusyPoll: s.BusyPoll})
+	il, err := openIface(ifaceOptions{Name: s.Iface, MAC: s.MAC, MaxFrame: s.MaxFrame, Pcap: s.Pcap, Format: s.PcapFormat, AllTypes: s.RawPolicy != endpoint.RawDrop, BusyPoll: s.BusyPoll})
 	if err != nil {
 		closeFiles()
 		return err

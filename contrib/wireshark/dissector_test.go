@@ -130,7 +130,7 @@ func diff(want, got string) string {
 func writeCapture(t *testing.T, frames []capFrame, snaplen int) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := pcap.NewWriter(&buf, snaplen)
+	w, err := pcap.NewWriterFormat(&buf, pcap.Classic, snaplen)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,9 @@ package pcap_test
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +19,16 @@ import (
 )
 
 var base = time.Date(2024, 1, 2, 3, 4, 5, 123456789, time.UTC)
+
+var formats = []pcap.Format{pcap.PcapNG, pcap.Classic}
+
+// resolution is the timestamp unit of a format as Writer writes it.
+func resolution(f pcap.Format) time.Duration {
+	if f == pcap.Classic {
+		return time.Microsecond
+	}
+	return time.Nanosecond
+}
 
 // testFrames returns frames of assorted sizes with distinct contents.
 func testFrames() [][]byte {
@@ -40,29 +46,30 @@ func testFrames() [][]byte {
 
 func stamp(i int) time.Time { return base.Add(time.Duration(i) * 1001 * time.Microsecond) }
 
-func writeFile(t testing.TB, snaplen int, frames [][]byte) []byte {
+func writeFile(t testing.TB, f pcap.Format, snaplen int, frames [][]byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := pcap.NewWriter(&buf, snaplen)
+	w, err := pcap.NewWriterFormat(&buf, f, snaplen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, f := range frames {
-		if err := w.WritePacket(stamp(i), f); err != nil {
+	for i, fr := range frames {
+		if err := w.WritePacket(stamp(i), fr); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return buf.Bytes()
 }
 
-func TestWriterBytes(t *testing.T) {
+// TestClassicBytes checks the classic file byte by byte.
+func TestClassicBytes(t *testing.T) {
 	var buf bytes.Buffer
-	w, err := pcap.NewWriter(&buf, 65535)
+	w, err := pcap.NewWriterFormat(&buf, pcap.Classic, 65535)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Snaplen() != 65535 {
-		t.Errorf("Snaplen() = %d", w.Snaplen())
+	if w.Snaplen() != 65535 || w.Format() != pcap.Classic {
+		t.Errorf("Snaplen() = %d, Format() = %v", w.Snaplen(), w.Format())
 	}
 	ts := time.Unix(0x65432100, 987654321)
 	if err := w.WritePacket(ts, []byte{1, 2, 3, 4, 5}); err != nil {
@@ -79,92 +86,113 @@ func TestWriterBytes(t *testing.T) {
 	if !bytes.Equal(buf.Bytes(), want) {
 		t.Errorf("file =\n% x\nwant\n% x", buf.Bytes(), want)
 	}
-	var d bytes.Buffer
-	if w, err := pcap.NewWriter(&d, 0); err != nil || w.Snaplen() != pcap.MaxSnaplen || binary.LittleEndian.Uint32(d.Bytes()[16:]) != 262144 {
-		t.Errorf("NewWriter(snaplen 0): Snaplen %d, header % x, %v; want 262144", w.Snaplen(), d.Bytes(), err)
+}
+
+// TestPcapNGBlocks checks the pcapng structure: a Section Header Block, an
+// Interface Description Block for LINKTYPE_ETHERNET with the snaplen, then
+// one Enhanced Packet Block per frame with the nanosecond timestamp.
+func TestPcapNGBlocks(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := pcap.NewWriter(&buf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Format() != pcap.PcapNG || w.Snaplen() != pcap.MaxSnaplen {
+		t.Errorf("NewWriter: format %v, snaplen %d; want pcapng, %d", w.Format(), w.Snaplen(), pcap.MaxSnaplen)
+	}
+	ts := time.Unix(1700000000, 123456789)
+	if err := w.WritePacket(ts, []byte{1, 2, 3, 4, 5}); err != nil {
+		t.Fatal(err)
+	}
+	b, le := buf.Bytes(), binary.LittleEndian
+	var types []uint32
+	var epb []byte
+	for off := 0; off < len(b); {
+		typ, n := le.Uint32(b[off:]), int(le.Uint32(b[off+4:]))
+		if n < 12 || n%4 != 0 || off+n > len(b) || le.Uint32(b[off+n-4:]) != uint32(n) {
+			t.Fatalf("block at %d: type %#x length %d of a %d-byte file", off, typ, n, len(b))
+		}
+		types = append(types, typ)
+		switch typ {
+		case 1: // IDB: link type, reserved, snaplen
+			if lt, snap := le.Uint16(b[off+8:]), le.Uint32(b[off+12:]); lt != 1 || snap != pcap.MaxSnaplen {
+				t.Errorf("IDB: link type %d, snaplen %d", lt, snap)
+			}
+		case 6:
+			epb = b[off : off+n]
+		}
+		off += n
+	}
+	if fmt.Sprint(types) != "[168627466 1 6]" || le.Uint32(b[8:]) != 0x1a2b3c4d {
+		t.Fatalf("blocks %v, byte-order magic %#x; want SHB, IDB, EPB", types, le.Uint32(b[8:]))
+	}
+	stampNS := uint64(le.Uint32(epb[12:]))<<32 | uint64(le.Uint32(epb[16:]))
+	if stampNS != uint64(ts.UnixNano()) || le.Uint32(epb[20:]) != 5 || le.Uint32(epb[24:]) != 5 || !bytes.Equal(epb[28:33], []byte{1, 2, 3, 4, 5}) {
+		t.Errorf("EPB % x", epb)
 	}
 }
 
 func TestRoundTrip(t *testing.T) {
 	frames := testFrames()
-	data := writeFile(t, 0, frames)
-
-	r, err := pcap.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Snaplen() != pcap.MaxSnaplen || r.Nanoseconds() {
-		t.Errorf("Snaplen %d Nanoseconds %v, want 262144 false", r.Snaplen(), r.Nanoseconds())
-	}
-	for i, want := range frames {
-		ts, got, err := r.Next()
-		if err != nil {
-			t.Fatalf("record %d: %v", i+1, err)
-		}
-		if !bytes.Equal(got, want) || r.OrigLen() != len(want) {
-			t.Errorf("record %d: %d bytes (orig %d), want %d exact bytes", i+1, len(got), r.OrigLen(), len(want))
-		}
-		if wantTS := stamp(i).Truncate(time.Microsecond); !ts.Equal(wantTS) {
-			t.Errorf("record %d: ts %v, want %v", i+1, ts, wantTS)
-		}
-	}
-	for range 2 {
-		if _, f, err := r.Next(); err != io.EOF || f != nil {
-			t.Fatalf("Next at end = %v, %v; want nil, io.EOF", f, err)
-		}
-	}
-
-	// gopacket's reader is an independent check of the same bytes.
-	g, err := pcapgo.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g.LinkType() != layers.LinkTypeEthernet || g.Snaplen() != pcap.MaxSnaplen || g.Resolution() != gopacket.TimestampResolutionMicrosecond {
-		t.Errorf("gopacket: link type %v, snaplen %d, resolution %v", g.LinkType(), g.Snaplen(), g.Resolution())
-	}
-	for i, want := range frames {
-		got, ci, err := g.ReadPacketData()
-		if err != nil {
-			t.Fatalf("gopacket record %d: %v", i+1, err)
-		}
-		if !bytes.Equal(got, want) || ci.CaptureLength != len(want) || ci.Length != len(want) {
-			t.Errorf("gopacket record %d: %d bytes, caplen %d, len %d; want %d exact bytes", i+1, len(got), ci.CaptureLength, ci.Length, len(want))
-		}
-		if wantTS := stamp(i).Truncate(time.Microsecond); !ci.Timestamp.Equal(wantTS) {
-			t.Errorf("gopacket record %d: ts %v, want %v", i+1, ci.Timestamp, wantTS)
-		}
-	}
-	if _, _, err := g.ReadPacketData(); err != io.EOF {
-		t.Errorf("gopacket at end: %v, want io.EOF", err)
+	for _, f := range formats {
+		t.Run(f.String(), func(t *testing.T) {
+			for _, snaplen := range []int{0, 100} {
+				data := writeFile(t, f, snaplen, frames)
+				r, err := pcap.NewReader(bytes.NewReader(data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Format() != f {
+					t.Errorf("Format() = %v", r.Format())
+				}
+				g := independentReader(t, f, data)
+				for i, want := range frames {
+					if snaplen > 0 {
+						want = want[:min(len(want), snaplen)]
+					}
+					ts, got, err := r.Next()
+					if err != nil {
+						t.Fatalf("record %d: %v", i+1, err)
+					}
+					wantTS := stamp(i).Truncate(resolution(f))
+					if !bytes.Equal(got, want) || r.OrigLen() != len(frames[i]) || !ts.Equal(wantTS) || r.LinkType() != pcap.LinkTypeEthernet {
+						t.Errorf("snaplen %d record %d: %d bytes (orig %d) at %v, link type %v; want %d of %d bytes at %v",
+							snaplen, i+1, len(got), r.OrigLen(), ts, r.LinkType(), len(want), len(frames[i]), wantTS)
+					}
+					gd, ci, err := g.ReadPacketData()
+					if err != nil || !bytes.Equal(gd, want) || ci.Length != len(frames[i]) || !ci.Timestamp.Equal(wantTS) {
+						t.Errorf("gopacket record %d: %d bytes, len %d, %v, %v", i+1, len(gd), ci.Length, ci.Timestamp, err)
+					}
+				}
+				for range 2 {
+					if _, d, err := r.Next(); err != io.EOF || d != nil {
+						t.Fatalf("Next at end = %v, %v; want nil, io.EOF", d, err)
+					}
+				}
+			}
+		})
 	}
 }
 
-func TestSnaplen(t *testing.T) {
-	frames := testFrames()
-	data := writeFile(t, 100, frames)
-	r, err := pcap.NewReader(bytes.NewReader(data))
+// independentReader opens data with pcapgo directly.
+func independentReader(t *testing.T, f pcap.Format, data []byte) gopacket.PacketDataSource {
+	t.Helper()
+	if f == pcap.Classic {
+		g, err := pcapgo.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g, err := pcapgo.NewNgReader(bytes.NewReader(data), pcapgo.DefaultNgReaderOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := pcapgo.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, f := range frames {
-		want := f[:min(len(f), 100)]
-		_, got, err := r.Next()
-		if err != nil || !bytes.Equal(got, want) || r.OrigLen() != len(f) {
-			t.Errorf("record %d: %d bytes, orig %d, %v; want %d bytes of %d", i+1, len(got), r.OrigLen(), err, len(want), len(f))
-		}
-		gd, ci, err := g.ReadPacketData()
-		if err != nil || !bytes.Equal(gd, want) || ci.CaptureLength != len(want) || ci.Length != len(f) {
-			t.Errorf("gopacket record %d: caplen %d len %d, %v; want %d of %d", i+1, ci.CaptureLength, ci.Length, err, len(want), len(f))
-		}
-	}
+	return g
 }
 
-// handmade builds a one-record pcap file in the given byte order and
-// resolution, with timestamp 1700000000 s plus frac units.
+// handmade builds a one-record classic pcap file in the given byte order
+// and resolution, with timestamp 1700000000 s plus frac units.
 func handmade(order binary.ByteOrder, magic uint32, frac uint32, frame []byte) []byte {
 	b := make([]byte, 24+16)
 	order.PutUint32(b[0:], magic)
@@ -179,129 +207,61 @@ func handmade(order binary.ByteOrder, magic uint32, frac uint32, frame []byte) [
 	return append(b, frame...)
 }
 
-func TestReaderVariants(t *testing.T) {
+func TestReaderClassicVariants(t *testing.T) {
 	frame := testFrames()[2]
 	for _, tc := range []struct {
 		name  string
 		order binary.ByteOrder
 		magic uint32
 		frac  uint32
-		nano  bool
 		want  time.Time
 	}{
-		{"little-endian/µs", binary.LittleEndian, pcap.MagicMicroseconds, 123456, false, time.Unix(1700000000, 123456000)},
-		{"big-endian/µs", binary.BigEndian, pcap.MagicMicroseconds, 123456, false, time.Unix(1700000000, 123456000)},
-		{"little-endian/ns", binary.LittleEndian, pcap.MagicNanoseconds, 123456789, true, time.Unix(1700000000, 123456789)},
-		{"big-endian/ns", binary.BigEndian, pcap.MagicNanoseconds, 123456789, true, time.Unix(1700000000, 123456789)},
+		{"little-endian/µs", binary.LittleEndian, pcap.MagicMicroseconds, 123456, time.Unix(1700000000, 123456000)},
+		{"big-endian/µs", binary.BigEndian, pcap.MagicMicroseconds, 123456, time.Unix(1700000000, 123456000)},
+		{"little-endian/ns", binary.LittleEndian, pcap.MagicNanoseconds, 123456789, time.Unix(1700000000, 123456789)},
+		{"big-endian/ns", binary.BigEndian, pcap.MagicNanoseconds, 123456789, time.Unix(1700000000, 123456789)},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			data := handmade(tc.order, tc.magic, tc.frac, frame)
-			r, err := pcap.NewReader(bytes.NewReader(data))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Nanoseconds() != tc.nano || r.Snaplen() != 65535 {
-				t.Errorf("Nanoseconds %v Snaplen %d", r.Nanoseconds(), r.Snaplen())
-			}
-			ts, got, err := r.Next()
-			if err != nil || !ts.Equal(tc.want) || !bytes.Equal(got, frame) || r.OrigLen() != len(frame)+4 {
-				t.Errorf("Next = %v, %d bytes (orig %d), %v; want %v, %d bytes (orig %d)", ts, len(got), r.OrigLen(), err, tc.want, len(frame), len(frame)+4)
-			}
-			// gopacket agrees on the same bytes.
-			g, err := pcapgo.NewReader(bytes.NewReader(data))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, ci, err := g.ReadPacketData()
-			if err != nil || !ci.Timestamp.Equal(tc.want) {
-				t.Errorf("gopacket: %v, %v; want %v", ci.Timestamp, err, tc.want)
-			}
-			if _, _, err := r.Next(); err != io.EOF {
-				t.Errorf("second Next = %v, want io.EOF", err)
-			}
-		})
-	}
-}
-
-// TestReadGopacketFiles reads files that gopacket wrote.
-func TestReadGopacketFiles(t *testing.T) {
-	frames := testFrames()
-	for _, nanos := range []bool{false, true} {
-		var buf bytes.Buffer
-		g := pcapgo.NewWriter(&buf)
-		unit := time.Microsecond
-		if nanos {
-			g, unit = pcapgo.NewWriterNanos(&buf), time.Nanosecond
-		}
-		if err := g.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
-			t.Fatal(err)
-		}
-		for i, f := range frames {
-			ci := gopacket.CaptureInfo{Timestamp: stamp(i), CaptureLength: len(f), Length: len(f)}
-			if err := g.WritePacket(ci, f); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r, err := pcap.NewReader(&buf)
+		r, err := pcap.NewReader(bytes.NewReader(handmade(tc.order, tc.magic, tc.frac, frame)))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if r.Nanoseconds() != nanos {
-			t.Errorf("nanos %v: Nanoseconds() = %v", nanos, r.Nanoseconds())
-		}
-		for i, f := range frames {
-			ts, got, err := r.Next()
-			if err != nil || !bytes.Equal(got, f) || !ts.Equal(stamp(i).Truncate(unit)) {
-				t.Errorf("nanos %v record %d: %v, %d bytes, %v", nanos, i+1, ts, len(got), err)
-			}
-		}
-		if _, _, err := r.Next(); err != io.EOF {
-			t.Errorf("nanos %v: at end %v", nanos, err)
+		ts, got, err := r.Next()
+		if err != nil || !ts.Equal(tc.want) || !bytes.Equal(got, frame) || r.OrigLen() != len(frame)+4 {
+			t.Errorf("%s: Next = %v, %d bytes (orig %d), %v", tc.name, ts, len(got), r.OrigLen(), err)
 		}
 	}
 }
 
 func TestReaderErrors(t *testing.T) {
-	good := writeFile(t, 0, testFrames()[:2])
-	le := binary.LittleEndian
-	patch := func(off int, v uint32) []byte {
-		b := bytes.Clone(good)
-		le.PutUint32(b[off:], v)
-		return b
-	}
-	for _, tc := range []struct {
-		name   string
-		data   []byte
-		header bool // the error comes from NewReader, not Next
-		is     error
-		want   string
-	}{
-		{"empty", nil, true, pcap.ErrTruncated, "pcap: truncated file: empty input, no file header"},
-		{"short header", good[:20], true, pcap.ErrTruncated, "pcap: truncated file: file header ends after 20 of 24 bytes"},
-		{"bad magic", []byte("GET / HTTP/1.1\r\nHost: example\r\n"), true, pcap.ErrMagic, "pcap: not a classic pcap file: magic number 47 45 54 20, want a1 b2 c3 d4 or a1 b2 3c 4d in either byte order"},
-		{"pcapng", patch(0, 0x0a0d0d0a), true, pcap.ErrMagic, "pcap: not a classic pcap file: this is a pcapng file; convert it with `editcap -F pcap IN OUT`"},
-		{"version", patch(4, 1), true, pcap.ErrVersion, "pcap: unsupported pcap version: version 1.0, want 2.4"},
-		{"link type", patch(20, 105), true, pcap.ErrLinkType, "pcap: unsupported link type: link type 105; only Ethernet (LINKTYPE_ETHERNET, 1) is supported"},
-		{"fcs flags", patch(20, 0x14000001), true, pcap.ErrLinkType, "pcap: unsupported link type: link-type field 0x14000001 has flags in its upper 16 bits (such as an FCS length); only plain Ethernet (1) is supported"},
-		{"record header", good[:24+16+14+7], false, pcap.ErrTruncated, "pcap: truncated file: record 2 header ends after 7 of 16 bytes"},
-		{"record data", good[:len(good)-1], false, pcap.ErrTruncated, "pcap: truncated file: record 2 ends after 16 of 17 captured bytes"},
-		{"record length", patch(24+16+14+8, 262145), false, pcap.ErrRecordLength, "pcap: record too long: record 2 claims 262145 captured bytes, more than 262144"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, f := range formats {
+		good := writeFile(t, f, 0, testFrames()[:2])
+		for _, tc := range []struct {
+			name   string
+			data   []byte
+			header bool // the error comes from NewReader, not Next
+			is     error
+			want   string
+		}{
+			{"empty", nil, true, pcap.ErrTruncated, "pcap: truncated file: empty input, no file header"},
+			{"3 bytes", good[:3], true, pcap.ErrTruncated, "pcap: truncated file: the input ends after 3 bytes, inside the file header"},
+			{"short header", good[:20], true, pcap.ErrTruncated, "pcap: truncated file: the " + f.String() + " file header is incomplete"},
+			{"bad magic", []byte("GET / HTTP/1.1\r\nHost: example\r\n"), true, pcap.ErrMagic, "pcap: not a pcap or pcapng file: the file starts with 47 45 54 20; want a classic pcap magic (a1 b2 c3 d4 or a1 b2 3c 4d, either byte order) or a pcapng Section Header Block (0a 0d 0d 0a)"},
+			{"record", good[:len(good)-1], false, pcap.ErrTruncated, "pcap: truncated file: record 2 is incomplete"},
+		} {
 			r, err := pcap.NewReader(bytes.NewReader(tc.data))
 			if !tc.header {
 				if err != nil {
 					t.Fatal(err)
 				}
 				if _, _, err = r.Next(); err != nil {
-					t.Fatalf("record 1: %v", err)
+					t.Fatalf("%v %s: record 1: %v", f, tc.name, err)
 				}
 				_, _, err = r.Next()
 			}
 			if !errors.Is(err, tc.is) || err.Error() != tc.want {
-				t.Errorf("error = %v\nwant    %s (wrapping %v)", err, tc.want, tc.is)
+				t.Errorf("%v %s: error = %v\nwant    %s (wrapping %v)", f, tc.name, err, tc.want, tc.is)
 			}
-		})
+		}
 	}
 }
 
@@ -326,166 +286,179 @@ func TestWriterErrors(t *testing.T) {
 		}
 	}
 	disk := errors.New("disk full")
-	if _, err := pcap.NewWriter(&failWriter{err: disk}, 0); !errors.Is(err, disk) || err.Error() != "pcap: write file header: disk full" {
-		t.Errorf("NewWriter on a failing writer = %v", err)
+	for _, f := range formats {
+		if _, err := pcap.NewWriterFormat(&failWriter{err: disk}, f, 0); !errors.Is(err, disk) || err.Error() != "pcap: write "+f.String()+" file header: disk full" {
+			t.Errorf("NewWriter on a failing writer = %v", err)
+		}
+		fw := &failWriter{n: 2, err: disk}
+		w, err := pcap.NewWriterFormat(fw, f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each record is one Write.
+		if err := w.WritePacket(base, []byte{1}); err != nil || w.Err() != nil {
+			t.Fatalf("%v: first WritePacket = %v, Err %v", f, err, w.Err())
+		}
+		err = w.WritePacket(base, []byte{2})
+		if !errors.Is(err, disk) || err.Error() != "pcap: write record: disk full" || w.Err() != err {
+			t.Fatalf("%v: failing WritePacket = %v, Err %v", f, err, w.Err())
+		}
+		fw.n = 10 // the writer works again, but the file is already broken
+		if err2 := w.WritePacket(base, []byte{3}); err2 != err {
+			t.Errorf("%v: WritePacket after an error = %v, want the first error", f, err2)
+		}
 	}
-	fw := &failWriter{n: 2, err: disk}
-	w, err := pcap.NewWriter(fw, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WritePacket(base, []byte{1}); err != nil || w.Err() != nil {
-		t.Fatalf("first WritePacket = %v, Err %v", err, w.Err())
-	}
-	err = w.WritePacket(base, []byte{2})
-	if !errors.Is(err, disk) || err.Error() != "pcap: write record: disk full" || w.Err() != err {
-		t.Fatalf("failing WritePacket = %v, Err %v", err, w.Err())
-	}
-	fw.n = 10 // the writer works again, but the file is already broken
-	if err2 := w.WritePacket(base, []byte{3}); err2 != err {
-		t.Errorf("WritePacket after an error = %v, want the first error", err2)
-	}
+	w, _ := pcap.NewWriterFormat(io.Discard, pcap.Classic, 0)
 	before := time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC)
 	if err := w.WritePacket(before, []byte{1}); err == nil || !strings.Contains(err.Error(), "classic pcap holds 1970-01-01 through 2106-02-07 UTC") {
 		t.Errorf("WritePacket(1969) = %v", err)
 	}
+	if f, err := pcap.ParseFormat("PCAP"); err != nil || f != pcap.Classic {
+		t.Errorf("ParseFormat(PCAP) = %v, %v", f, err)
+	}
+	if f, err := pcap.ParseFormat("pcapng"); err != nil || f != pcap.PcapNG {
+		t.Errorf("ParseFormat(pcapng) = %v, %v", f, err)
+	}
+	if _, err := pcap.ParseFormat("erf"); err == nil {
+		t.Error("ParseFormat(erf) accepted")
+	}
 }
 
 func TestConcurrentWritePacket(t *testing.T) {
-	var buf bytes.Buffer
-	w, err := pcap.NewWriter(&buf, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const writers, each = 8, 100
-	var wg sync.WaitGroup
-	for g := range writers {
-		wg.Go(func() {
-			for i := range each {
-				f := bytes.Repeat([]byte{byte(g)}, 60+g*100+i)
-				if err := w.WritePacket(base, f); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	r, err := pcap.NewReader(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := make([]int, writers)
-	for range writers * each {
-		_, f, err := r.Next()
+	for _, f := range formats {
+		var buf bytes.Buffer
+		w, err := pcap.NewWriterFormat(&buf, f, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := int(f[0])
-		if len(f) != 60+g*100+next[g] || !bytes.Equal(f, bytes.Repeat([]byte{byte(g)}, len(f))) {
-			t.Fatalf("writer %d record %d: %d bytes, mixed or out of order", g, next[g], len(f))
+		const writers, each = 8, 100
+		var wg sync.WaitGroup
+		for g := range writers {
+			wg.Go(func() {
+				for i := range each {
+					fr := bytes.Repeat([]byte{byte(g)}, 60+g*100+i)
+					if err := w.WritePacket(base, fr); err != nil {
+						t.Error(err)
+					}
+				}
+			})
 		}
-		next[g]++
-	}
-	if _, _, err := r.Next(); err != io.EOF {
-		t.Errorf("at end: %v", err)
+		wg.Wait()
+		r, err := pcap.NewReader(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := make([]int, writers)
+		for range writers * each {
+			_, fr, err := r.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := int(fr[0])
+			if len(fr) != 60+g*100+next[g] || !bytes.Equal(fr, bytes.Repeat([]byte{byte(g)}, len(fr))) {
+				t.Fatalf("%v: writer %d record %d: %d bytes, mixed or out of order", f, g, next[g], len(fr))
+			}
+			next[g]++
+		}
+		if _, _, err := r.Next(); err != io.EOF {
+			t.Errorf("at end: %v", err)
+		}
 	}
 }
 
 func TestNoAllocs(t *testing.T) {
-	w, err := pcap.NewWriter(io.Discard, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	frame := testFrames()[7]
-	if allocs := testing.AllocsPerRun(1000, func() { w.WritePacket(base, frame) }); allocs != 0 {
-		t.Errorf("WritePacket: %v allocations, want 0", allocs)
-	}
-	frames := make([][]byte, 1100)
-	for i := range frames {
-		frames[i] = testFrames()[i%8]
-	}
-	r, err := pcap.NewReader(bytes.NewReader(writeFile(t, 0, frames)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 8 { // grow the buffer to the largest frame
-		r.Next()
-	}
-	if allocs := testing.AllocsPerRun(1000, func() { r.Next() }); allocs != 0 {
-		t.Errorf("Reader.Next: %v allocations, want 0", allocs)
-	}
-}
-
-// TestTcpdump checks that tcpdump reads our files: every frame's bytes,
-// length and timestamp.
-func TestTcpdump(t *testing.T) {
-	tcpdump, err := exec.LookPath("tcpdump")
-	if err != nil {
-		t.Skip("tcpdump not installed (apt-get install tcpdump): cannot check that it reads our files")
-	}
-	frames := testFrames()
-	path := filepath.Join(t.TempDir(), "frames.pcap")
-	if err := os.WriteFile(path, writeFile(t, 0, frames), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(tcpdump, "-r", path, "-nn", "-xx", "-tt")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("tcpdump: %v\n%s", err, stderr.Bytes())
-	}
-	type packet struct {
-		header string
-		hex    strings.Builder
-	}
-	var pkts []*packet
-	for line := range strings.Lines(string(out)) {
-		line = strings.TrimRight(line, "\n")
-		if !strings.HasPrefix(line, "\t") {
-			pkts = append(pkts, &packet{header: line})
-			continue
-		}
-		_, data, ok := strings.Cut(line, ":")
-		if !ok || len(pkts) == 0 {
-			t.Fatalf("unexpected tcpdump line %q", line)
-		}
-		pkts[len(pkts)-1].hex.WriteString(strings.ReplaceAll(data, " ", ""))
-	}
-	if len(pkts) != len(frames) {
-		t.Fatalf("tcpdump printed %d packets, want %d:\n%s", len(pkts), len(frames), out)
-	}
-	for i, p := range pkts {
-		got, err := hex.DecodeString(p.hex.String())
-		if err != nil {
-			t.Fatalf("packet %d hex: %v", i+1, err)
-		}
-		ts := stamp(i)
-		wantTS := fmt.Sprintf("%d.%06d ", ts.Unix(), ts.Nanosecond()/1000)
-		if !bytes.Equal(got, frames[i]) || !strings.HasPrefix(p.header, wantTS) || !strings.Contains(p.header, fmt.Sprintf("length %d", len(frames[i]))) {
-			t.Errorf("tcpdump packet %d: %q with %d bytes; want timestamp %q, length %d and the exact bytes", i+1, p.header, len(got), wantTS, len(frames[i]))
-		}
-	}
-}
-
-// TestReaderLenientFraction: a fraction of a second beyond its unit's range
-// is read as the time it denotes, like libpcap does, rather than refused.
-func TestReaderLenientFraction(t *testing.T) {
-	frame := testFrames()[0]
-	for _, tc := range []struct {
-		magic uint32
-		frac  uint32
-		want  time.Time
-	}{
-		{pcap.MagicMicroseconds, 1500000, time.Unix(1700000001, 500000000)},
-		{pcap.MagicNanoseconds, 2000000001, time.Unix(1700000002, 1)},
-	} {
-		r, err := pcap.NewReader(bytes.NewReader(handmade(binary.LittleEndian, tc.magic, tc.frac, frame)))
+	for _, f := range formats {
+		w, err := pcap.NewWriterFormat(io.Discard, f, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ts, _, err := r.Next(); err != nil || !ts.Equal(tc.want) {
-			t.Errorf("magic %#x frac %d: %v, %v; want %v", tc.magic, tc.frac, ts, err, tc.want)
+		if allocs := testing.AllocsPerRun(1000, func() { w.WritePacket(base, frame) }); allocs != 0 {
+			t.Errorf("%v WritePacket: %v allocations, want 0", f, allocs)
 		}
 	}
+	var fr pcap.Frame
+	tagged := append(append(append([]byte{}, frame[:12]...), 0x81, 0, 0, 100), frame[12:]...)
+	pcap.Ethernet(pcap.LinkTypeEthernet, tagged, &fr)
+	if allocs := testing.AllocsPerRun(1000, func() { pcap.Ethernet(pcap.LinkTypeEthernet, tagged, &fr) }); allocs != 0 {
+		t.Errorf("Ethernet: %v allocations, want 0", allocs)
+	}
+}
+
+// TestEthernet checks the link-layer decoding on hand-built records of each
+// link type.
+func TestEthernet(t *testing.T) {
+	dst := []byte{0x02, 0x0e, 0x0c, 0, 0, 2}
+	src := []byte{0x02, 0x0e, 0x0c, 0, 0, 1}
+	payload := []byte{0x0e, 0x10, 1, 2, 3, 4}
+	plain := append(append(append([]byte{}, dst...), src...), append([]byte{0x88, 0xb5}, payload...)...)
+	cooked := append(make([]byte, 6), plain[6:]...)
+	be := binary.BigEndian
+	sll := func(pkttype uint16, proto uint16, rest []byte) []byte {
+		h := make([]byte, 16)
+		be.PutUint16(h[0:], pkttype)
+		be.PutUint16(h[2:], 1) // ARPHRD_ETHER
+		be.PutUint16(h[4:], 6)
+		copy(h[6:], src)
+		be.PutUint16(h[14:], proto)
+		return append(h, rest...)
+	}
+	sll2 := func(pkttype uint8, proto uint16, rest []byte) []byte {
+		h := make([]byte, 20)
+		be.PutUint16(h[0:], proto)
+		be.PutUint32(h[4:], 3) // ifindex
+		be.PutUint16(h[8:], 1)
+		h[10], h[11] = pkttype, 6
+		copy(h[12:], src)
+		return append(h, rest...)
+	}
+	tag100 := []byte{0xa0, 0x64, 0x88, 0xb5} // PCP 5, VID 100, then 0x88B5
+	for _, tc := range []struct {
+		name  string
+		lt    pcap.LinkType
+		data  []byte
+		want  []byte
+		known bool
+		ptype string
+		dir   pcap.Direction
+		vlans []pcap.VLAN
+	}{
+		{"en10mb", pcap.LinkTypeEthernet, plain, plain, true, "", pcap.DirUnknown, nil},
+		{"en10mb qinq", pcap.LinkTypeEthernet, append(append(append([]byte{}, plain[:12]...), 0x88, 0xa8, 0x10, 0xc8, 0x81, 0x00, 0x01, 0x2c), plain[12:]...), plain, true, "", pcap.DirUnknown,
+			[]pcap.VLAN{{TPID: 0x88a8, ID: 200, DropEligible: true}, {TPID: 0x8100, ID: 300}}},
+		{"sll host", pcap.LinkTypeLinuxSLL, sll(0, 0x88b5, payload), cooked, false, "host", pcap.DirIn, nil},
+		{"sll outgoing vlan", pcap.LinkTypeLinuxSLL, sll(4, 0x8100, append(append([]byte{}, tag100...), payload...)), cooked, false, "outgoing", pcap.DirOut,
+			[]pcap.VLAN{{TPID: 0x8100, ID: 100, Priority: 5}}},
+		{"sll2 multicast", pcap.LinkTypeLinuxSLL2, sll2(2, 0x88b5, payload), cooked, false, "multicast", pcap.DirIn, nil},
+		{"sll2 outgoing vlan", pcap.LinkTypeLinuxSLL2, sll2(4, 0x8100, append(append([]byte{}, tag100...), payload...)), cooked, false, "outgoing", pcap.DirOut,
+			[]pcap.VLAN{{TPID: 0x8100, ID: 100, Priority: 5}}},
+	} {
+		var f pcap.Frame
+		if err := pcap.Ethernet(tc.lt, tc.data, &f); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if !bytes.Equal(f.Bytes, tc.want) || f.DstKnown != tc.known || f.PacketType != tc.ptype || f.Direction != tc.dir || fmt.Sprint(f.VLANs) != fmt.Sprint(tc.vlans) {
+			t.Errorf("%s: % x known %v type %q dir %v vlans %v\nwant % x known %v type %q dir %v vlans %v", tc.name,
+				f.Bytes, f.DstKnown, f.PacketType, f.Direction, f.VLANs, tc.want, tc.known, tc.ptype, tc.dir, tc.vlans)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		lt   pcap.LinkType
+		data []byte
+		is   error
+	}{
+		{"802.11", 105, plain, pcap.ErrLinkType},
+		{"runt", pcap.LinkTypeEthernet, plain[:13], pcap.ErrFrame},
+		{"short sll", pcap.LinkTypeLinuxSLL, make([]byte, 15), pcap.ErrFrame},
+		{"short sll2", pcap.LinkTypeLinuxSLL2, make([]byte, 19), pcap.ErrFrame},
+		{"cut tag", pcap.LinkTypeEthernet, append(append([]byte{}, plain[:12]...), 0x81, 0x00, 0x00), pcap.ErrFrame},
+	} {
+		var f pcap.Frame
+		if err := pcap.Ethernet(tc.lt, tc.data, &f); !errors.Is(err, tc.is) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.is)
+		}
+	}
+	_ = layers.LinkTypeEthernet
 }

@@ -1,0 +1,116 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/spf13/cobra"
+	"golang.org/x/net/bpf"
+
+	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/wire"
+)
+
+// oetpFilter is the socket filter of the live view: EtherType 0x88B5,
+// untagged or under one or two 802.1Q / 802.1ad tags (tags the NIC took
+// out are not in the packet the filter sees, so the first test matches).
+var oetpFilter = func() []bpf.RawInstruction {
+	const accept, drop = pcap.MaxSnaplen, 0
+	const et = uint32(wire.EtherType)
+	prog, err := bpf.Assemble([]bpf.Instruction{
+		/* 0 */ bpf.LoadAbsolute{Off: 12, Size: 2},
+		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: et, SkipTrue: 9},
+		/* 2 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x8100, SkipTrue: 1},
+		/* 3 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x88a8, SkipFalse: 6},
+		/* 4 */ bpf.LoadAbsolute{Off: 16, Size: 2},
+		/* 5 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: et, SkipTrue: 5},
+		/* 6 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x8100, SkipTrue: 1},
+		/* 7 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x88a8, SkipFalse: 2},
+		/* 8 */ bpf.LoadAbsolute{Off: 20, Size: 2},
+		/* 9 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: et, SkipTrue: 1},
+		/* 10 */ bpf.RetConstant{Val: drop},
+		/* 11 */ bpf.RetConstant{Val: accept},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return prog
+}()
+
+// dumpLive shows the oETP frames crossing o.iface until --count frames or
+// SIGINT/SIGTERM.
+func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
+	ifi, err := net.InterfaceByName(o.iface)
+	if err != nil {
+		return usagef("--iface %s: %v: list the interfaces with `ip link`", o.iface, err)
+	}
+	if ifi.Flags&net.FlagUp == 0 {
+		return usagef("--iface %s is down: bring it up (ip link set %s up)", o.iface, o.iface)
+	}
+	h, err := pcapgo.NewEthernetHandle(o.iface)
+	if err != nil {
+		if os.Geteuid() != 0 {
+			return usagef("--iface %s: %v: a live view needs root or CAP_NET_RAW", o.iface, err)
+		}
+		return usagef("--iface %s: %v", o.iface, err)
+	}
+	if err := h.SetBPF(oetpFilter); err != nil {
+		h.Close()
+		return usagef("--iface %s: attach the socket filter: %v", o.iface, err)
+	}
+	if o.promisc {
+		if err := h.SetPromiscuous(true); err != nil {
+			h.Close()
+			return usagef("--iface %s --promisc: %v", o.iface, err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	closed := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		h.Close()
+		close(closed)
+	}()
+	defer func() { stop(); <-closed }()
+
+	d := newDumper(cmd.OutOrStdout(), o)
+	d.live = true
+	shown := 0
+	for o.count.v == 0 || shown < o.count.v {
+		data, ci, err := h.ZeroCopyReadPacketData()
+		if err != nil {
+			if ctx.Err() != nil {
+				break // SIGINT, SIGTERM
+			}
+			return fmt.Errorf("--iface %s: after %d frame(s): %w", o.iface, shown, err)
+		}
+		if pcap.Ethernet(pcap.LinkTypeEthernet, data, &d.frame) != nil {
+			continue
+		}
+		if fr := d.frame.Bytes; binary.BigEndian.Uint16(fr[12:]) != wire.EtherType {
+			continue
+		}
+		if len(ci.AncillaryData) > 0 {
+			// A tag the kernel (or the NIC) took out of the frame.
+			if vid, ok := ci.AncillaryData[0].(int); ok {
+				d.frame.VLANs = append([]pcap.VLAN{{TPID: 0x8100, ID: uint16(vid)}}, d.frame.VLANs...)
+			}
+		}
+		if err := d.record(ci.Timestamp, len(data), ci.Length, nil); err != nil {
+			return err
+		}
+		shown++
+	}
+	if st, err := h.Stats(); err == nil && st.Drops > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: the kernel dropped %d frame(s) the live view could not read in time\n", st.Drops)
+	}
+	return nil
+}

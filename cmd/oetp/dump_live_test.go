@@ -1,0 +1,131 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/bpf"
+
+	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/wire"
+)
+
+// TestDumpLive runs `oetp dump --iface eth0 --count 6 --json` on h2 while
+// h1 sends requests to h2 and h2 sends tagged replies: the live view shows
+// both directions, the VLAN tag, and nothing but oETP (an IPv4 frame sent in
+// between is filtered out), then stops after six frames.
+func TestDumpLive(t *testing.T) {
+	tn := netns.NewPair(t)
+	h1, h2 := tn.Host(0), tn.Host(1)
+	open := func(h *netns.Host) *afpacket.Link {
+		var l *afpacket.Link
+		if err := h.Do(func() (err error) {
+			l, err = afpacket.Open(h.IfName(), afpacket.Config{AllEtherTypes: true})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	l1, l2 := open(h1), open(h2)
+	m1, m2 := h1.MAC(), h2.MAC()
+	done := make(chan struct{})
+	var out, errOut string
+	var code int
+	go func() {
+		defer close(done)
+		h2.Do(func() error {
+			out, errOut, code = runCLI(t, "", "dump", "--iface", "eth0", "--count", "6", "--json", "--promisc")
+			return nil
+		})
+	}()
+	ip := append(append(append([]byte{}, m2[:]...), m1[:]...), 0x08, 0x00, 0x45, 0, 0, 20)
+	for rid := uint32(0); ; rid += 2 {
+		select {
+		case <-done:
+		case <-time.After(20 * time.Millisecond):
+			l1.Write(ip)
+			l1.Write(wire.AppendRMEMReadReq(nil, m2, m1, rid, 0x10))
+			rsp := wire.AppendRMEMReadRsp(nil, m1, m2, rid+1, 0xC0FFEE00+rid)
+			tagged := append(append(append([]byte{}, rsp[:12]...), 0x81, 0x00, 0x00, 0x64), rsp[12:]...)
+			l2.Write(tagged)
+			if rid < 1000 {
+				continue
+			}
+			t.Fatal("dump --iface did not stop after 6 frames")
+		}
+		break
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 6 {
+		t.Fatalf("dump --iface: exit %d, %d lines, stderr %q\n%s", code, len(lines), errOut, out)
+	}
+	var prev uint32
+	for i, l := range lines {
+		var rec struct {
+			Cmd   string `json:"cmd"`
+			Src   string `json:"src"`
+			Dst   string `json:"dst"`
+			RID   uint32 `json:"request_id"`
+			Valid bool   `json:"valid"`
+			VLANs []struct {
+				ID uint16 `json:"id"`
+			} `json:"vlans"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && rec.RID != prev+1 {
+			t.Errorf("line %d: request id %d after %d: a frame is missing or out of order\n%s", i+1, rec.RID, prev, out)
+		}
+		prev = rec.RID
+		in := rec.RID%2 == 0
+		wantCmd, wantSrc, wantVLANs := "RMEM_READ_REQ", m1.String(), 0
+		if !in {
+			wantCmd, wantSrc, wantVLANs = "RMEM_READ_RSP", m2.String(), 1
+		}
+		if rec.Cmd != wantCmd || rec.Src != wantSrc || !rec.Valid || len(rec.VLANs) != wantVLANs || wantVLANs == 1 && rec.VLANs[0].ID != 100 {
+			t.Errorf("line %d: %s", i+1, l)
+		}
+	}
+}
+
+// TestOETPFilter runs the live view's socket filter on frames.
+func TestOETPFilter(t *testing.T) {
+	vm, err := bpf.NewVM(func() []bpf.Instruction {
+		var ins []bpf.Instruction
+		for _, r := range oetpFilter {
+			ins = append(ins, r.Disassemble())
+		}
+		return ins
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := make([]byte, 12)
+	tag := func(tpid ...byte) []byte { return append(append([]byte{}, tpid...), 0, 100) }
+	for _, c := range []struct {
+		name string
+		b    []byte
+		ok   bool
+	}{
+		{"oetp", append(append([]byte{}, hdr...), 0x88, 0xb5, 0x0e, 0x10), true},
+		{"ipv4", append(append([]byte{}, hdr...), 0x08, 0x00, 0x45, 0x00), false},
+		{"802.1Q oetp", append(append(append([]byte{}, hdr...), tag(0x81, 0x00)...), 0x88, 0xb5, 0x0e), true},
+		{"802.1Q ipv4", append(append(append([]byte{}, hdr...), tag(0x81, 0x00)...), 0x08, 0x00, 0x45), false},
+		{"QinQ oetp", append(append(append(append([]byte{}, hdr...), tag(0x88, 0xa8)...), tag(0x81, 0x00)...), 0x88, 0xb5, 0x0e), true},
+		{"QinQ ipv6", append(append(append(append([]byte{}, hdr...), tag(0x88, 0xa8)...), tag(0x81, 0x00)...), 0x86, 0xdd, 0x60), false},
+		{"runt", hdr, false},
+	} {
+		n, err := vm.Run(c.b)
+		if (n > 0) != c.ok || err != nil && c.ok {
+			t.Errorf("%s: %d, %v; want accepted %v", c.name, n, err, c.ok)
+		}
+	}
+}
