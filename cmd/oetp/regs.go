@@ -223,6 +223,17 @@ func regsReads(n addrtable.Node, count int) ([]uint32, error) {
 	return addrs, nil
 }
 
+// nodeContext is the context of the accesses to n: a volatile node (a port,
+// a TOML node with volatile = true) gets exactly one try per access
+// whatever retry policy the peer has, so recovery can never execute it
+// twice.
+func nodeContext(ctx context.Context, n addrtable.Node) context.Context {
+	if n.Volatile() {
+		return endpoint.WithRetry(ctx, endpoint.RetryPolicy{})
+	}
+	return ctx
+}
+
 // regsRead reads the words at addrs, in order, and returns those read.
 func regsRead(ctx context.Context, dev rmemDevice, addrs []uint32) ([]uint32, error) {
 	words := make([]uint32, 0, len(addrs))
@@ -487,7 +498,7 @@ func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do
 	ctx, cancel := opContext(cmd)
 	defer cancel()
 	t0 := time.Now()
-	done, err := do(ctx, s.ep)
+	done, err := do(nodeContext(ctx, n), s.ep)
 	elapsed := time.Since(t0)
 	if cerr := s.close(); err == nil && cerr != nil {
 		return regsResult{}, cerr

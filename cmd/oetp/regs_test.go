@@ -22,12 +22,19 @@ import (
 // regsBench is a responder with 64 KiB of RAM at 0 and an initiator on an
 // in-memory switch: regs' reads and writes run on the real engine.
 type regsBench struct {
+	sw   *mem.Switch
+	sMAC wire.MAC
 	ram  *memory.RAM
 	srv  *endpoint.Endpoint
 	init *endpoint.Endpoint
 }
 
 func newRegsBench(t *testing.T) *regsBench {
+	t.Helper()
+	return newRegsBenchTimeout(t, 5*time.Second)
+}
+
+func newRegsBenchTimeout(t *testing.T, timeout time.Duration) *regsBench {
 	t.Helper()
 	sw, err := mem.NewSwitch(mem.Config{QueueLen: 256})
 	if err != nil {
@@ -55,7 +62,7 @@ func newRegsBench(t *testing.T) *regsBench {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ini, err := endpoint.New(cp, nil, endpoint.Config{MAC: cMAC, RMEMTimeout: 5 * time.Second})
+	ini, err := endpoint.New(cp, nil, endpoint.Config{MAC: cMAC, RMEMTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +70,7 @@ func newRegsBench(t *testing.T) *regsBench {
 	if err := ini.SetPeer(0, endpoint.Peer{MAC: sMAC, Mode: endpoint.ModeRMEM, WindowSize: wholeSpace}); err != nil {
 		t.Fatal(err)
 	}
-	return &regsBench{ram: ram, srv: srv, init: ini}
+	return &regsBench{sw: sw, sMAC: sMAC, ram: ram, srv: srv, init: ini}
 }
 
 func (b *regsBench) word(addr uint32) uint32 {
@@ -407,5 +414,68 @@ func TestParseValue(t *testing.T) {
 		if v, err := parseValue(s); err == nil {
 			t.Errorf("parseValue(%q) = %v, want an error", s, v)
 		}
+	}
+}
+
+// TestRegsVolatileNeverRetried: with a retry policy on the peer, a lost
+// response is recovered for a register but not for a port: the port read
+// is sent once and fails (TIMEOUT), so its FIFO is popped at most once.
+func TestRegsVolatileNeverRetried(t *testing.T) {
+	b := newRegsBenchTimeout(t, 200*time.Millisecond)
+	if err := b.init.SetRetryPolicy(0, endpoint.RetryPolicy{Retries: 3, MinRTO: 20 * time.Millisecond, Deadline: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	tab := loadExample(t)
+	dropNextResponse := func() {
+		t.Helper()
+		if err := b.sw.AddRule(mem.Rule{From: b.sMAC, Action: mem.Drop, Count: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(name string) error {
+		n := node(t, tab, name)
+		addrs, err := regsReads(n, 1)
+		if n.Mode == addrtable.Single {
+			addrs, err = regsReads(n, 0)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = regsRead(nodeContext(context.Background(), n), b.init, addrs)
+		return err
+	}
+	b.setWord(0x8, 0x5A)
+	dropNextResponse()
+	before := b.srv.Stats().ServedRMEMRead
+	if err := read("scratch"); err != nil {
+		t.Fatalf("register read with one lost response and retries: %v", err)
+	}
+	if got := b.srv.Stats().ServedRMEMRead - before; got != 2 {
+		t.Errorf("register read served %d times, want 2 (one retry)", got)
+	}
+	b.sw.ClearRules()
+	dropNextResponse()
+	before = b.srv.Stats().ServedRMEMRead
+	err := read("fifo")
+	if endpoint.CodeOf(err) != wire.CodeTimeout {
+		t.Errorf("port read with its response lost: %v, want TIMEOUT", err)
+	}
+	if got := b.srv.Stats().ServedRMEMRead - before; got != 1 {
+		t.Errorf("port read served %d times, want exactly 1 (never retried)", got)
+	}
+	// irq.clear: a TOML node marked volatile, written once.
+	b.sw.ClearRules()
+	dropNextResponse()
+	w0 := b.srv.Stats().ServedRMEMWrite
+	n := node(t, tab, "irq.clear")
+	writes, _, err := regsPlan(n, []string{"1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := regsWrite(nodeContext(context.Background(), n), b.init, writes); endpoint.CodeOf(err) != wire.CodeTimeout {
+		t.Errorf("volatile write with its response lost: %v, want TIMEOUT", err)
+	}
+	if got := b.srv.Stats().ServedRMEMWrite - w0; got != 1 {
+		t.Errorf("volatile write served %d times, want exactly 1", got)
 	}
 }
