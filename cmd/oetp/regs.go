@@ -312,7 +312,8 @@ RMEM_READ_REQ and prints the field shifted down; a multi-word LiteX CSR reads
 its words most significant first and prints the joined value; a block reads
 its words at increasing addresses and a port (non-incremental) reads all its
 words at one address, --count words (default the node's size). Port reads
-are never repeated.`,
+are never repeated. Every word is one RMEM round trip: for bulk memory use
+'oetp dma read --addr' with the node's address.`,
 		Example: `  oetp regs read --table regs.toml --iface eth1 --peer 02:0e:0c:00:00:02 status.ready
   oetp regs read --table top.xml --iface eth1 --peer 02:0e:0c:00:00:02 buf --count 4 --json`,
 		Args: cobra.ExactArgs(1),
