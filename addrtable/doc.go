@@ -119,6 +119,10 @@
 //
 // # Errors
 //
-// Errors are *Error values naming the file, the line (where the format has
-// lines: XML, CSV, and TOML syntax errors) and the node and field at fault.
+// Errors are *Error values naming the file, the line (the XML element, the
+// CSV row, the TOML [[node]] header or syntax error; JSON errors name the key
+// path instead, such as csr_registers.ctrl_reset.type) and the node and field
+// at fault. Nodes of uHAL and TOML tables that share bits without one being
+// the other's ancestor are reported as warnings (Table.Warnings), as uHAL
+// reports address overlaps.
 package addrtable
