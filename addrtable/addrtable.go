@@ -1,6 +1,7 @@
 package addrtable
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/big"
@@ -477,6 +478,7 @@ func load(f Format, path string, read reader) (*Table, error) {
 }
 
 func parse(f Format, name string, data []byte, read reader) (*Table, error) {
+	data = bytes.TrimPrefix(data, []byte("\uFEFF")) // a UTF-8 byte-order mark, as editors on Windows write
 	b := &builder{t: &Table{format: f, file: name, byName: map[string]int{}}}
 	var err error
 	switch f {

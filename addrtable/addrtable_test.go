@@ -560,3 +560,21 @@ func TestOverlapWarnings(t *testing.T) {
 		}
 	}
 }
+
+func TestByteOrderMark(t *testing.T) {
+	for f, d := range map[Format]string{
+		UHAL:      "\uFEFF<node><node id=\"a\"/></node>",
+		LiteXCSV:  "\uFEFFcsr_register,a,0x0,1,rw\r\nconstant,config_csr_data_width,32,,\r\n",
+		LiteXJSON: "\uFEFF{\"csr_registers\": {\"a\": {\"addr\": 0, \"size\": 1, \"type\": \"rw\"}}, \"constants\": {\"config_csr_data_width\": 32}}",
+		Native:    "\uFEFF[[node]]\r\nname = \"a\"\r\naddress = 0\r\n",
+	} {
+		tab, err := Parse(f, "bom", []byte(d))
+		if err != nil {
+			t.Errorf("%v with a byte-order mark: %v", f, err)
+			continue
+		}
+		if got := summary(tab); got != "a 0x00000000 0xFFFFFFFF rw single 4\n" {
+			t.Errorf("%v: %q", f, got)
+		}
+	}
+}
