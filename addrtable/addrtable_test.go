@@ -578,3 +578,16 @@ func TestByteOrderMark(t *testing.T) {
 		}
 	}
 }
+
+func TestUHALNamespacedAttributesIgnored(t *testing.T) {
+	xml := `<node id="TOP" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:noNamespaceSchemaLocation="uhal.xsd">
+  <node id="r" address="0x2" xsi:type="reg"/>
+</node>`
+	tab, err := Parse(UHAL, "ns.xml", []byte(xml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(tab); got != "r 0x00000008 0xFFFFFFFF rw single 4\n" {
+		t.Errorf("got %q", got)
+	}
+}
