@@ -136,7 +136,7 @@ only the node of that name and the nodes below it. Nothing is sent.`,
 	}
 	cmd.Flags().StringVar(&table, "table", "", "address table `FILE` (.xml uHAL, .csv/.json LiteX, .toml oetp)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the nodes as one JSON object")
-	must(cmd.MarkFlagRequired("table"))
+	mustFlag(cmd.MarkFlagRequired("table"))
 	return cmd
 }
 
@@ -174,16 +174,16 @@ func (f *regsOpFlags) register(cmd *cobra.Command, withCount bool) {
 	// The node gives the address: --addr is neither required nor shown.
 	if fl := cmd.Flags().Lookup("addr"); fl != nil {
 		delete(fl.Annotations, cobra.BashCompOneRequiredFlag)
-		must(cmd.Flags().MarkHidden("addr"))
+		mustFlag(cmd.Flags().MarkHidden("addr"))
 	}
 	cmd.Flags().StringVar(&f.table, "table", "", "address table `FILE` (.xml uHAL, .csv/.json LiteX, .toml oetp)")
-	must(cmd.MarkFlagRequired("table"))
+	mustFlag(cmd.MarkFlagRequired("table"))
 	if withCount {
 		cmd.Flags().Var(&f.count, "count", "words `N` to read from a block or port node (default its whole size)")
 	}
 }
 
-func must(err error) {
+func mustFlag(err error) {
 	if err != nil {
 		panic(err)
 	}
