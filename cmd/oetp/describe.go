@@ -23,6 +23,11 @@ type frameDescription struct {
 	Src       string  `json:"src,omitempty"`
 	Group     *bool   `json:"group,omitempty"`     // destination I/G bit: no reply to a group write
 	EtherType *uint16 `json:"ethertype,omitempty"` // raw frames only
+	// VLAN lists the 802.1Q/802.1ad tags of a tagged frame, outermost
+	// first; InnerEtherType is the EtherType after them. A tagged frame is
+	// not v1 oETP, whatever follows the tags.
+	VLAN           []vlanTag `json:"vlan,omitempty"`
+	InnerEtherType *uint16   `json:"inner_ethertype,omitempty"`
 	FrameLen  int     `json:"frame_len"`
 	Cmd       string  `json:"cmd,omitempty"` // mnemonic, or RESERVED(0xNN)
 	RequestID *uint32 `json:"request_id,omitempty"`
@@ -43,6 +48,33 @@ type frameDescription struct {
 	Cause *uint32 `json:"cause,omitempty"`
 }
 
+// vlanTag is one 802.1Q (TPID 0x8100) or 802.1ad (0x88A8, 0x9100) tag.
+type vlanTag struct {
+	TPID uint16 `json:"tpid"`
+	PCP  uint8  `json:"pcp"`
+	DEI  bool   `json:"dei"`
+	VID  uint16 `json:"vid"`
+}
+
+// isTPID reports whether et is a VLAN tag protocol identifier.
+func isTPID(et uint16) bool { return et == 0x8100 || et == 0x88A8 || et == 0x9100 }
+
+// vlanTags parses the tags after the MACs of frame; the EtherType after
+// them is returned with them (0 and no tags when the frame ends first).
+func vlanTags(frame []byte) ([]vlanTag, uint16) {
+	var tags []vlanTag
+	o := 12
+	for o+4 <= len(frame) && isTPID(uint16(frame[o])<<8|uint16(frame[o+1])) {
+		tci := uint16(frame[o+2])<<8 | uint16(frame[o+3])
+		tags = append(tags, vlanTag{TPID: uint16(frame[o])<<8 | uint16(frame[o+1]), PCP: uint8(tci >> 13), DEI: tci&0x1000 != 0, VID: tci & 0xFFF})
+		o += 4
+	}
+	if o+2 > len(frame) {
+		return tags, 0
+	}
+	return tags, uint16(frame[o])<<8 | uint16(frame[o+1])
+}
+
 // describeOptions controls describe.
 type describeOptions struct {
 	// MaxFrame is the receive frame ceiling (MAX_RAW_FRAME_SIZE), 36..8192.
@@ -53,6 +85,14 @@ type describeOptions struct {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// tagName names a TPID's standard.
+func tagName(tpid uint16) string {
+	if tpid == 0x8100 {
+		return "802.1Q"
+	}
+	return "802.1ad"
+}
 
 // describe decodes one frame. It never fails: what is wrong with the frame
 // is the description's Problem.
@@ -68,6 +108,14 @@ func describe(frame []byte, opt describeOptions) frameDescription {
 	d.Dst, d.Src, d.Group = f.Dst().String(), f.Src().String(), ptr(f.Dst().IsGroup())
 	if c.Kind == wire.KindRaw {
 		d.Kind, d.EtherType = "raw", ptr(f.EtherType())
+		if isTPID(f.EtherType()) {
+			tags, inner := vlanTags(frame)
+			if len(tags) > 0 {
+				d.VLAN, d.InnerEtherType = tags, ptr(inner)
+				d.Problem = fmt.Sprintf("not oETP v1: %s-tagged frame (VID %d), inner EtherType 0x%04X: VLAN tags are outside oETP v1 (raw receive policy)", tagName(tags[0].TPID), tags[0].VID, inner)
+				return d
+			}
+		}
 		switch {
 		case f.EtherType() != wire.EtherType:
 			d.Problem = fmt.Sprintf("not oETP: EtherType 0x%04X (raw receive policy)", f.EtherType())

@@ -1,9 +1,9 @@
 // Package afpacket is a link.Link over a Linux AF_PACKET raw socket: it sends
 // and receives whole Ethernet frames on one network interface.
 //
-// The socket is bound to one interface and, by default, to EtherType 0x88B5
-// (oETP); Config.AllEtherTypes binds it to every EtherType for a raw receive
-// policy. The link filters received frames by destination like a NIC, in a
+// The socket is bound to one interface and receives, by default, EtherType
+// 0x88B5 (oETP) only; Config.AllEtherTypes makes it receive every EtherType
+// for a raw receive policy. The link filters received frames by destination like a NIC, in a
 // classic BPF program inside the kernel: it delivers frames to its own
 // address (Addr), to broadcast, and to the groups it joined, or everything in
 // promiscuous mode. A veth or a bridge port delivers every frame it sees,
@@ -14,6 +14,23 @@
 // link never reads frames its own host transmits, which an ETH_P_ALL socket
 // would otherwise see (PACKET_IGNORE_OUTGOING, or the BPF filter on kernels
 // older than 4.20).
+//
+// # VLAN tags
+//
+// The kernel takes the outermost 802.1Q or 802.1ad tag out of a received
+// frame before any packet socket sees it (a socket bound to one EtherType
+// even gets the frame with the tag dropped, indistinguishable from an
+// untagged one). The link therefore binds to every EtherType, filters in
+// its BPF program, and reads the tag from each frame's PACKET_AUXDATA
+// (tp_vlan_tci, tp_vlan_tpid, TP_STATUS_VLAN_VALID): it puts the tag back
+// at offset 12, so a tagged frame arrives exactly as it was on the wire,
+// 4 bytes longer, and Stats.RxTagged counts it. VLAN tags are outside oETP
+// v1: to the endpoint a tagged frame is not oETP (its EtherType is 0x8100
+// or 0x88A8) and goes to the raw receive policy; it is never answered as an
+// untagged request. Without Config.AllEtherTypes only tagged frames whose
+// inner EtherType is 0x88B5 arrive (counted and dropped by the endpoint's
+// raw policy); a second, inner tag is left in the frame as the kernel
+// delivers it.
 //
 // Frames are sent as given: the kernel does not pad short frames on veth,
 // while a real NIC pads them to 60 bytes, so receivers may see either.
@@ -186,6 +203,9 @@ type Stats struct {
 	// while busy polling (Config.BusyPoll), each after yielding the
 	// processor: the price of the spin window in system calls.
 	BusyPolls uint64
+	// RxTagged counts received frames with an 802.1Q or 802.1ad tag,
+	// which the link put back into the frame (see "VLAN tags").
+	RxTagged uint64
 }
 
 // ErrFrameTooLong is wrapped by the error Write and WriteBatch return for a

@@ -72,6 +72,7 @@ type Link struct {
 	rmu    sync.Mutex
 	rmsgs  []unix.Mmsghdr
 	riov   []unix.Iovec
+	rctl   []byte // the control buffers of rmsgs: ctlSpace bytes each (PACKET_AUXDATA)
 	rbuf   []byte // the buffer of a one-frame read
 	rk     int    // frames asked for
 	rn     int    // frames received
@@ -97,10 +98,12 @@ type Link struct {
 	groups         []wire.MAC
 	promisc        bool
 	outgoingFilter bool // the BPF filter drops PACKET_OUTGOING frames
+	oetpOnly       bool // the BPF filter keeps EtherType 0x88B5 only (not Config.AllEtherTypes)
 	drops          uint64
 
 	txFrames, txBytes, rxFrames, rxBytes atomic.Uint64
 	spins                                atomic.Uint64
+	rxTagged                             atomic.Uint64
 }
 
 // Open opens an AF_PACKET socket on the interface ifname of the calling
@@ -261,6 +264,17 @@ func (l *Link) setup(cfg Config, bufSize int) error {
 			}
 		}
 	}
+	// VLAN tags: the kernel moves a received frame's outermost 802.1Q or
+	// 802.1ad tag out of the frame into the packet's metadata before any
+	// packet socket sees it, and a socket bound to one EtherType gets the
+	// frame after the tag has been dropped altogether. The link binds to
+	// every EtherType and asks for the metadata (PACKET_AUXDATA) so that
+	// it can put the tag back (see restoreTag); the filter keeps the
+	// EtherTypes the link was asked for.
+	if err := unix.SetsockoptInt(l.fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
+		return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("setsockopt PACKET_AUXDATA", err))
+	}
+	l.oetpOnly = !cfg.AllEtherTypes
 	if err := l.attachFilter(l.fd); err != nil {
 		return err
 	}
@@ -269,11 +283,7 @@ func (l *Link) setup(cfg Config, bufSize int) error {
 			return err
 		}
 	}
-	proto := uint16(EtherType)
-	if cfg.AllEtherTypes {
-		proto = unix.ETH_P_ALL
-	}
-	if err := unix.Bind(l.fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: l.ifindex}); err != nil {
+	if err := unix.Bind(l.fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: l.ifindex}); err != nil {
 		return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("bind", err))
 	}
 	return nil
@@ -364,14 +374,38 @@ func (l *Link) BusyPoll() time.Duration { return l.busyPoll }
 // Mode returns the I/O mode in use (never IODefault).
 func (l *Link) Mode() IOMode { return l.mode }
 
+// ctlSpace is the room for one control message carrying a
+// tpacket_auxdata, per received frame.
+var ctlSpace = unix.CmsgSpace(int(unsafe.Sizeof(unix.TpacketAuxdata{})))
+
+// armControl points the control buffers of the first k messages at l.rctl,
+// growing it once, and resets their lengths, which each receive overwrites.
+func (l *Link) armControl(k int) {
+	if len(l.rctl) < k*ctlSpace {
+		l.rctl = make([]byte, max(k, initialBatch)*ctlSpace)
+	}
+	for i := range k {
+		h := &l.rmsgs[i].Hdr
+		h.Control = &l.rctl[i*ctlSpace]
+		h.SetControllen(ctlSpace)
+	}
+}
+
 // recv makes one receive attempt into the prepared buffers.
 func (l *Link) recv(fd int) (int, error) {
+	l.armControl(l.rk)
 	if l.rk == 1 {
-		n, err := unix.Read(fd, l.rbuf)
-		if err != nil {
-			return 0, err
+		v := &l.riov[0]
+		v.Base = nil
+		if len(l.rbuf) > 0 {
+			v.Base = &l.rbuf[0]
 		}
-		l.rmsgs[0].Len = uint32(n)
+		v.SetLen(len(l.rbuf))
+		r, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.rmsgs[0].Hdr)), 0)
+		if e != 0 {
+			return 0, e
+		}
+		l.rmsgs[0].Len = uint32(r)
 		return 1, nil
 	}
 	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.rmsgs[0])), uintptr(l.rk), unix.MSG_WAITFORONE, 0, 0)
@@ -379,6 +413,37 @@ func (l *Link) recv(fd int) (int, error) {
 		return 0, e
 	}
 	return int(r), nil
+}
+
+// restoreTag puts back the VLAN tag the kernel took out of received frame i
+// (n bytes in b), reported in its PACKET_AUXDATA, and returns the frame's
+// length: n, or n+4 with the tag (TPID, then TCI) at offset 12, cut to
+// len(b). A tagged frame is not a v1 oETP frame ("VLAN tags ... are
+// outside this version"): restored, it reaches a raw receive policy as it
+// was on the wire, and the engine never takes it for an untagged request.
+func (l *Link) restoreTag(b []byte, n, i int) int {
+	h := &l.rmsgs[i].Hdr
+	if uint64(h.Controllen) < uint64(unix.SizeofCmsghdr) || n < 12 {
+		return n
+	}
+	cm := (*unix.Cmsghdr)(unsafe.Pointer(h.Control))
+	if cm.Level != unix.SOL_PACKET || cm.Type != unix.PACKET_AUXDATA || uint64(cm.Len) < uint64(unix.CmsgLen(int(unsafe.Sizeof(unix.TpacketAuxdata{})))) {
+		return n
+	}
+	aux := (*unix.TpacketAuxdata)(unsafe.Pointer(uintptr(unsafe.Pointer(h.Control)) + uintptr(unix.CmsgLen(0))))
+	if aux.Status&unix.TP_STATUS_VLAN_VALID == 0 {
+		return n
+	}
+	tpid := uint16(0x8100)
+	if aux.Status&unix.TP_STATUS_VLAN_TPID_VALID != 0 && aux.Vlan_tpid != 0 {
+		tpid = aux.Vlan_tpid
+	}
+	end := min(n+4, len(b))
+	copy(b[16:end], b[12:end-4])
+	binary.BigEndian.PutUint16(b[12:], tpid)
+	binary.BigEndian.PutUint16(b[14:], aux.Vlan_tci)
+	l.rxTagged.Add(1)
+	return end
 }
 
 // pollRead is the RawConn.Read callback of IOPoll mode.
@@ -457,7 +522,7 @@ func (l *Link) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 	}
 	var total uint64
 	for i := range n {
-		sizes[i] = int(l.rmsgs[i].Len)
+		sizes[i] = l.restoreTag(bufs[i], int(l.rmsgs[i].Len), i)
 		total += uint64(sizes[i])
 	}
 	l.rxFrames.Add(uint64(n))
@@ -734,6 +799,7 @@ func (l *Link) Stats() Stats {
 		RxBytes:       l.rxBytes.Load(),
 		DropQueueFull: l.drops,
 		BusyPolls:     l.spins.Load(),
+		RxTagged:      l.rxTagged.Load(),
 	}
 }
 
@@ -853,7 +919,7 @@ func (l *Link) loopRead(fd uintptr) bool {
 		}
 		var total uint64
 		for i := range n {
-			l.loopSizes[i] = int(l.rmsgs[i].Len)
+			l.loopSizes[i] = l.restoreTag(l.loopBufs[i], int(l.rmsgs[i].Len), i)
 			total += uint64(l.loopSizes[i])
 		}
 		l.rxFrames.Add(uint64(n))

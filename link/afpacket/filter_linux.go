@@ -28,15 +28,24 @@ func bpfJump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 }
 
 // filterProgram returns the classic BPF program that accepts the frames the
-// link delivers: none of its own outgoing frames (if outgoing is set), then
-// everything in promiscuous mode, else frames whose destination is the
-// link's address, broadcast, or a joined group.
-func filterProgram(outgoing, promisc bool, addrs ...wire.MAC) []unix.SockFilter {
+// link delivers: none of its own outgoing frames (if outgoing is set), only
+// EtherType 0x88B5 (if oetpOnly is set), then everything in promiscuous
+// mode, else frames whose destination is the link's address, broadcast, or
+// a joined group.
+func filterProgram(outgoing, oetpOnly, promisc bool, addrs ...wire.MAC) []unix.SockFilter {
 	var p []unix.SockFilter
 	if outgoing {
 		p = append(p,
 			bpfStmt(unix.BPF_LD|unix.BPF_B|unix.BPF_ABS, skfAdOff+skfAdPkttype),
 			bpfJump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, unix.PACKET_OUTGOING, 0, 1),
+			bpfStmt(unix.BPF_RET|unix.BPF_K, 0))
+	}
+	if oetpOnly {
+		// The EtherType the socket sees: after a VLAN tag, if the kernel
+		// took one out of the frame (restoreTag puts it back).
+		p = append(p,
+			bpfStmt(unix.BPF_LD|unix.BPF_H|unix.BPF_ABS, 12),
+			bpfJump(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, EtherType, 1, 0),
 			bpfStmt(unix.BPF_RET|unix.BPF_K, 0))
 	}
 	if promisc {
@@ -59,7 +68,7 @@ func filterProgram(outgoing, promisc bool, addrs ...wire.MAC) []unix.SockFilter 
 // or before the link is shared.
 func (l *Link) attachFilter(fd int) error {
 	addrs := append([]wire.MAC{l.addr, wire.Broadcast}, l.groups...)
-	p := filterProgram(l.outgoingFilter, l.promisc, addrs...)
+	p := filterProgram(l.outgoingFilter, l.oetpOnly, l.promisc, addrs...)
 	prog := unix.SockFprog{Len: uint16(len(p)), Filter: &p[0]}
 	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
 		return fmt.Errorf("afpacket: %s: %w", l.ifname, os.NewSyscallError("setsockopt SO_ATTACH_FILTER", err))

@@ -1,0 +1,68 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openenoc/oetp/conformance"
+	"github.com/openenoc/oetp/link/netns"
+)
+
+// TestConformanceAgainstServe: the conformance suite, run by the oetp binary
+// on one host of a veth pair, against `oetp serve` on the other, programmed
+// as the DUT template says: every case passes, none is skipped. The JUnit
+// file and the capture are written.
+func TestConformanceAgainstServe(t *testing.T) {
+	tn := netns.NewPair(t)
+	h1, h2 := tn.Host(0), tn.Host(1)
+	bin := buildOetp(t)
+	dir := t.TempDir()
+	srv := startServe(t, bin, h1, append([]string{"--iface", "eth0"}, conformance.TemplateServeArgs...)...)
+	dut := filepath.Join(dir, "dut.toml")
+	writeFile(t, dut, []byte(conformance.Template))
+	junit, capture := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "cases.pcap")
+	out, errOut, code := oetpIn(t, bin, h2, "conformance", "run", "--iface", "eth0", "--target", h1.MAC().String(),
+		"--dut", dut, "--json", "--junit", junit, "--pcap", capture)
+	var rep struct {
+		Cases []struct {
+			ID, Result, Detail string
+		} `json:"cases"`
+		Passed, Failed, Skipped int
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("conformance run: exit %d, %v\nstdout %s\nstderr %s", code, err, out, errOut)
+	}
+	var bad []string
+	for _, c := range rep.Cases {
+		if c.Result != "pass" {
+			bad = append(bad, c.ID+" "+c.Result+": "+c.Detail)
+		}
+	}
+	n := len(conformance.Cases())
+	if code != 0 || rep.Failed != 0 || rep.Skipped != 0 || rep.Passed != n || len(bad) > 0 {
+		t.Errorf("against oetp serve: exit %d, %d passed, %d failed, %d skipped of %d:\n%s\n%s", code, rep.Passed, rep.Failed, rep.Skipped, n, strings.Join(bad, "\n"), errOut)
+	}
+	x, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	if err := xml.Unmarshal(x, &suites); err != nil || suites.Tests != n || suites.Failures != 0 {
+		t.Errorf("JUnit file: %v, %d tests, %d failures", err, suites.Tests, suites.Failures)
+	}
+	if frames := countFrames(t, capture); frames < 2*n {
+		t.Errorf("the capture holds %d frames, fewer than two per case", frames)
+	}
+	if code := srv.stop(); code != 0 {
+		t.Errorf("serve exit %d", code)
+	}
+}
