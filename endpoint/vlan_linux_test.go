@@ -27,7 +27,10 @@ func TestVLANTaggedFramesOverVeth(t *testing.T) {
 	h1, h2 := tn.Host(0), tn.Host(1)
 	openOn := func(h *netns.Host, all bool) *afpacket.Link {
 		var l *afpacket.Link
-		if err := h.Do(func() (err error) { l, err = afpacket.Open(h.IfName(), afpacket.Config{AllEtherTypes: all}); return err }); err != nil {
+		if err := h.Do(func() (err error) {
+			l, err = afpacket.Open(h.IfName(), afpacket.Config{AllEtherTypes: all})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 		return l

@@ -28,13 +28,13 @@ type frameDescription struct {
 	// not v1 oETP, whatever follows the tags.
 	VLAN           []vlanTag `json:"vlan,omitempty"`
 	InnerEtherType *uint16   `json:"inner_ethertype,omitempty"`
-	FrameLen  int     `json:"frame_len"`
-	Cmd       string  `json:"cmd,omitempty"` // mnemonic, or RESERVED(0xNN)
-	RequestID *uint32 `json:"request_id,omitempty"`
-	Address   *uint32 `json:"address,omitempty"`
-	Length    *uint32 `json:"length,omitempty"`
-	BitEnable *uint32 `json:"bit_enable,omitempty"`
-	Data      *uint32 `json:"data,omitempty"` // RMEM data word
+	FrameLen       int       `json:"frame_len"`
+	Cmd            string    `json:"cmd,omitempty"` // mnemonic, or RESERVED(0xNN)
+	RequestID      *uint32   `json:"request_id,omitempty"`
+	Address        *uint32   `json:"address,omitempty"`
+	Length         *uint32   `json:"length,omitempty"`
+	BitEnable      *uint32   `json:"bit_enable,omitempty"`
+	Data           *uint32   `json:"data,omitempty"` // RMEM data word
 	// Payload is the hex of the meaningful DMA bytes: no word padding,
 	// EndOfData or Ethernet padding.
 	Payload     *string `json:"payload,omitempty"`
