@@ -428,8 +428,24 @@ func (n *Node) Read() (uint32, error) { return n.d.NodeRead(n.Name) }
 // Write writes v into the node's field with one masked RMEM write.
 func (n *Node) Write(v uint32) error { return n.d.NodeWrite(n.Name, v) }
 
-// NodeRead reads the named node's field.
+// NodeRead reads the named node's field, shifted down. A value wider than
+// 32 bits (a multi-word LiteX CSR) fails; use NodeReadBytes.
 func (d *Device) NodeRead(name string) (uint32, error) {
+	b, err := d.NodeReadBytes(name)
+	if err != nil {
+		return 0xFFFFFFFF, err
+	}
+	for _, x := range b[4:] {
+		if x != 0 {
+			return 0xFFFFFFFF, fmt.Errorf("oetp hub: node %q holds a value wider than 32 bits; use NodeReadBytes", name)
+		}
+	}
+	return binary.LittleEndian.Uint32(b), nil
+}
+
+// NodeReadBytes reads the named node's value, little-endian, 4 bytes per
+// 32 bits of the value.
+func (d *Device) NodeReadBytes(name string) ([]byte, error) {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -437,21 +453,28 @@ func (d *Device) NodeRead(name string) (uint32, error) {
 	b = append(b, name...)
 	res, err := c.roundTrip(b)
 	if err != nil {
-		return 0xFFFFFFFF, err
+		return nil, err
 	}
-	if len(res) != 4 {
-		return 0xFFFFFFFF, c.broken(fmt.Errorf("NODE_READ reply of %d bytes", len(res)))
+	if len(res) < 4 || len(res)%4 != 0 {
+		return nil, c.broken(fmt.Errorf("NODE_READ reply of %d bytes", len(res)))
 	}
-	return binary.LittleEndian.Uint32(res), nil
+	return append([]byte(nil), res...), nil
 }
 
-// NodeWrite writes v into the named node's field.
+// NodeWrite writes v into the named node's field (one masked RMEM write).
 func (d *Device) NodeWrite(name string, v uint32) error {
+	return d.NodeWriteBytes(name, binary.LittleEndian.AppendUint32(nil, v))
+}
+
+// NodeWriteBytes writes a value given little-endian (any length) into the
+// named node.
+func (d *Device) NodeWriteBytes(name string, le []byte) error {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.begin(proto.NodeWrite, d.handle)
-	b = binary.LittleEndian.AppendUint32(b, v)
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(le)))
+	b = append(b, le...)
 	b = append(b, name...)
 	_, err := c.roundTrip(b)
 	return err

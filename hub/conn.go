@@ -470,13 +470,13 @@ func (c *conn) node(d *Device, hdr proto.Header, dec *proto.Decoder, out []byte)
 		out = ok(out, hdr)
 		out = binary.LittleEndian.AppendUint32(out, uint32(len(nodes)))
 		for _, n := range nodes {
-			out = proto.AppendNode(out, n.Node)
+			out = proto.AppendNode(out, n)
 		}
 		return proto.Finish(out, 0)
 	}
-	var value uint32
+	var value []byte
 	if hdr.Type == proto.NodeWrite {
-		value = dec.U32("NODE_WRITE value")
+		value = dec.Bytes(int(dec.U16("NODE_WRITE value length")), "NODE_WRITE value")
 	}
 	name := string(dec.B)
 	if dec.Err != nil {
@@ -488,22 +488,16 @@ func (c *conn) node(d *Device, hdr proto.Header, dec *proto.Decoder, out []byte)
 	}
 	switch hdr.Type {
 	case proto.NodeInfo:
-		return proto.Finish(proto.AppendNode(ok(out, hdr), n.Node), 0)
+		return proto.Finish(proto.AppendNode(ok(out, hdr), wireNode(n)), 0)
 	case proto.NodeRead:
-		if n.Perm&1 == 0 {
-			return proto.Finish(opFailed(out, hdr, "read "+name, localInvalid("node %q is write-only", name), false), 0)
-		}
-		v, err := d.read(n.Address)
+		start := len(out)
+		out, err = d.readNode(n, ok(out, hdr))
 		if err != nil {
-			return proto.Finish(opFailed(out, hdr, fmt.Sprintf("read %s (0x%08x)", name, n.Address), err, false), 0)
+			return proto.Finish(opFailed(out[:start], hdr, fmt.Sprintf("read %s (0x%08x)", name, n.Address), err, false), 0)
 		}
-		return proto.Finish(binary.LittleEndian.AppendUint32(ok(out, hdr), n.field(v)), 0)
+		return proto.Finish(out, 0)
 	}
-	data, mask, err := n.place(value)
-	if err != nil {
-		return proto.Finish(opFailed(out, hdr, "write "+name, localInvalid("%v", err), false), 0)
-	}
-	if err := d.write(n.Address, data, mask); err != nil {
+	if err := d.writeNode(n, value); err != nil {
 		return proto.Finish(opFailed(out, hdr, fmt.Sprintf("write %s (0x%08x)", name, n.Address), err, false), 0)
 	}
 	return proto.Finish(ok(out, hdr), 0)

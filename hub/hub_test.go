@@ -38,13 +38,15 @@ type testHub struct {
 	dev  *endpoint.Endpoint
 }
 
-func newTestHub(t testing.TB) *testHub {
+func newTestHub(t testing.TB) *testHub { return newTestHubTable(t, "") }
+
+func newTestHubTable(t testing.TB, table string) *testHub {
 	t.Helper()
 	sw, err := mem.NewSwitch(mem.Config{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := hub.Config{Devices: []hub.DeviceConfig{{Name: "board1", Iface: "mem0", MAC: boardMAC, RMEMTimeout: time.Second, DMATimeout: time.Second}}}
+	cfg := hub.Config{Devices: []hub.DeviceConfig{{Name: "board1", Iface: "mem0", MAC: boardMAC, AddressTable: table, RMEMTimeout: time.Second, DMATimeout: time.Second}}}
 	if err := cfg.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -412,5 +414,61 @@ func TestSocketLifecycle(t *testing.T) {
 	os.WriteFile(path, []byte("x"), 0o600)
 	if _, err := hub.ListenUnix(path); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("file in the way: %v", err)
+	}
+}
+
+func TestNodes(t *testing.T) {
+	th := newTestHubTable(t, "testdata/board.xml")
+	d := openDev(t, dial(t, th.path))
+	if !d.HasTable {
+		t.Fatal("no table")
+	}
+	reset, err := d.Node("ctrl.reset")
+	if err != nil || reset.Address != 0x100 || reset.Mask != 1 {
+		t.Fatalf("ctrl.reset: %+v %v", reset, err)
+	}
+	if err := d.Write(0x100, 0xFFFFFFF0, 0xFFFFFFFF); err != nil {
+		t.Fatal(err)
+	}
+	if err := reset.Write(1); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := d.Read(0x100); v != 0xFFFFFFF1 {
+		t.Errorf("after ctrl.reset = 1 the word is %#x, want 0xfffffff1 (one masked write)", v)
+	}
+	frames := th.dev.Stats().ServedRMEMWrite
+	if err := d.NodeWrite("ctrl.mode", 0x3); err != nil {
+		t.Fatal(err)
+	}
+	if n := th.dev.Stats().ServedRMEMWrite - frames; n != 1 {
+		t.Errorf("a bitfield write took %d RMEM writes, want 1", n)
+	}
+	if v, err := d.NodeRead("ctrl.mode"); err != nil || v != 3 {
+		t.Errorf("ctrl.mode = %d, %v", v, err)
+	}
+	err = d.NodeWrite("ctrl.mode", 0x10)
+	wantOp(t, err, wire.CodeLocalInvalid, false)
+	err = d.NodeWrite("status.id", 1)
+	wantOp(t, err, wire.CodeLocalInvalid, false)
+	_, err = d.NodeRead("wo")
+	wantOp(t, err, wire.CodeLocalInvalid, false)
+	_, err = d.NodeRead("buf")
+	wantOp(t, err, wire.CodeLocalInvalid, false)
+	d.Write(0x104, 0xBEEF0000, 0xFFFFFFFF)
+	if v, err := d.NodeRead("status.id"); err != nil || v != 0xBEEF {
+		t.Errorf("status.id = %#x, %v", v, err)
+	}
+	var he *client.HubError
+	if _, err := d.Node("ctrl.nope"); !errors.As(err, &he) || he.Name != "NO_NODE" {
+		t.Errorf("unknown node: %v", err)
+	}
+	nodes, err := d.Nodes()
+	if err != nil || len(nodes) < 5 || nodes[0].Name != "ctrl" {
+		t.Errorf("nodes: %+v %v", nodes, err)
+	}
+	// A device without a table answers NO_NODE.
+	th2 := newTestHub(t)
+	if _, err := openDev(t, dial(t, th2.path)).NodeRead("ctrl"); !errors.As(err, &he) || he.Name != "NO_NODE" {
+		t.Errorf("no table: %v", err)
 	}
 }

@@ -322,11 +322,18 @@ class Node:
         return "<oetp.Node %s @0x%08x mask 0x%08x %s %s>" % (self.name, self.address, self.mask, self.permission, self.mode)
 
     def read(self):
+        """The node's value: its field shifted down (a multi-word LiteX CSR's
+        words joined, most significant first)."""
         res = self._dev._hub._call(NODE_READ, self._dev.handle, self.name.encode())
-        return _U32.unpack_from(res)[0]
+        return int.from_bytes(bytes(res), "little")
 
     def write(self, value):
-        self._dev._hub._call(NODE_WRITE, self._dev.handle, _U32.pack(value & 0xFFFFFFFF) + self.name.encode())
+        """Write ``value`` into the node: one masked RMEM write for a field."""
+        if value < 0:
+            raise ValueError("node values are unsigned")
+        n = max(4, 4 * ((value.bit_length() + 31) // 32))
+        self._dev._hub._call(NODE_WRITE, self._dev.handle,
+                             struct.pack("<H", n) + value.to_bytes(n, "little") + self.name.encode())
 
     def read_block(self, n=None):
         """Read a block node: ``n`` bytes (default its size) by DMA."""

@@ -131,6 +131,8 @@ class HubTest(unittest.TestCase):
         with self.assertRaises(oetp.OpError) as cm:
             mode.write(0x100)  # does not fit the field
         self.assertEqual(cm.exception.name, "LOCAL_INVALID")
+        d.write(0x104, 0xBEEF0000)
+        self.assertEqual(d.node("status.id").read(), 0xBEEF)
         with self.assertRaises(oetp.OpError) as cm:
             d.node("status.id").write(1)  # read-only
         self.assertEqual(cm.exception.name, "LOCAL_INVALID")
@@ -138,6 +140,10 @@ class HubTest(unittest.TestCase):
             d.node("ctrl.nope")
         self.assertEqual(cm.exception.name, "NO_NODE")
         self.assertTrue(any(n.name == "ctrl.reset" for n in d.nodes()))
+        buf = d.node("buf")
+        self.assertEqual((buf.address, buf.size, buf.mode), (0x100000, 64, "block"))
+        buf.write_block(bytes(range(64)))
+        self.assertEqual(buf.read_block(), bytes(range(64)))
 
 
 WORKER = r"""
