@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"time"
@@ -52,8 +53,7 @@ func newConn(h *Hub, nc net.Conn, requireToken bool) *conn {
 func (c *conn) serve() {
 	defer c.nc.Close()
 	for {
-		hdr, body, buf, err := proto.ReadMessage(c.br, c.in)
-		c.in = buf
+		hdr, body, err := c.readRequest()
 		if err != nil {
 			if errors.Is(err, proto.ErrFraming) {
 				c.h.malformed.Add(1)
@@ -64,7 +64,15 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		c.out = c.handle(hdr, body, c.out[:0])
+		if body == nil {
+			// A large WRITE_BLOCK, streamed (see streamWriteBlock).
+			var alive bool
+			if c.out, alive = c.streamWriteBlock(hdr, c.h.devs[hdr.Handle-1], c.out[:0]); !alive {
+				return
+			}
+		} else {
+			c.out = c.handle(hdr, body, c.out[:0])
+		}
 		if c.disconnect {
 			return
 		}
@@ -83,6 +91,39 @@ func (c *conn) serve() {
 			c.in = make([]byte, 4096)
 		}
 	}
+}
+
+// readRequest reads the next request. A WRITE_BLOCK of streamMin bytes or
+// more for a valid device, on an authenticated connection, is returned
+// with a nil body: its bytes are still in c.br.
+func (c *conn) readRequest() (proto.Header, []byte, error) {
+	if cap(c.in) < proto.HeaderLen {
+		c.in = make([]byte, 4096)
+	}
+	hb := c.in[:proto.HeaderLen]
+	if _, err := io.ReadFull(c.br, hb); err != nil {
+		return proto.Header{}, nil, err
+	}
+	hdr, err := proto.ParseHeader(hb)
+	if err != nil {
+		return hdr, nil, err
+	}
+	n := hdr.BodyLen()
+	if hdr.Type == proto.WriteBlock && n-4 >= streamMin && n-4 <= proto.MaxBlock && (!c.needAuth || c.authed) &&
+		c.device(hdr) != nil && !c.h.isClosed() {
+		return hdr, nil, nil
+	}
+	if cap(c.in) < n {
+		c.in = make([]byte, n)
+	}
+	body := c.in[:n]
+	if _, err := io.ReadFull(c.br, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return hdr, nil, err
+	}
+	return hdr, body, nil
 }
 
 // gone reports whether the client has closed its end (a non-blocking

@@ -57,12 +57,13 @@ func newTestHubTable(t testing.TB, table string) *testHub {
 	regs, _ := memory.NewRAM(0, 64<<10)
 	ram, _ := memory.NewRAM(0x100000, 1<<20)
 	fault, _ := memory.NewFault(0x200000, 4096, memory.SLVERR)
+	big, _ := memory.NewRAM(0x1000000, 4<<20)
 	m := memory.NewMap()
 	for _, r := range []struct {
 		base uint32
 		size uint64
 		s    memory.Space
-	}{{0, 64 << 10, regs}, {0x100000, 1 << 20, ram}, {0x200000, 4096, fault}} {
+	}{{0, 64 << 10, regs}, {0x100000, 1 << 20, ram}, {0x200000, 4096, fault}, {0x1000000, 4 << 20, big}} {
 		if err := m.Add(r.base, r.size, r.s); err != nil {
 			t.Fatal(err)
 		}
@@ -144,6 +145,18 @@ func TestOperations(t *testing.T) {
 	if err != nil || !bytes.Equal(back, data) {
 		t.Fatalf("read_block: %v, equal %v", err, bytes.Equal(back, data))
 	}
+	// A large block is streamed into the DMA write: the same bytes arrive.
+	large := make([]byte, 3<<20+8)
+	rand.NewChaCha8([32]byte{8}).Read(large)
+	if err := d.WriteBlock(0x1000000, large); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := d.ReadBlock(0x1000000, len(large)); err != nil || !bytes.Equal(back, large) {
+		t.Fatalf("streamed write_block read back: %v", err)
+	}
+	// A streamed block that fails at the device reports its progress.
+	err = d.WriteBlock(0x1000000+4<<20-8160, large[:2<<20])
+	wantOp(t, err, wire.CodeRemoteAXIWrDecerr, true)
 	// Errors: an ERROR_RSP's code, a local check, a timeout flagged as maybe executed.
 	_, err = d.Read(0x200000)
 	wantOp(t, err, wire.CodeRemoteAXIRdSlverr, false)
@@ -470,5 +483,38 @@ func TestNodes(t *testing.T) {
 	th2 := newTestHub(t)
 	if _, err := openDev(t, dial(t, th2.path)).NodeRead("ctrl"); !errors.As(err, &he) || he.Name != "NO_NODE" {
 		t.Errorf("no table: %v", err)
+	}
+}
+
+// A client that leaves in the middle of a streamed block costs nobody
+// anything: the block fails (its source never arrives), others are served.
+func TestDisconnectMidStream(t *testing.T) {
+	th := newTestHub(t)
+	other := openDev(t, dial(t, th.path))
+	c := rawConn(t, th.path)
+	req := proto.AppendHeader(nil, proto.Open, 0, 1)
+	c.Write(proto.Finish(append(append(req, proto.OpenByName), "board1"...), 0))
+	_, _, res := readReply(t, c)
+	handle := binary.LittleEndian.Uint16(res)
+	m := proto.AppendHeader(nil, proto.WriteBlock, handle, 2)
+	m = binary.LittleEndian.AppendUint32(m, 0x1000000)
+	binary.LittleEndian.PutUint32(m, uint32(len(m)-4+2<<20))
+	c.Write(m)
+	c.Write(make([]byte, 1<<20))
+	time.Sleep(50 * time.Millisecond)
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for th.h.Status().Clients > 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the connection of the departed client is still served")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := other.WriteBlock(0x1000000, make([]byte, 2<<20)); err != nil {
+		t.Errorf("a block after the departed client's: %v", err)
+	}
+	st := th.h.Status().Devices[0].Ops["write_block"]
+	if st.Errors["LOCAL_AXI_RD_SLVERR"] != 1 {
+		t.Errorf("the departed client's block: %+v, want one LOCAL_AXI_RD_SLVERR", st)
 	}
 }

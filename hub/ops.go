@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/memory"
 )
 
 // The device operations, each on the endpoint of its kind, counted in the
@@ -33,6 +34,13 @@ func (d *Device) readBlock(addr uint32, dst []byte) (endpoint.Transfer, error) {
 func (d *Device) writeBlock(addr uint32, src []byte) (endpoint.Transfer, error) {
 	t0 := time.Now()
 	t, err := d.eps[KindDMAWrite].DMAWrite(opCtx, 0, addr, src)
+	d.m.done(opWriteBlock, t0, err, t.Bytes)
+	return t, err
+}
+
+func (d *Device) writeBlockFrom(addr uint32, src memory.Space, n uint32) (endpoint.Transfer, error) {
+	t0 := time.Now()
+	t, err := d.eps[KindDMAWrite].DMAWriteFrom(opCtx, 0, addr, src, 0, n)
 	d.m.done(opWriteBlock, t0, err, t.Bytes)
 	return t, err
 }

@@ -22,7 +22,7 @@ import (
 
 // buildOetp builds the oetp binary into a temporary directory of t, with the
 // race detector when the tests have it.
-func buildOetp(t *testing.T) string {
+func buildOetp(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "oetp")
 	args := []string{"build", "-o", bin}
@@ -56,7 +56,7 @@ func (s *syncBuffer) String() string {
 
 // server is a running `oetp serve`.
 type server struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stdout syncBuffer
 	stderr syncBuffer
@@ -65,7 +65,7 @@ type server struct {
 
 // startServe starts `oetp serve args...` on host h and waits for its ready
 // line. The server is stopped at the end of the test if still running.
-func startServe(t *testing.T, bin string, h *netns.Host, args ...string) *server {
+func startServe(t testing.TB, bin string, h *netns.Host, args ...string) *server {
 	t.Helper()
 	s := &server{t: t, done: make(chan struct{})}
 	s.cmd = h.Command(bin, append([]string{"serve"}, args...)...)
@@ -163,7 +163,7 @@ func (s *server) stop() int {
 
 // oetpIn runs the oetp binary on host h and returns its output and exit
 // status.
-func oetpIn(t *testing.T, bin string, h *netns.Host, args ...string) (stdout, stderr string, code int) {
+func oetpIn(t testing.TB, bin string, h *netns.Host, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := h.Command(bin, args...)
 	var out, errOut bytes.Buffer
@@ -188,7 +188,7 @@ func lastLineJSON(t *testing.T, stdout string) map[string]any {
 }
 
 // writeFile writes a test file.
-func writeFile(t *testing.T, path string, b []byte) {
+func writeFile(t testing.TB, path string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)

@@ -73,7 +73,14 @@ rmem = "02:0e:0c:00:01:01"
 `, sock, netServer, extra)
 }
 
-func startHubFixture(t *testing.T, extra string, hubArgs ...string) *hubFixture {
+func startHubFixture(t testing.TB, extra string, hubArgs ...string) *hubFixture {
+	t.Helper()
+	return startHubFixtureWith(t, hubBoardConfig, extra, hubArgs...)
+}
+
+// startHubFixtureWith starts the board with boardConfig plus the hub's
+// peer entries, and the hub with extra in its [[device]].
+func startHubFixtureWith(t testing.TB, boardConfig, extra string, hubArgs ...string) *hubFixture {
 	t.Helper()
 	tn := netns.NewPair(t)
 	f := &hubFixture{bin: buildOetp(t), dir: t.TempDir(), tn: tn}
@@ -85,14 +92,14 @@ func startHubFixture(t *testing.T, extra string, hubArgs ...string) *hubFixture 
 		t.Fatalf("--print-peer-entries: exit %d: %s", code, errOut)
 	}
 	boardCfg := filepath.Join(f.dir, "board.toml")
-	writeFile(t, boardCfg, []byte(hubBoardConfig+peers))
+	writeFile(t, boardCfg, []byte(boardConfig+peers))
 	f.board = startServe(t, f.bin, tn.Host(0), "--config", boardCfg)
 	f.hub = f.startHub(t, hubArgs...)
 	return f
 }
 
 // startHub starts `oetp hub` on h2 and waits for its ready line.
-func (f *hubFixture) startHub(t *testing.T, args ...string) *server {
+func (f *hubFixture) startHub(t testing.TB, args ...string) *server {
 	t.Helper()
 	s := &server{t: t, done: make(chan struct{})}
 	s.cmd = f.tn.Host(1).Command(f.bin, append([]string{"hub", "--config", f.config}, args...)...)
@@ -153,7 +160,7 @@ func TestHubPrintPeerEntries(t *testing.T) {
 	}
 }
 
-func runBin(t *testing.T, bin string, args ...string) (string, string, int) {
+func runBin(t testing.TB, bin string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	var out, errOut bytes.Buffer

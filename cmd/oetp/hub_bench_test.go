@@ -1,0 +1,192 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/wire"
+)
+
+// BenchmarkHub measures the hub's goals side by side over the veth pair of
+// the hub tests, each client beside its baseline in the same run: an
+// in-process Go endpoint on the hub's host (the library, no hub), the Go
+// client, the Python client (the system python3), and the one-shot commands.
+// Every row runs what users run: separate processes, default flags, no
+// pinning. Run with
+//
+//	go test -run '^$' -bench BenchmarkHub -count 3 ./cmd/oetp
+//
+// (-count repeats the whole set, interleaving the rows and the baselines).
+const benchBoardConfig = hubBoardConfig + `[[region]]  # 64 MiB for the block rows
+base = 0x1000000
+size = "64M"
+
+[[peer]]    # the in-process Go endpoint of the baselines (RMEM)
+mac = "02:0e:0c:00:02:01"
+mode = "rmem"
+
+[[peer]]    # the in-process endpoint's and 'oetp dma write --no-hub's DMA writes
+mac = "02:0e:0c:00:02:02"
+mode = "dma-write"
+
+`
+
+var (
+	benchRMEMMAC = wire.MAC{0x02, 0x0e, 0x0c, 0, 0x02, 0x01}
+	benchDMAMAC  = wire.MAC{0x02, 0x0e, 0x0c, 0, 0x02, 0x02}
+)
+
+func BenchmarkHub(b *testing.B) {
+	f := startHubFixtureWith(b, benchBoardConfig, "")
+	board, _ := wire.ParseMAC(netServer)
+	// The in-process baselines: endpoints on the hub's host, same link.
+	inproc := func(mac wire.MAC, mode endpoint.Mode) *endpoint.Endpoint {
+		var ep *endpoint.Endpoint
+		err := f.tn.Host(1).Do(func() error {
+			l, err := afpacket.Open("eth0", afpacket.Config{Addr: mac})
+			if err != nil {
+				return err
+			}
+			ep, err = endpoint.New(l, nil, endpoint.Config{MAC: mac, RMEMTimeout: time.Second, DMATimeout: time.Second})
+			if err != nil {
+				return err
+			}
+			return ep.SetPeer(0, endpoint.Peer{MAC: board, Mode: mode, WindowSize: 1 << 32})
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ep.Close() })
+		return ep
+	}
+	rmemEP := inproc(benchRMEMMAC, endpoint.ModeRMEM)
+	dmaEP := inproc(benchDMAMAC, endpoint.ModeDMARead)
+	c, err := client.Dial(f.sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	dev, err := c.Device("board1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	py, pyErr := exec.LookPath("python3")
+	python := func(b *testing.B, mode string, n int) float64 {
+		if pyErr != nil {
+			b.Skip("python3 is not installed")
+		}
+		cmd := exec.Command(py, filepath.Join(pythonDir(), "tests", "bench_hub.py"), mode, strconv.Itoa(n))
+		cmd.Env = append(os.Environ(), "OETP_HUB="+f.sock, "OETP_TEST_DEVICE=board1")
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("bench_hub.py %s: %v %s", mode, err, out)
+		}
+		var r struct {
+			Ops     int     `json:"ops"`
+			Seconds float64 `json:"seconds"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			b.Fatalf("bench_hub.py: %v: %s", err, out)
+		}
+		b.ReportMetric(r.Seconds*1e9/float64(n), "ns/op")
+		b.ReportMetric(float64(r.Ops)/r.Seconds, "ops/s")
+		return r.Seconds
+	}
+	opsPerSec := func(b *testing.B, perOp int) {
+		b.ReportMetric(float64(b.N*perOp)/b.Elapsed().Seconds(), "ops/s")
+	}
+
+	b.Run("read/in-process", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := rmemEP.RMEMRead(ctx, 0, 0x10); err != nil {
+				b.Fatal(err)
+			}
+		}
+		opsPerSec(b, 1)
+	})
+	b.Run("read/go-client", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := dev.Read(0x10); err != nil {
+				b.Fatal(err)
+			}
+		}
+		opsPerSec(b, 1)
+	})
+	b.Run("read/python", func(b *testing.B) { python(b, "single", max(b.N, 2000)) })
+
+	b.Run("batch1000/in-process", func(b *testing.B) {
+		for b.Loop() {
+			for i := range 1000 {
+				if _, err := rmemEP.RMEMRead(ctx, 0, uint32(4*(i%256))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		opsPerSec(b, 1000)
+	})
+	b.Run("batch1000/go-client", func(b *testing.B) {
+		for b.Loop() {
+			bt := dev.NewBatch()
+			for i := range 1000 {
+				bt.Read(uint32(4 * (i % 256)))
+			}
+			if err := bt.Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		opsPerSec(b, 1000)
+	})
+	b.Run("batch1000/python", func(b *testing.B) { python(b, "batch", max(b.N, 5)) })
+
+	data := make([]byte, 64<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	in := filepath.Join(f.dir, "64m.bin")
+	writeFile(b, in, data)
+	mbps := func(b *testing.B, n int) {
+		b.ReportMetric(float64(n)*float64(len(data))/b.Elapsed().Seconds()/1e6, "MB/s")
+	}
+	b.Run("write64MiB/in-process", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := dmaEP.DMAWrite(ctx, 0, 0x1000000, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mbps(b, b.N)
+	})
+	b.Run("write64MiB/oetp-dma-write", func(b *testing.B) {
+		for b.Loop() {
+			out, errOut, code := oetpIn(b, f.bin, f.tn.Host(1), "dma", "write", "--iface", "eth0", "--mac", benchDMAMAC.String(),
+				"--peer", netServer, "--addr", "0x1000000", "--in", in, "--timeout", "1s")
+			if code != 0 {
+				b.Fatalf("oetp dma write: %s %s", out, errOut)
+			}
+		}
+		mbps(b, b.N)
+	})
+	b.Run("write64MiB/go-client", func(b *testing.B) {
+		for b.Loop() {
+			if err := dev.WriteBlock(0x1000000, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mbps(b, b.N)
+	})
+	b.Run("write64MiB/python", func(b *testing.B) {
+		secs := python(b, "write_block", b.N)
+		b.ReportMetric(float64(b.N)*float64(len(data))/secs/1e6, "MB/s")
+	})
+}

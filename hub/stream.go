@@ -1,0 +1,107 @@
+package hub
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/memory"
+)
+
+// streamMin is the WRITE_BLOCK size from which the hub streams: it starts
+// the DMA block while the data is still arriving from the client, so that
+// copying the data through the socket overlaps with sending it on the wire.
+// The block is still ONE DMA write (DMAWriteFrom): the device sees exactly
+// the frames of a block written from memory.
+const streamMin = 1 << 20
+
+// streamChunk is how much the socket reader hands over at a time.
+const streamChunk = 256 << 10
+
+// streamSpace is the source of a streamed DMA write: a memory.Space over the
+// block's bytes whose reads wait until the bytes have arrived.
+type streamSpace struct {
+	buf  []byte
+	mu   sync.Mutex
+	cond sync.Cond
+	have int   // bytes received
+	err  error // the socket read failed: the rest never arrives
+}
+
+func (s *streamSpace) ReadAt(p []byte, addr uint32) memory.Resp {
+	end := int(addr) + len(p)
+	s.mu.Lock()
+	for s.have < end && s.err == nil {
+		s.cond.Wait()
+	}
+	ok := s.have >= end
+	s.mu.Unlock()
+	if !ok {
+		return memory.SLVERR
+	}
+	copy(p, s.buf[addr:end])
+	return memory.OKAY
+}
+
+func (s *streamSpace) WriteAt(p []byte, addr uint32) memory.Resp { return memory.DECERR }
+func (s *streamSpace) ReadWord(addr uint32) (uint32, bool) {
+	var w [4]byte
+	if s.ReadAt(w[:], addr) != memory.OKAY {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(w[:]), true
+}
+func (s *streamSpace) WriteWord(addr, data, mask uint32) bool { return false }
+
+// fill reads the block's bytes from r.
+func (s *streamSpace) fill(r io.Reader) {
+	for off := 0; off < len(s.buf); {
+		n, err := io.ReadFull(r, s.buf[off:min(off+streamChunk, len(s.buf))])
+		off += n
+		s.mu.Lock()
+		s.have = off
+		if err != nil {
+			s.err = err
+		}
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// streamWriteBlock serves a large WRITE_BLOCK whose header has been read:
+// it reads the address, then runs the DMA block from a streamSpace while a
+// goroutine fills it from the socket. It returns false when the connection
+// broke.
+func (c *conn) streamWriteBlock(hdr proto.Header, d *Device, out []byte) ([]byte, bool) {
+	var a [4]byte
+	if _, err := io.ReadFull(c.br, a[:]); err != nil {
+		return out, false
+	}
+	addr := binary.LittleEndian.Uint32(a[:])
+	n := hdr.BodyLen() - 4
+	s := &streamSpace{buf: make([]byte, n)}
+	s.cond.L = &s.mu
+	done := make(chan struct{})
+	go func() { s.fill(c.br); close(done) }()
+	t, err := d.writeBlockFrom(addr, s, uint32(n))
+	<-done // the whole body is read (or the connection broke) before the reply
+	if s.err != nil {
+		return out, false
+	}
+	if err != nil {
+		out = opFailed(out, hdr, fmt.Sprintf("write_block 0x%08x+%d", addr, n), err, t.Bytes > 0)
+	} else {
+		out = ok(out, hdr)
+	}
+	out = binary.LittleEndian.AppendUint32(out, uint32(t.Bytes))
+	out = binary.LittleEndian.AppendUint32(out, uint32(t.Fragments))
+	return proto.Finish(out, 0), true
+}
+
+var _ endpoint.Transfer
