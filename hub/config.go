@@ -13,6 +13,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -61,6 +62,11 @@ type Config struct {
 	Metrics string
 	// Devices are the devices the hub owns.
 	Devices []DeviceConfig
+	// HoldRoles makes the hub hold the cross-process initiator role
+	// (link/role) of each local MAC for its whole life, so that no other
+	// process initiates from them; `oetp hub` always does (LoadConfig sets
+	// it).
+	HoldRoles bool
 }
 
 // DeviceConfig is one [[device]] table.
@@ -83,6 +89,12 @@ type DeviceConfig struct {
 	MaxFrame int
 	// BusyPoll is the links' busy-poll window (0: never spin).
 	BusyPoll time.Duration
+	// Retry is the recovery policy of the device's three endpoints
+	// (retries, deadline, min_rto, volatile): the zero value is v1, one
+	// try. The address table's volatile nodes (ports, non-incremental and
+	// TOML volatile nodes) are added to Retry.Volatile, so they are never
+	// retried.
+	Retry endpoint.RetryPolicy
 }
 
 // DeriveMAC is the default local MAC of kind k for a device: a locally
@@ -127,6 +139,10 @@ type fileDevice struct {
 	DMATimeout   string    `toml:"dma_timeout"`
 	MaxFrame     int       `toml:"max_frame"`
 	BusyPoll     string    `toml:"busy_poll"`
+	Retries      int       `toml:"retries"`
+	Deadline     string    `toml:"deadline"`
+	MinRTO       string    `toml:"min_rto"`
+	Volatile     []string  `toml:"volatile"`
 }
 
 type fileLocal struct {
@@ -148,10 +164,10 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, listen, token_file, metrics and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll and [device.local] rmem, dma_write, dma_read",
+		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, listen, token_file, metrics and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile and [device.local] rmem, dma_write, dma_read",
 			path, strings.Join(keys, ", "))
 	}
-	c := Config{Socket: fc.Socket, Listen: fc.Listen, Metrics: fc.Metrics}
+	c := Config{Socket: fc.Socket, Listen: fc.Listen, Metrics: fc.Metrics, HoldRoles: true}
 	base := filepath.Dir(path)
 	if fc.TokenFile != "" {
 		tf := fc.TokenFile
@@ -215,6 +231,20 @@ func LoadConfig(path string) (Config, error) {
 		}
 		if d.BusyPoll, err = dur("busy_poll", fd.BusyPoll, 0); err != nil {
 			return Config{}, err
+		}
+		d.Retry.Retries = fd.Retries
+		if d.Retry.Deadline, err = dur("deadline", fd.Deadline, 0); err != nil {
+			return Config{}, err
+		}
+		if d.Retry.MinRTO, err = dur("min_rto", fd.MinRTO, 0); err != nil {
+			return Config{}, err
+		}
+		for _, v := range fd.Volatile {
+			r, err := memory.ParseRegion(v)
+			if err != nil || strings.Count(v, ":") != 1 {
+				return Config{}, fmt.Errorf("%s: volatile = %q is not BASE:SIZE, e.g. \"0x2000:4\" for one FIFO word", where, v)
+			}
+			d.Retry.Volatile = append(d.Retry.Volatile, endpoint.AddrRange{Base: r.Base, Size: r.Size})
 		}
 		c.Devices = append(c.Devices, d)
 	}

@@ -38,6 +38,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -51,6 +52,7 @@ type Device struct {
 	index  int
 	eps    [numKinds]*endpoint.Endpoint
 	links  [numKinds]link.Link
+	roles  [numKinds]*role.Lock
 	table  *table // nil without an address table
 	m      devMetrics
 }
@@ -101,6 +103,13 @@ func New(cfg Config, open Opener, log *slog.Logger) (*Hub, error) {
 		}
 		h.devs = append(h.devs, d)
 		h.byName[dc.Name] = d
+		if d.table != nil {
+			for _, n := range d.table.t.Nodes() {
+				if n.Volatile() && n.Span() > 0 {
+					d.Config.Retry.Volatile = append(d.Config.Retry.Volatile, endpoint.AddrRange{Base: n.Address, Size: uint64(n.Span())})
+				}
+			}
+		}
 		for k := range numKinds {
 			if err := h.openEndpoint(d, Kind(k), open); err != nil {
 				h.closeDevices()
@@ -113,6 +122,13 @@ func New(cfg Config, open Opener, log *slog.Logger) (*Hub, error) {
 }
 
 func (h *Hub) openEndpoint(d *Device, k Kind, open Opener) error {
+	if h.cfg.HoldRoles {
+		lk, err := role.Acquire(d.Config.Iface, d.Config.Local[k], role.Initiator, 0)
+		if err != nil {
+			return err
+		}
+		d.roles[k] = lk
+	}
 	l, err := open(d.Config, k, d.Config.Local[k])
 	if err != nil {
 		return err
@@ -131,15 +147,22 @@ func (h *Hub) openEndpoint(d *Device, k Kind, open Opener) error {
 		ep.Close()
 		return err
 	}
+	if err := ep.SetRetryPolicy(0, d.Config.Retry); err != nil {
+		ep.Close()
+		return err
+	}
 	d.eps[k], d.links[k] = ep, l
 	return nil
 }
 
 func (h *Hub) closeDevices() {
 	for _, d := range h.devs {
-		for _, ep := range d.eps {
+		for k, ep := range d.eps {
 			if ep != nil {
 				ep.Close()
+			}
+			if d.roles[k] != nil {
+				d.roles[k].Release()
 			}
 		}
 	}

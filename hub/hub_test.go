@@ -41,12 +41,17 @@ type testHub struct {
 func newTestHub(t testing.TB) *testHub { return newTestHubTable(t, "") }
 
 func newTestHubTable(t testing.TB, table string) *testHub {
+	return newTestHubWith(t, func(d *hub.DeviceConfig) { d.AddressTable = table })
+}
+
+func newTestHubWith(t testing.TB, edit func(*hub.DeviceConfig)) *testHub {
 	t.Helper()
 	sw, err := mem.NewSwitch(mem.Config{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := hub.Config{Devices: []hub.DeviceConfig{{Name: "board1", Iface: "mem0", MAC: boardMAC, AddressTable: table, RMEMTimeout: time.Second, DMATimeout: time.Second}}}
+	cfg := hub.Config{Devices: []hub.DeviceConfig{{Name: "board1", Iface: "mem0", MAC: boardMAC, RMEMTimeout: time.Second, DMATimeout: time.Second}}}
+	edit(&cfg.Devices[0])
 	if err := cfg.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -516,5 +521,35 @@ func TestDisconnectMidStream(t *testing.T) {
 	st := th.h.Status().Devices[0].Ops["write_block"]
 	if st.Errors["LOCAL_AXI_RD_SLVERR"] != 1 {
 		t.Errorf("the departed client's block: %+v, want one LOCAL_AXI_RD_SLVERR", st)
+	}
+}
+
+// The device's recovery policy applies to the hub's endpoints, except to
+// the address table's volatile nodes, which get exactly one try.
+func TestRetries(t *testing.T) {
+	th := newTestHubWith(t, func(d *hub.DeviceConfig) {
+		d.AddressTable = "testdata/board.xml"
+		d.RMEMTimeout = 200 * time.Millisecond
+		d.Retry = endpoint.RetryPolicy{Retries: 3, Deadline: 2 * time.Second}
+	})
+	d := openDev(t, dial(t, th.path))
+	d.Write(0x20, 0x1234, 0xFFFFFFFF)
+	dropNextResponse := func() {
+		if err := th.sw.AddRule(mem.Rule{From: boardMAC, Action: mem.Drop, Count: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dropNextResponse()
+	if v, err := d.Read(0x20); err != nil || v != 0x1234 {
+		t.Fatalf("read with a lost response: %#x, %v", v, err)
+	}
+	if r := th.h.Status().Devices[0].Endpoints["rmem"].Retries; r != 1 {
+		t.Errorf("retries %d, want 1", r)
+	}
+	dropNextResponse()
+	_, err := d.NodeRead("fifo")
+	wantOp(t, err, wire.CodeTimeout, true)
+	if r := th.h.Status().Devices[0].Endpoints["rmem"].Retries; r != 1 {
+		t.Errorf("a volatile node was retried: retries %d, want 1", r)
 	}
 }

@@ -125,6 +125,10 @@ var (
 		"Initiated operations of an endpoint that ended in TIMEOUT.", []string{"device", "kind", "mac"}, nil)
 	descLate = prometheus.NewDesc("oetp_hub_late_responses_total",
 		"Responses that arrived after their request had timed out.", []string{"device", "kind", "mac"}, nil)
+	descRetries = prometheus.NewDesc("oetp_hub_retries_total",
+		"Retransmissions of operations and fragments by an endpoint of the hub (the device's retries policy).", []string{"device", "kind", "mac"}, nil)
+	descRTT = prometheus.NewDesc("oetp_hub_rtt_seconds",
+		"Round-trip time of an endpoint's successful first tries (min, mean, max since start; srtt, the RFC 6298 smoothed estimate).", []string{"device", "kind", "mac", "stat"}, nil)
 	descFrames = prometheus.NewDesc("oetp_hub_frames_total",
 		"Frames sent (tx) and received (rx) by an endpoint of the hub.", []string{"device", "kind", "mac", "dir"}, nil)
 )
@@ -134,6 +138,8 @@ func (c *linkCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descTimeouts
 	ch <- descLate
 	ch <- descFrames
+	ch <- descRetries
+	ch <- descRTT
 }
 
 func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
@@ -149,6 +155,16 @@ func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(st.DropLateResponse), lv...)
 			ch <- prometheus.MustNewConstMetric(descFrames, prometheus.CounterValue, float64(st.TxFrames), append(lv, "tx")...)
 			ch <- prometheus.MustNewConstMetric(descFrames, prometheus.CounterValue, float64(st.RxFrames), append(lv, "rx")...)
+			ps := ep.PeerStats(0)
+			ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(ps.Retries), lv...)
+			if ps.RTTSamples > 0 {
+				for _, x := range []struct {
+					stat string
+					v    time.Duration
+				}{{"min", ps.RTTMin}, {"mean", ps.RTTMean}, {"max", ps.RTTMax}, {"srtt", ps.SRTT}} {
+					ch <- prometheus.MustNewConstMetric(descRTT, prometheus.GaugeValue, x.v.Seconds(), append(lv, x.stat)...)
+				}
+			}
 			if ls, ok := d.links[k].(linkStats); ok {
 				ch <- prometheus.MustNewConstMetric(descKernelDrops, prometheus.CounterValue, float64(ls.Stats().DropQueueFull), lv...)
 			}

@@ -24,6 +24,10 @@ func (h *Hub) Status() proto.Status {
 			st := d.eps[k].Stats()
 			es := proto.EndpointStat{MAC: d.Config.Local[k].String(), TxFrames: st.TxFrames, RxFrames: st.RxFrames,
 				Timeouts: st.Timeouts, Late: st.DropLateResponse, Unmatched: st.DropUnmatchedResponse}
+			ps := d.eps[k].PeerStats(0)
+			es.Retries = ps.Retries
+			us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+			es.RTTMinUS, es.RTTMeanUS, es.RTTMaxUS = us(ps.RTTMin), us(ps.RTTMean), us(ps.RTTMax)
 			if ls, ok := d.links[k].(linkStats); ok {
 				es.KernelDrops = ls.Stats().DropQueueFull
 			}

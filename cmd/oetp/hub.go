@@ -53,7 +53,13 @@ Prometheus text at /metrics (a bare port or :PORT means loopback).
 
 Config keys: socket, listen, token_file, metrics; [[device]] name, iface, mac,
 address_table, timeout (default 1s; rmem_timeout and dma_timeout override it),
-max_frame, busy_poll; [device.local] rmem, dma_write, dma_read.
+max_frame, busy_poll, and the recovery policy of 'rmem --retries': retries
+(default 0, one try as v1), deadline, min_rto, volatile (a list of "BASE:SIZE"
+ranges never retried; the address table's port, non-incremental and volatile
+nodes are added to it); [device.local] rmem, dma_write, dma_read.
+
+The hub holds the initiator role of each local MAC (see 'oetp rmem --help'):
+no other process initiates from them while it runs.
 
 Logs go to standard error; a line with msg=ready is printed once the hub
 serves. SIGINT or SIGTERM stop it.`,
@@ -237,8 +243,8 @@ func newHubStatusCmd() *cobra.Command {
 				}
 				for _, k := range []string{"rmem", "dma_write", "dma_read"} {
 					e := d.Endpoints[k]
-					fmt.Fprintf(out, "  endpoint %-9s %s: tx %d rx %d timeouts %d late %d kernel drops %d\n",
-						k, e.MAC, e.TxFrames, e.RxFrames, e.Timeouts, e.Late, e.KernelDrops)
+					fmt.Fprintf(out, "  endpoint %-9s %s: tx %d rx %d, rtt min/mean/max %.0f/%.0f/%.0f µs, retries %d, timeouts %d, late %d, kernel drops %d\n",
+						k, e.MAC, e.TxFrames, e.RxFrames, e.RTTMinUS, e.RTTMeanUS, e.RTTMaxUS, e.Retries, e.Timeouts, e.Late, e.KernelDrops)
 				}
 			}
 			return nil

@@ -39,4 +39,9 @@ type EndpointStat struct {
 	Late        uint64 `json:"late_responses"`
 	Unmatched   uint64 `json:"unmatched_responses"`
 	KernelDrops uint64 `json:"kernel_drops"`
+	Retries     uint64 `json:"retries"`
+	// RTT of the successful first tries, in µs (0 before any sample).
+	RTTMinUS  float64 `json:"rtt_min_us"`
+	RTTMeanUS float64 `json:"rtt_mean_us"`
+	RTTMaxUS  float64 `json:"rtt_max_us"`
 }
