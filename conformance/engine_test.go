@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/pcapgo"
-
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/pcap"
@@ -126,13 +124,13 @@ func TestEnginePasses(t *testing.T) {
 	}
 	t.Logf("%d cases in %v", len(rep.Cases), time.Since(start))
 	// The capture holds every frame exchanged.
-	r, err := pcapgo.NewReader(bytes.NewReader(capture.Bytes()))
+	r, err := pcap.NewReader(bytes.NewReader(capture.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for {
-		if _, _, err := r.ReadPacketData(); err != nil {
+		if _, _, err := r.Next(); err != nil {
 			break
 		}
 		n++

@@ -262,7 +262,7 @@ func marshal(t testing.TB, vs []vector) []byte {
 
 func pcapOf(t testing.TB, vs []vector) []byte {
 	var buf bytes.Buffer
-	w, err := pcap.NewWriter(&buf, 65535)
+	w, err := pcap.NewWriterFormat(&buf, pcap.Classic, 65535)
 	if err != nil {
 		t.Fatal(err)
 	}
