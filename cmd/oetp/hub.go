@@ -18,6 +18,7 @@ import (
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -119,7 +120,9 @@ serves. SIGINT or SIGTERM stop it.`,
 
 // hubOpener opens each local MAC's AF_PACKET link.
 func hubOpener(d hub.DeviceConfig, _ hub.Kind, mac wire.MAC) (link.Link, error) {
-	il, err := openIface(ifaceOptions{Name: d.Iface, MAC: mac, MaxFrame: d.MaxFrame, BusyPoll: d.BusyPoll})
+	// Many endpoints in one process: the network poller's mode, so that
+	// no reader holds a runtime P while it waits.
+	il, err := openIface(ifaceOptions{Name: d.Iface, MAC: mac, MaxFrame: d.MaxFrame, BusyPoll: d.BusyPoll, IO: afpacket.IOPoll})
 	if err != nil {
 		return nil, err
 	}

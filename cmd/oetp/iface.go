@@ -21,6 +21,11 @@ type ifaceOptions struct {
 	Format   pcap.Format   // --pcap-format
 	AllTypes bool          // bind to every EtherType (a raw receive policy)
 	BusyPoll time.Duration // --busy-poll; zero: never spin
+	// IO is the link's I/O mode. IODefault picks IOBlocking for a process
+	// with one endpoint that does not busy-poll (serve, the one-shot
+	// commands), IOPoll otherwise; a process with many endpoints (the
+	// hub) asks for IOPoll.
+	IO afpacket.IOMode
 }
 
 // checkBusyPoll validates a --busy-poll value. It goes with --pcap too: the
@@ -73,7 +78,18 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 		return nil, usagef("--max-frame %d needs an MTU of at least %d on %s, which has MTU %d: raise it (ip link set dev %s mtu 9000) or lower --max-frame to %d",
 			maxFrame, maxFrame-wire.HeaderLen, o.Name, ifi.MTU, o.Name, carried)
 	}
-	l, err := afpacket.Open(o.Name, afpacket.Config{MaxFrame: maxFrame, Addr: o.MAC, AllEtherTypes: o.AllTypes, BusyPoll: o.BusyPoll})
+	cfg := afpacket.Config{MaxFrame: maxFrame, Addr: o.MAC, AllEtherTypes: o.AllTypes, BusyPoll: o.BusyPoll}
+	cfg.IO = o.IO
+	if o.IO == afpacket.IODefault && o.BusyPoll == 0 {
+		// One endpoint per process: its receive loop waits in a blocking
+		// recvmmsg, one system call per frame like a plain blocking
+		// socket, where the network poller adds about two epoll_pwait
+		// per frame (BENCHMARKS.md, the proc rows). Busy polling needs
+		// the poller's mode; so do many endpoints in one process, whose
+		// blocked readers would hold the runtime's Ps.
+		cfg.IO = afpacket.IOBlocking
+	}
+	l, err := afpacket.Open(o.Name, cfg)
 	if err != nil {
 		// Nothing was sent: an interface that is down or not Ethernet, or
 		// no permission for a raw socket, is a configuration error (exit

@@ -43,3 +43,30 @@ func TestBusyPollWithPcap(t *testing.T) {
 		t.Error("the capture lost link.Filter")
 	}
 }
+
+// TestIfaceIOMode checks the I/O mode the commands give their links: a
+// blocking receive for one endpoint per process without busy polling (the
+// proc rows of BENCHMARKS.md), the network poller with busy polling or when
+// asked for (the hub's many endpoints).
+func TestIfaceIOMode(t *testing.T) {
+	h := netns.NewPair(t).Host(0)
+	for _, c := range []struct {
+		o    ifaceOptions
+		want afpacket.IOMode
+	}{
+		{ifaceOptions{}, afpacket.IOBlocking},
+		{ifaceOptions{BusyPoll: 20 * time.Microsecond}, afpacket.IOPoll},
+		{ifaceOptions{IO: afpacket.IOPoll}, afpacket.IOPoll},
+	} {
+		c.o.Name = h.IfName()
+		var il *ifaceLink
+		if err := h.Do(func() (err error) { il, err = openIface(c.o); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if got := il.Link.(*afpacket.Link).Mode(); got != c.want {
+			t.Errorf("%+v: mode %v, want %v", c.o, got, c.want)
+		}
+		il.Link.Close()
+		il.finish()
+	}
+}
