@@ -310,14 +310,7 @@ func dumpLine(r dumpRecord, ts time.Time, expect *uint32) string {
 		}
 	}
 	if d.Kind == "raw" {
-		fmt.Fprintf(&b, " raw ethertype 0x%04x", *d.EtherType)
-		for _, v := range d.VLAN {
-			fmt.Fprintf(&b, " %s vid %d pcp %d", tagName(v.TPID), v.VID, v.PCP)
-		}
-		if d.InnerEtherType != nil {
-			fmt.Fprintf(&b, " inner ethertype 0x%04x (tagged: not oETP v1)", *d.InnerEtherType)
-		}
-		fmt.Fprintf(&b, ", %d bytes", d.FrameLen)
+		fmt.Fprintf(&b, " raw ethertype 0x%04x, %d bytes", *d.EtherType, d.FrameLen)
 		return b.String()
 	}
 	b.WriteString(" " + d.Cmd)
