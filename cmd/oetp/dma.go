@@ -3,9 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,30 +77,41 @@ func newDMAWriteCmd() *cobra.Command {
 		Use:   "write --iface IF --peer MAC --addr A --in FILE",
 		Short: "Write the bytes of a file to a remote endpoint's memory",
 		Long: `write sends the bytes of --in (- for standard input) to --addr in DMA_WRITE_REQ
-fragments. To a unicast --peer each fragment waits for its DMA_WRITE_RSP; to a
+fragments, read from the file fragment by fragment: memory use does not grow
+with the file. The size of a regular file is checked against the address
+space before anything is read or sent. A pipe or FIFO (or standard input from
+one) has no size: it is read in chunks of whole fragments (4 MiB), each sent
+as a block of its own, so the wire carries the same fragments; if it holds
+more than fits below 4 GiB the write stops before the first byte that does
+not fit (exit 1, the JSON "bytes" says how many were written). To a unicast --peer each fragment waits for its DMA_WRITE_RSP; to a
 group --peer the write is multicast: each fragment completes when it has been
 sent, with no reply (delivery to the members is best effort and unconfirmed).`,
 		Example: `  oetp dma write --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --in image.bin
   oetp dma write --iface eth1 --peer 03:0e:0c:00:00:01 --addr 0x100000 --in image.bin --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			src, err := readInput(cmd, in)
+			src, err := openInput(cmd.InOrStdin(), in, f.addr.v)
 			if err != nil {
 				return err
 			}
+			defer src.close()
 			s, err := f.open(cmd, endpoint.ModeDMARead)
 			if err != nil {
 				return f.openFailed(cmd, "dma write", err)
 			}
 			ctx, cancel := opContext(cmd)
 			defer cancel()
-			ctx, done := progress(ctx, cmd, "dma write", len(src))
+			ctx, done := progress(ctx, cmd, "dma write", src.size)
 			t0 := time.Now()
-			tr, err := s.ep.DMAWrite(ctx, 0, f.addr.v, src)
+			tr, err := streamWrite(ctx, s.ep, f.addr.v, src)
 			elapsed := time.Since(t0)
 			done()
 			if cerr := s.close(); err == nil && cerr != nil {
 				return cerr
+			}
+			var ue *usageError
+			if errors.As(err, &ue) && tr.Fragments == 0 {
+				return err // an empty pipe: nothing was sent
 			}
 			r := newResult("dma write", &f.opFlags, err, elapsed)
 			r.setTransfer(tr)
@@ -119,35 +127,21 @@ sent, with no reply (delivery to the members is best effort and unconfirmed).`,
 	return cmd
 }
 
-// readInput reads --in.
-func readInput(cmd *cobra.Command, in string) ([]byte, error) {
-	var b []byte
-	var err error
-	if in == "-" {
-		b, err = io.ReadAll(cmd.InOrStdin())
-	} else {
-		b, err = os.ReadFile(in)
-	}
-	if err != nil {
-		return nil, usagef("--in: %v", err)
-	}
-	if uint64(len(b)) > wholeSpace {
-		return nil, usagef("--in %s holds %d bytes, more than the 4 GiB address space", in, len(b))
-	}
-	return b, nil
-}
-
 func newDMAReadCmd() *cobra.Command {
 	f := &dmaFlags{}
 	var out string
-	var written bool
 	length := &u32Flag{}
 	cmd := &cobra.Command{
 		Use:   "read --iface IF --peer MAC --addr A --length N --out FILE",
 		Short: "Read a block of a remote endpoint's memory into a file",
 		Long: `read fetches --length bytes at --addr with DMA_READ_REQ fragments and writes
 them to --out (- for standard output, in which case the report goes to standard
-error). The file is written only when the whole block succeeded. A group --peer
+error), fragment by fragment as they arrive: memory use does not grow with
+--length. A regular file is written through a temporary file beside it that
+replaces it only when the whole block succeeded, so a failed read leaves the
+old file (or none) as it was. Standard output, a FIFO or a device receive the
+bytes in order as they arrive; after a failure they hold the fragments that
+arrived before it (the JSON "bytes" says how many). A group --peer
 is refused before anything is sent (LOCAL_INVALID, code 1, exit 2): reads are
 unicast.`,
 		Example: `  oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 0x19000 --out back.bin
@@ -160,61 +154,36 @@ unicast.`,
 			if out == "-" && f.json {
 				return usagef("--out - and --json both use standard output: write the data to a file, or drop --json")
 			}
-			var file *os.File
-			if out != "-" {
-				// Check that the file can be written before anything is
-				// sent; a file created here is removed if the read fails.
-				_, statErr := os.Stat(out)
-				var err error
-				if file, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE, 0o644); err != nil {
-					return usagef("--out: %v", err)
-				}
-				created := errors.Is(statErr, fs.ErrNotExist)
-				defer func() {
-					file.Close()
-					if created && !written {
-						os.Remove(out)
-					}
-				}()
+			dst, err := openOutput(cmd.OutOrStdout(), out)
+			if err != nil {
+				return err
 			}
 			s, err := f.open(cmd, endpoint.ModeDMAWrite)
 			if err != nil {
+				dst.finish(false)
 				return f.openFailed(cmd, "dma read", err)
 			}
 			ctx, cancel := opContext(cmd)
 			defer cancel()
-			dst := make([]byte, length.v)
-			ctx, done := progress(ctx, cmd, "dma read", len(dst))
+			ctx, done := progress(ctx, cmd, "dma read", int64(length.v))
 			t0 := time.Now()
-			tr, err := s.ep.DMARead(ctx, 0, f.addr.v, dst)
+			tr, err := s.ep.DMAReadInto(ctx, 0, f.addr.v, dst.space(), 0, length.v)
 			elapsed := time.Since(t0)
 			done()
 			if cerr := s.close(); err == nil && cerr != nil {
+				dst.finish(false)
 				return cerr
+			}
+			if ferr := dst.finish(err == nil); err == nil && ferr != nil {
+				return ferr
 			}
 			r := newResult("dma read", &f.opFlags, err, elapsed)
 			r.setTransfer(tr)
 			human := fmt.Sprintf("dma read %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s -> %s",
 				f.peer.m, f.addr.v, humanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS, out)
-			if r.OK {
-				if file == nil {
-					if _, err := cmd.OutOrStdout().Write(dst); err != nil {
-						return err
-					}
-					fmt.Fprintln(cmd.ErrOrStderr(), human)
-					human = ""
-				} else {
-					if err := file.Truncate(0); err != nil {
-						return fmt.Errorf("--out: %w", err)
-					}
-					if _, err := file.Write(dst); err != nil {
-						return fmt.Errorf("--out: %w", err)
-					}
-					if err := file.Close(); err != nil {
-						return fmt.Errorf("--out: %w", err)
-					}
-					written = true
-				}
+			if r.OK && out == "-" {
+				fmt.Fprintln(cmd.ErrOrStderr(), human)
+				human = ""
 			}
 			return f.finish(cmd, r, human)
 		},

@@ -278,12 +278,12 @@ func (f *opFlags) openFailed(cmd *cobra.Command, op string, err error) error {
 // progress returns a context that drives a progress bar on stderr for a DMA
 // block of n bytes when stderr is a terminal, and a function that finishes
 // the bar.
-func progress(ctx context.Context, cmd *cobra.Command, what string, n int) (context.Context, func()) {
+func progress(ctx context.Context, cmd *cobra.Command, what string, n int64) (context.Context, func()) {
 	w := cmd.ErrOrStderr()
 	if !isTerminal(w) || n == 0 {
 		return ctx, func() {}
 	}
-	bar := progressbar.NewOptions64(int64(n),
+	bar := progressbar.NewOptions64(n,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription(what),
 		progressbar.OptionShowBytes(true),
@@ -292,9 +292,14 @@ func progress(ctx context.Context, cmd *cobra.Command, what string, n int) (cont
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
-	ctx = endpoint.WithProgress(ctx, func(done uint64) { bar.Set64(int64(done)) })
+	fn := func(done uint64) { bar.Set64(int64(done)) }
+	ctx = context.WithValue(endpoint.WithProgress(ctx, fn), progressKey{}, fn)
 	return ctx, func() { bar.Finish() }
 }
+
+// progressKey holds the bar's function in a progress context, for blocks
+// that draw into one bar at an offset (see withOffset).
+type progressKey struct{}
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {

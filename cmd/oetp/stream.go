@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/wire"
+)
+
+// This file streams the files of `dma write --in` and `dma read --out`:
+// nothing holds a whole block in memory, whatever its size.
+//
+// A regular file is a memory.Space read (pread) or written (pwrite)
+// fragment by fragment by the engine itself, in one DMA block. A pipe,
+// FIFO or terminal has no size and no offsets: `dma write` reads it in
+// chunks of a whole number of fragments and sends each chunk as a block of
+// its own, so the wire carries exactly the fragments one block would;
+// `dma read` writes the fragments to it in order as they arrive.
+
+// streamChunk is the size of a chunk read from a pipe, rounded down to a
+// whole number of fragments.
+const streamChunk = 4 << 20
+
+// fileSpace is an *os.File as a memory.Space: address a is file offset
+// base+a.
+type fileSpace struct {
+	f    *os.File
+	base int64
+}
+
+func (s fileSpace) ReadAt(p []byte, addr uint32) memory.Resp {
+	if _, err := s.f.ReadAt(p, s.base+int64(addr)); err != nil {
+		return memory.SLVERR // a read error, or the file shrank
+	}
+	return memory.OKAY
+}
+
+func (s fileSpace) WriteAt(p []byte, addr uint32) memory.Resp {
+	if _, err := s.f.WriteAt(p, s.base+int64(addr)); err != nil {
+		return memory.SLVERR
+	}
+	return memory.OKAY
+}
+
+func (s fileSpace) ReadWord(addr uint32) (uint32, bool) {
+	var b [4]byte
+	ok := s.ReadAt(b[:], addr) == memory.OKAY
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24, ok
+}
+
+func (s fileSpace) WriteWord(addr, data, mask uint32) bool { return false } // DMA only
+
+// seqSpace is a writer that takes bytes in order (a pipe, a FIFO) as a
+// memory.Space for DMAReadInto, which writes each fragment once, in order.
+// The first error sticks.
+type seqSpace struct {
+	w    io.Writer
+	next uint32
+	err  error
+}
+
+func (s *seqSpace) WriteAt(p []byte, addr uint32) memory.Resp {
+	if s.err == nil && addr != s.next {
+		s.err = fmt.Errorf("out of order write at offset %d, want %d", addr, s.next)
+	}
+	if s.err == nil {
+		_, s.err = s.w.Write(p)
+	}
+	if s.err != nil {
+		return memory.SLVERR
+	}
+	s.next += uint32(len(p))
+	return memory.OKAY
+}
+
+func (s *seqSpace) ReadAt(p []byte, addr uint32) memory.Resp      { return memory.SLVERR }
+func (s *seqSpace) ReadWord(addr uint32) (uint32, bool)           { return 0, false }
+func (s *seqSpace) WriteWord(addr uint32, data, mask uint32) bool { return false }
+
+// dmaInput is the opened --in.
+type dmaInput struct {
+	name  string
+	r     io.Reader
+	file  *os.File // a regular file: read at offsets
+	base  int64    // file offset of the first byte
+	size  int64    // bytes, when file != nil
+	close func()
+}
+
+// openInput opens --in (- for standard input) and, for a regular file,
+// checks its size against the address space from addr before anything is
+// read. Its errors are usage errors.
+func openInput(stdin io.Reader, in string, addr uint32) (*dmaInput, error) {
+	d := &dmaInput{name: in, r: stdin, close: func() {}}
+	if in == "-" {
+		d.name = "standard input"
+		if f, ok := stdin.(*os.File); ok {
+			d.file = f
+		}
+	} else {
+		f, err := os.Open(in)
+		if err != nil {
+			return nil, usagef("--in: %v", err)
+		}
+		d.r, d.file, d.close = f, f, func() { f.Close() }
+	}
+	if d.file != nil {
+		st, err := d.file.Stat()
+		if err != nil {
+			d.close()
+			return nil, usagef("--in %s: %v", d.name, err)
+		}
+		if !st.Mode().IsRegular() {
+			d.file = nil // a pipe, FIFO or device: read in chunks
+			return d, nil
+		}
+		if in == "-" {
+			if d.base, err = d.file.Seek(0, io.SeekCurrent); err != nil {
+				d.base = 0
+			}
+		}
+		d.size = st.Size() - d.base
+		if d.size <= 0 {
+			d.close()
+			return nil, usagef("--in %s is empty: a DMA block carries at least one byte", d.name)
+		}
+		if room := wholeSpace - uint64(addr); uint64(d.size) > room {
+			d.close()
+			return nil, usagef("--in %s holds %d bytes: from --addr %#x they end past the 4 GiB address space (room for %d bytes)", d.name, d.size, addr, room)
+		}
+	}
+	return d, nil
+}
+
+// fragmentSize is the fragment size the endpoint's blocks use.
+func fragmentSize(ep *endpoint.Endpoint) int {
+	c := ep.Config()
+	return max(4, int(min(c.MaxFragment&^3, wire.FragmentCeiling(c.MaxFrame))))
+}
+
+// add accumulates the transfer of one block.
+func add(t *endpoint.Transfer, b endpoint.Transfer) {
+	t.Bytes += b.Bytes
+	t.Fragments += b.Fragments
+	t.Retries += b.Retries
+}
+
+// withOffset shifts the progress of a block that starts off bytes into the
+// whole transfer that progress draws.
+func withOffset(ctx context.Context, off uint64) context.Context {
+	fn, _ := ctx.Value(progressKey{}).(func(uint64))
+	if fn == nil || off == 0 {
+		return ctx
+	}
+	return endpoint.WithProgress(ctx, func(done uint64) { fn(off + done) })
+}
+
+// streamWrite writes the input to addr: a regular file in one block read
+// by the engine (two halves for exactly 4 GiB, which one uint32 length
+// cannot express), anything else in chunks.
+func streamWrite(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *dmaInput) (endpoint.Transfer, error) {
+	var total endpoint.Transfer
+	if in.file != nil {
+		src := fileSpace{f: in.file, base: in.base}
+		for off := int64(0); off < in.size; {
+			n := in.size - off
+			if n > math.MaxUint32 {
+				n = 1 << 31 // exactly 4 GiB from address 0
+			}
+			t, err := ep.DMAWriteFrom(withOffset(ctx, uint64(off)), 0, addr+uint32(off), fileSpace{f: src.f, base: src.base + off}, 0, uint32(n))
+			add(&total, t)
+			if err != nil {
+				return total, err
+			}
+			off += n
+		}
+		return total, nil
+	}
+	frag := fragmentSize(ep)
+	buf := make([]byte, streamChunk/frag*frag)
+	var off uint64
+	for {
+		n, rerr := io.ReadFull(in.r, buf)
+		if n > 0 {
+			if room := wholeSpace - uint64(addr) - off; uint64(n) > room {
+				err := fmt.Errorf("--in %s: more than the %d bytes from --addr %#x to the end of the 4 GiB address space; the first %d bytes were written", in.name, wholeSpace-uint64(addr), addr, off)
+				if off == 0 {
+					err = usagef("%v", err)
+				}
+				return total, err
+			}
+			t, err := ep.DMAWrite(withOffset(ctx, off), 0, addr+uint32(off), buf[:n])
+			add(&total, t)
+			if err != nil {
+				return total, err
+			}
+			off += uint64(n)
+		}
+		switch {
+		case errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF):
+			if off == 0 {
+				return total, usagef("--in %s is empty: a DMA block carries at least one byte", in.name)
+			}
+			return total, nil
+		case rerr != nil:
+			return total, fmt.Errorf("--in %s: after %d bytes: %w", in.name, off, rerr)
+		}
+	}
+}
+
+// dmaOutput is the --out of `dma read`: a temporary file beside a regular
+// (or new) file, renamed over it once the whole block arrived, so that a
+// failed read leaves the old file as it was; or a stream (standard output,
+// a FIFO, a device) written in order as the data arrives.
+type dmaOutput struct {
+	path  string
+	tmp   *os.File  // regular files
+	w     *seqSpace // streams
+	close func() error
+}
+
+// openOutput checks before anything is sent that --out can be written.
+func openOutput(stdout io.Writer, out string) (*dmaOutput, error) {
+	if out == "-" {
+		return &dmaOutput{path: out, w: &seqSpace{w: stdout}, close: func() error { return nil }}, nil
+	}
+	st, err := os.Stat(out)
+	switch {
+	case err == nil && !st.Mode().IsRegular():
+		f, err := os.OpenFile(out, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, usagef("--out: %v", err)
+		}
+		return &dmaOutput{path: out, w: &seqSpace{w: f}, close: f.Close}, nil
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return nil, usagef("--out: %v", err)
+	}
+	mode := os.FileMode(0o644)
+	if err == nil {
+		mode = st.Mode().Perm()
+		// The directory must take the temporary file, and the file itself
+		// must be writable: check as the old code did.
+		f, err := os.OpenFile(out, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, usagef("--out: %v", err)
+		}
+		f.Close()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".oetp-*")
+	if err != nil {
+		return nil, usagef("--out: %v", err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, usagef("--out: %v", err)
+	}
+	return &dmaOutput{path: out, tmp: tmp, close: func() error { return nil }}, nil
+}
+
+// space is where DMAReadInto writes.
+func (o *dmaOutput) space() memory.Space {
+	if o.tmp != nil {
+		return fileSpace{f: o.tmp}
+	}
+	return o.w
+}
+
+// finish renames the temporary file over --out when ok, or removes it.
+func (o *dmaOutput) finish(ok bool) error {
+	if o.tmp == nil {
+		return o.close()
+	}
+	name := o.tmp.Name()
+	err := o.tmp.Close()
+	o.tmp = nil
+	if ok && err == nil {
+		if err = os.Rename(name, o.path); err == nil {
+			return nil
+		}
+	}
+	os.Remove(name)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", o.path, err)
+	}
+	return nil
+}
