@@ -1,6 +1,7 @@
 package addrtable
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -589,5 +590,18 @@ func TestUHALNamespacedAttributesIgnored(t *testing.T) {
 	}
 	if got := summary(tab); got != "r 0x00000008 0xFFFFFFFF rw single 4\n" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestNodeJSON(t *testing.T) {
+	tab := mustLoad(t, "testdata/uhal/top.xml")
+	n, _ := tab.Node("fifo")
+	b, err := json.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"name":"fifo","address":3072,"mask":4294967295,"permission":"r","mode":"port","size":32,"words":1,"stride":4,"file":"testdata/uhal/top.xml","line":19}`
+	if string(b) != want {
+		t.Errorf("JSON\n%s\nwant\n%s", b, want)
 	}
 }
