@@ -172,6 +172,8 @@ func TestUHALErrors(t *testing.T) {
 		{"huge port", memFiles{"top.xml": `<node><node id="p" mode="port" size="0x40000000"/></node>`}, `more than a 32-bit byte length`},
 		{"port at the top", memFiles{"top.xml": `<node><node id="p" address="0x3FFFFFFF" mode="port" size="0x40000000"/></node>`}, `more than a 32-bit byte length`},
 		{"syntax", memFiles{"top.xml": "<node>\n<node id=\"a\">\n</node>"}, `top.xml:3: XML syntax`},
+		{"mismatched end", memFiles{"top.xml": "<node>\n<node id=\"a\">\n</nod>\n</node>"}, `top.xml:3: XML syntax: element <node> closed by </nod>`},
+		{"stray end", memFiles{"top.xml": "<node/>\n</node>"}, `top.xml:2: XML syntax: unexpected end element </node>`},
 		{"top not node", memFiles{"top.xml": `<table><node id="a"/></table>`}, `the top element is <table>`},
 		{"empty", memFiles{"top.xml": ``}, `no <node> element`},
 		{"two tops", memFiles{"top.xml": `<node/><node/>`}, `second top-level <node>`},

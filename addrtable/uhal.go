@@ -40,11 +40,14 @@ func readXML(file string, data []byte) (*xnode, error) {
 	d.CharsetReader = charsetReader
 	var stack []*xnode
 	var top *xnode
-	depth := 0 // all elements, nodes or not
-	skip := 0  // >0 while inside a non-node element
+	var open []xml.Name // every element open, nodes or not
+	skip := 0           // >0 while inside a non-node element
 	for {
 		line, _ := d.InputPos()
-		tok, err := d.Token()
+		// RawToken: no namespace translation (uHAL attributes have none),
+		// which is most of Token's cost; start and end tags are matched
+		// here instead.
+		tok, err := d.RawToken()
 		if err == io.EOF {
 			break
 		}
@@ -57,7 +60,8 @@ func readXML(file string, data []byte) (*xnode, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			depth++
+			open = append(open, t.Name)
+			depth := len(open)
 			if depth > maxDepth {
 				return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("elements nested more than %d deep", maxDepth)}
 			}
@@ -80,7 +84,14 @@ func readXML(file string, data []byte) (*xnode, error) {
 			}
 			stack = append(stack, n)
 		case xml.EndElement:
-			depth--
+			if len(open) == 0 || open[len(open)-1] != t.Name {
+				msg := fmt.Sprintf("unexpected end element </%s>", qname(t.Name))
+				if len(open) > 0 {
+					msg = fmt.Sprintf("element <%s> closed by </%s>", qname(open[len(open)-1]), qname(t.Name))
+				}
+				return nil, &Error{File: file, Line: line, Msg: "XML syntax: " + msg}
+			}
+			open = open[:len(open)-1]
 			if skip > 0 {
 				skip--
 				continue
@@ -88,10 +99,21 @@ func readXML(file string, data []byte) (*xnode, error) {
 			stack = stack[:len(stack)-1]
 		}
 	}
+	if len(open) > 0 {
+		line, _ := d.InputPos()
+		return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("XML syntax: unexpected EOF: <%s> is not closed", qname(open[len(open)-1]))}
+	}
 	if top == nil {
 		return nil, &Error{File: file, Msg: "no <node> element: a uHAL address table's top element is <node>"}
 	}
 	return top, nil
+}
+
+func qname(n xml.Name) string {
+	if n.Space != "" {
+		return n.Space + ":" + n.Local
+	}
+	return n.Local
 }
 
 // uhalLoader builds nodes from uHAL XML files, following module includes.
