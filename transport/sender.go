@@ -73,6 +73,7 @@ type SenderStats struct {
 // sendSlot is one request frame kept for retransmission.
 type sendSlot struct {
 	buf    []byte // the sealed frame; cap MaxFrame
+	sent   bool   // handed out at least once
 	psn    uint32
 	sentAt time.Duration
 	seq    uint64 // transmission order of the latest transmission
@@ -98,6 +99,7 @@ type Sender struct {
 	retries int
 
 	next    uint32 // the next PSN to assign
+	unsent  uint32 // the oldest PSN queued but never sent (== next when none)
 	una     uint32 // the oldest PSN without its response
 	acked   uint32 // the responder's APSN: every request before it received
 	credits int
@@ -147,8 +149,8 @@ func (s *Sender) Cwnd() float64 { return float64(s.cwnd) / cwndUnit }
 // Depth returns the negotiated depth (0 before the handshake).
 func (s *Sender) Depth() int { return s.depth }
 
-// Outstanding returns the number of requests sent whose responses have not
-// all arrived (next - una).
+// Outstanding returns the number of requests queued or sent whose
+// responses have not all arrived (next - una).
 func (s *Sender) Outstanding() int { return seqDiff(s.next, s.una) }
 
 // Open starts a new session with the given ID and initial PSN (random
@@ -158,7 +160,7 @@ func (s *Sender) Outstanding() int { return seqDiff(s.next, s.una) }
 func (s *Sender) Open(now time.Duration, session, isn uint32) {
 	s.state = SynSent
 	s.session, s.isn = session, isn
-	s.next, s.una, s.acked = isn, isn, isn
+	s.next, s.unsent, s.una, s.acked = isn, isn, isn, isn
 	s.depth, s.credits, s.retries, s.queued = 0, 0, 0, 0
 	for i := range s.slots {
 		s.slots[i] = sendSlot{buf: s.slots[i].buf[:0]}
@@ -179,14 +181,51 @@ func (s *Sender) Open(now time.Duration, session, isn uint32) {
 // established and the window has room (fewer than min(cwnd, depth)
 // requests outstanding, and the responder's credits allow another).
 func (s *Sender) CanSend() bool {
-	if s.state != Established {
-		return false
-	}
-	out := seqDiff(s.next, s.una)
+	return s.state == Established && s.unsent == s.next && s.windowOpen(s.next)
+}
+
+// windowOpen reports whether PSN p may be sent for the first time: fewer
+// than min(cwnd, depth) requests outstanding before it, and within the
+// responder's credits.
+func (s *Sender) windowOpen(p uint32) bool {
+	out := seqDiff(p, s.una)
 	if out >= s.depth || out >= max(s.cwnd/cwndUnit, 1) {
 		return false
 	}
-	return seqDiff(s.next, s.acked) < s.credits
+	return seqDiff(p, s.acked) < s.credits
+}
+
+// Room reports whether a request may be queued (Queue): the session is
+// being opened or is established, and fewer than Depth requests are queued
+// or outstanding.
+func (s *Sender) Room() bool {
+	if s.state != Established && s.state != SynSent {
+		return false
+	}
+	return seqDiff(s.next, s.una) < len(s.slots)
+}
+
+// Queue seals the request encoded in b (from Buffer) with the next PSN and
+// keeps it; Pending hands it out as soon as the session is established and
+// the window has room. Call it only when Room. It returns the PSN.
+func (s *Sender) Queue(b []byte) uint32 {
+	psn := s.next
+	sl := &s.slots[psn%uint32(len(s.slots))]
+	frame := reliable.Encapsulate(b, reliable.Header{Flags: reliable.FlagAck,
+		Session: s.session, PSN: psn, APSN: s.una, Credits: 0})
+	*sl = sendSlot{buf: frame, psn: psn}
+	s.next++
+	return psn
+}
+
+// Unsent appends to out the requests queued but never sent, and returns
+// it: after a failed handshake, their owner may send them another way (as
+// v1 frames: reliable.Decapsulate gives them back). Valid until Open.
+func (s *Sender) Unsent(out [][]byte) [][]byte {
+	for p := s.unsent; p != s.next; p++ {
+		out = append(out, s.slots[p%uint32(len(s.slots))].buf)
+	}
+	return out
 }
 
 // Buffer returns the buffer for the next request: encode its v1 frame by
@@ -210,14 +249,16 @@ func (s *Sender) Push(now time.Duration, b []byte) (psn uint32, frame []byte) {
 	frame = reliable.Encapsulate(b, reliable.Header{Flags: reliable.FlagAck,
 		Session: s.session, PSN: psn, APSN: s.una, Credits: 0})
 	s.txSeq++
-	*sl = sendSlot{buf: frame, psn: psn, sentAt: now, seq: s.txSeq}
+	*sl = sendSlot{buf: frame, psn: psn, sentAt: now, seq: s.txSeq, sent: true}
 	s.next++
+	s.unsent = s.next
 	s.st.Sent++
 	return psn, frame
 }
 
-// Pending appends to out the frames that wait for (re)transmission, the
-// SYN and retransmitted requests in PSN order, and returns it. They are to
+// Pending appends to out the frames that wait for (re)transmission, and
+// returns it: the SYN, retransmitted requests in PSN order, then queued
+// requests the window now admits. They are to
 // be handed to the link now: their timers run from now.
 func (s *Sender) Pending(now time.Duration, out [][]byte) [][]byte {
 	if s.synOut {
@@ -227,10 +268,25 @@ func (s *Sender) Pending(now time.Duration, out [][]byte) [][]byte {
 		s.synAt = now
 		out = append(out, s.synBuf)
 	}
-	if s.queued == 0 {
+	if s.state != Established {
 		return out
 	}
-	for p := s.una; p != s.next; p++ {
+	if s.queued != 0 {
+		out = s.resend(now, out)
+	}
+	for s.unsent != s.next && s.windowOpen(s.unsent) {
+		sl := &s.slots[s.unsent%uint32(len(s.slots))]
+		s.txSeq++
+		sl.sent, sl.sentAt, sl.seq = true, now, s.txSeq
+		s.st.Sent++
+		out = append(out, sl.buf)
+		s.unsent++
+	}
+	return out
+}
+
+func (s *Sender) resend(now time.Duration, out [][]byte) [][]byte {
+	for p := s.una; p != s.unsent; p++ {
 		sl := &s.slots[p%uint32(len(s.slots))]
 		if !sl.queued {
 			continue
@@ -252,7 +308,7 @@ func (s *Sender) Deadline() (time.Duration, bool) {
 	case SynSent:
 		return s.synAt + s.cfg.InitialRTO, true
 	case Established:
-		if s.una == s.next {
+		if s.una == s.unsent {
 			return 0, false
 		}
 		sl := &s.slots[s.una%uint32(len(s.slots))]
@@ -288,7 +344,7 @@ func (s *Sender) OnTimer(now time.Duration) Result {
 	// RTO: multiplicative decrease to one frame.
 	s.ssthresh = max(s.cwnd/2, 2*cwndUnit)
 	s.cwnd = cwndUnit
-	s.recover = s.next
+	s.recover = s.unsent
 	s.queueFrom(s.una)
 	return Result{}
 }
@@ -300,12 +356,12 @@ func (s *Sender) fail() {
 	for i := range s.slots {
 		s.slots[i].queued = false
 	}
-	s.una = s.next
+	s.una = s.unsent // what was sent is abandoned; Unsent gives the rest
 }
 
 // queueFrom queues every request from PSN p on whose response is missing.
 func (s *Sender) queueFrom(p uint32) {
-	for ; p != s.next; p++ {
+	for ; p != s.unsent; p++ {
 		sl := &s.slots[p%uint32(len(s.slots))]
 		if !sl.done && !sl.queued {
 			sl.queued = true
@@ -321,7 +377,7 @@ func (s *Sender) lossEvent(psn uint32) {
 	}
 	s.ssthresh = max(s.cwnd/2, 2*cwndUnit)
 	s.cwnd = s.ssthresh
-	s.recover = s.next
+	s.recover = s.unsent
 }
 
 // OnFrame handles a frame from the responder side of this session whose
@@ -373,13 +429,13 @@ func (s *Sender) OnFrame(now time.Duration, frame []byte, h reliable.Header) Res
 	data := h.Flags&reliable.FlagData != 0
 	if data {
 		off := seqDiff(h.PSN, s.una)
-		if off < 0 || off >= seqDiff(s.next, s.una) || s.slots[h.PSN%uint32(len(s.slots))].done {
+		if off < 0 || off >= seqDiff(s.unsent, s.una) || s.slots[h.PSN%uint32(len(s.slots))].done {
 			s.drop(frame, h, &s.st.Duplicates)
 			return Result{}
 		}
 	}
 	// APSN must lie within what was sent.
-	if a := seqDiff(h.APSN, s.una); a < -s.depth || seqDiff(h.APSN, s.next) > 0 {
+	if a := seqDiff(h.APSN, s.una); a < -s.depth || seqDiff(h.APSN, s.unsent) > 0 {
 		s.drop(frame, h, &s.st.Stale)
 		return Result{}
 	}
@@ -430,7 +486,7 @@ func (s *Sender) OnFrame(now time.Duration, frame []byte, h reliable.Header) Res
 		s.cwnd += cwndUnit * cwndUnit / max(s.cwnd, 1)
 	}
 	s.cwnd = min(s.cwnd, s.depth*cwndUnit)
-	for s.una != s.next && s.slots[s.una%uint32(len(s.slots))].done {
+	for s.una != s.unsent && s.slots[s.una%uint32(len(s.slots))].done {
 		s.una++
 	}
 	return Result{Event: EventResponse, PSN: h.PSN}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -392,5 +393,50 @@ func TestZeroAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per request and response, want 0", allocs)
+	}
+}
+
+// Requests queued before the handshake completes go out once it does, as
+// far as the congestion window allows; the rest follow as responses open it.
+func TestQueueBeforeEstablished(t *testing.T) {
+	m := newSim(t, Config{InitialCwnd: 2}, Config{})
+	m.s.Open(m.now, 1, 100)
+	for i := 0; i < 5; i++ {
+		if !m.s.Room() {
+			t.Fatal("no room")
+		}
+		m.rid++
+		m.s.Queue(wire.AppendRMEMReadReq(m.s.Buffer(), macB, macA, m.rid, uint32(i*4)))
+	}
+	m.logOn = true
+	m.flushA()
+	m.runUntil(func() bool { return len(m.responses) == 5 }, time.Second)
+	m.checkExactlyOnce(5)
+	if m.log[0] != "A>B SYN psn=100 apsn=0 cr=0" || m.log[2] != "A>B DATA|ACK psn=100 apsn=100 cr=0" || m.log[3] != "A>B DATA|ACK psn=101 apsn=100 cr=0" || m.log[4] != "B>A DATA|ACK|RSP psn=100 apsn=101 cr=32" {
+		t.Errorf("wire:\n%s", strings.Join(m.log, "\n"))
+	}
+}
+
+// A failed handshake leaves the queued requests to their owner.
+func TestUnsentAfterFailedHandshake(t *testing.T) {
+	m := newSim(t, Config{InitialRTO: time.Millisecond}, Config{})
+	m.dropToB = func(int, []byte) bool { return true }
+	m.s.Open(0, 1, 1)
+	m.s.Queue(wire.AppendRMEMReadReq(m.s.Buffer(), macB, macA, 9, 0x40))
+	m.flushA()
+	for m.s.State() == SynSent {
+		d, _ := m.s.Deadline()
+		m.now = d
+		m.s.OnTimer(m.now)
+		m.flushA()
+	}
+	un := m.s.Unsent(nil)
+	if m.s.State() != Failed || len(un) != 1 {
+		t.Fatalf("state %v, %d unsent", m.s.State(), len(un))
+	}
+	h, _ := reliable.Parse(un[0], 8192)
+	v1 := reliable.Decapsulate(un[0], h)
+	if want := wire.AppendRMEMReadReq(nil, macB, macA, 9, 0x40); string(v1) != string(want) {
+		t.Errorf("unsent v1 frame %x, want %x", v1, want)
 	}
 }
