@@ -104,6 +104,10 @@ func (r *Receiver) Stats() ReceiverStats { return r.st }
 // Expected returns the next PSN the receiver executes.
 func (r *Receiver) Expected() uint32 { return r.expected }
 
+// Executing reports whether a request is being executed: Execute was
+// decided and neither Respond nor Refuse has been called since.
+func (r *Receiver) Executing() bool { return r.pending }
+
 // Session returns the session ID and whether one is open.
 func (r *Receiver) Session() (uint32, bool) { return r.session, r.open }
 

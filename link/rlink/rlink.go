@@ -1,0 +1,721 @@
+// Package rlink puts the reliable transport (docs/reliable.md) beneath an
+// endpoint: a link.Link that wraps the link to the medium and, for the peers
+// configured for it, carries the endpoint's v1 frames in reliable frames
+// (PSN, ACK/NAK, Go-Back-N, credits, AIMD, replay cache, CRC32C), while the
+// frames of every other peer pass through unchanged, byte for byte.
+//
+// The endpoint above it is the unchanged v1 engine: it builds and parses v1
+// frames, allocates Request IDs, admits requests by peer mode and window,
+// and answers with v1 responses or ERROR_RSP. rlink turns an outgoing v1
+// request to a reliable peer into a DATA frame of that peer's session (a
+// Sender), and an incoming DATA response back into the v1 response; it
+// turns an incoming DATA request into the v1 request it carries (a
+// Receiver) and the endpoint's v1 answer into the DATA response, kept in
+// the replay cache. ACKs, NAKs, retransmissions, replays and the handshake
+// never reach the endpoint.
+//
+// One goroutine per Link runs the retransmission timers; nothing runs per
+// frame, and the steady state allocates nothing.
+//
+// The responder side delivers one request per peer at a time to the
+// endpoint and expects its answer before the endpoint reads again: true of
+// an endpoint whose memory answers at once (memory.Immediate: RAM, file
+// mappings, fault ranges, what `oetp serve` uses). A request still
+// unanswered at the next read is taken as dropped (a busy responder) and
+// left for the initiator to resend; its late answer is discarded, so that it
+// cannot be executed twice.
+package rlink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/transport"
+	"github.com/openenoc/oetp/wire"
+	"github.com/openenoc/oetp/wire/reliable"
+)
+
+// Mode is how a peer is reached.
+type Mode uint8
+
+// Peer modes.
+const (
+	// V1: plain v1 frames, unchanged; reliable frames from the peer go to
+	// the endpoint like any non-oETP frame (its raw policy).
+	V1 Mode = iota
+	// Reliable: requests to the peer go through the transport, and its
+	// reliable requests are accepted. If the peer does not answer the
+	// handshake, requests to it are not sent (their operations time out).
+	Reliable
+	// Auto: like Reliable when the peer answers the handshake; otherwise
+	// (within 3 InitialRTOs) the peer is reached by v1, with a note.
+	Auto
+)
+
+var modeNames = [...]string{"v1", "reliable", "auto"}
+
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// ParseMode parses "v1", "reliable" or "auto".
+func ParseMode(s string) (Mode, error) {
+	for i, n := range modeNames {
+		if s == n {
+			return Mode(i), nil
+		}
+	}
+	return V1, fmt.Errorf("transport %q: want v1, reliable or auto", s)
+}
+
+// Errors.
+var (
+	// ErrHandshake: a Reliable peer did not answer the handshake.
+	ErrHandshake = errors.New("rlink: the peer does not answer the reliable transport's handshake")
+	// ErrWindowFull: more requests outstanding to a peer than the
+	// session's Depth.
+	ErrWindowFull = errors.New("rlink: more requests outstanding than the transport's depth")
+	// ErrTooLong: a v1 frame too long to carry with the transport's 24
+	// bytes of overhead within the frame ceiling.
+	ErrTooLong = errors.New("rlink: frame too long for the reliable transport (24 bytes of overhead)")
+)
+
+// Config configures a Link.
+type Config struct {
+	// Transport are the session parameters (Depth, timeouts, ...); its
+	// MaxFrame defaults to the inner link's.
+	Transport transport.Config
+	// MAC is the endpoint's unicast address; zero selects the inner link's.
+	MAC wire.MAC
+	// Clock gives the time; nil selects the monotonic clock.
+	Clock transport.Clock
+	// OnFallback, if set, is called (without locks held) when an Auto peer
+	// does not answer the handshake and is reached by v1 from then on.
+	OnFallback func(peer wire.MAC)
+}
+
+// Stats are a Link's counters, over all its peers.
+type Stats struct {
+	CRCDrops  uint64 `json:"crc_drops"` // frames dropped for a bad CRC32C (or damaged in a cheaper field)
+	Malformed uint64 `json:"malformed"` // reliable frames failing a cheap check with a good CRC
+	NotForUs  uint64 `json:"not_for_us"`
+	Passed    uint64 `json:"passed"` // frames passed through unchanged (v1 peers, raw)
+
+	Handshakes        uint64 `json:"handshakes"`         // sessions established as initiator
+	HandshakeFailures uint64 `json:"handshake_failures"` // handshakes unanswered
+	Fallbacks         uint64 `json:"fallbacks"`          // Auto peers reached by v1 after an unanswered handshake
+	SessionFailures   uint64 `json:"session_failures"`   // sessions failed after retries or an RST
+	Unanswered        uint64 `json:"unanswered"`         // requests the endpoint did not answer before reading again
+	LateAnswers       uint64 `json:"late_answers"`       // answers to such requests, discarded
+
+	Sent            uint64 `json:"sent"`
+	Retransmitted   uint64 `json:"retransmitted"`
+	FastRetransmits uint64 `json:"fast_retransmits"`
+	Timeouts        uint64 `json:"timeouts"`
+	NAKsReceived    uint64 `json:"naks_received"`
+	Responses       uint64 `json:"responses"`
+	Duplicates      uint64 `json:"duplicates"`
+
+	Executed  uint64 `json:"executed"`
+	Replays   uint64 `json:"replays"`
+	Gaps      uint64 `json:"gaps"`
+	NAKsSent  uint64 `json:"naks_sent"`
+	Stale     uint64 `json:"stale"`
+	NoSession uint64 `json:"no_session"`
+}
+
+type peer struct {
+	mac  wire.MAC
+	mode Mode
+
+	mu       sync.Mutex
+	s        *transport.Sender   // initiator side, made on first use
+	r        *transport.Receiver // responder side, made on first use
+	fallback bool                // Auto peer reached by v1
+	change   chan struct{}       // signalled when the session state changes
+	out      [][]byte            // frames to write, under mu
+
+	// Responder side: the request delivered to the endpoint.
+	rid     uint32
+	ridSet  bool
+	refused uint32 // the Request ID of the last request taken as dropped
+	refSet  bool
+
+	inBatch bool // reader-owned: a request of this peer was delivered in this batch
+	touched bool // reader-owned: an ACK may be owed
+}
+
+// Link is the reliable transport as a link. It is safe for one reader and
+// several writers, like any link.
+type Link struct {
+	inner    link.Link
+	filter   link.Filter
+	cfg      Config
+	mac      wire.MAC
+	maxFrame int
+	clock    transport.Clock
+
+	mu    sync.Mutex // serialises SetPeer
+	peers atomic.Pointer[map[wire.MAC]*peer]
+
+	// Reader state.
+	rbufs     [][]byte
+	rsizes    []int
+	rn, ri    int
+	delivered []*peer
+	touched   []*peer
+
+	kick      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	c struct {
+		crc, malformed, notForUs, passed                                 atomic.Uint64
+		handshakes, handshakeFail, fallbacks, sessionFail, unanswered, late atomic.Uint64
+	}
+}
+
+// New wraps inner. The Link owns inner: Close closes it.
+func New(inner link.Link, cfg Config) (*Link, error) {
+	tc := cfg.Transport
+	if tc.MaxFrame == 0 {
+		tc.MaxFrame = inner.MaxFrame()
+	}
+	if _, err := transport.NewSender(tc, wire.MAC{}, wire.MAC{}); err != nil {
+		return nil, err
+	}
+	cfg.Transport = tc
+	l := &Link{inner: inner, cfg: cfg, mac: cfg.MAC, maxFrame: inner.MaxFrame(), clock: cfg.Clock,
+		kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if l.mac.IsZero() {
+		l.mac = inner.Addr()
+	}
+	if l.clock == nil {
+		l.clock = transport.NewMonotonicClock()
+	}
+	l.filter, _ = inner.(link.Filter)
+	m := map[wire.MAC]*peer{}
+	l.peers.Store(&m)
+	const batch = 32
+	l.rbufs = make([][]byte, batch)
+	l.rsizes = make([]int, batch)
+	for i := range l.rbufs {
+		l.rbufs[i] = make([]byte, l.maxFrame+1)
+	}
+	l.delivered = make([]*peer, 0, batch)
+	l.touched = make([]*peer, 0, batch)
+	l.wg.Add(1)
+	go l.timers()
+	return l, nil
+}
+
+// Link returns the link to give the endpoint: l itself, with the inner
+// link's group filter and promiscuous mode (link.Filter) when it has them.
+func (l *Link) Link() link.Link {
+	if l.filter != nil {
+		return &struct {
+			*Link
+			link.Filter
+		}{l, l.filter}
+	}
+	return l
+}
+
+// SetPeer sets how mac is reached. Mode V1 removes the peer's transport
+// state; a peer is V1 until set.
+func (l *Link) SetPeer(mac wire.MAC, m Mode) error {
+	if mac.IsGroup() || mac.IsZero() {
+		return fmt.Errorf("rlink: peer %v: the reliable transport is unicast only", mac)
+	}
+	if m > Auto {
+		return fmt.Errorf("rlink: peer %v: invalid mode %d", mac, m)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := *l.peers.Load()
+	n := make(map[wire.MAC]*peer, len(old)+1)
+	for k, v := range old {
+		n[k] = v
+	}
+	if m == V1 {
+		delete(n, mac)
+	} else if p, ok := n[mac]; ok {
+		p.mu.Lock()
+		p.mode = m
+		p.mu.Unlock()
+	} else {
+		n[mac] = &peer{mac: mac, mode: m, change: make(chan struct{}, 1), out: make([][]byte, 0, 2*reliable.MaxDepth)}
+	}
+	l.peers.Store(&n)
+	return nil
+}
+
+func (l *Link) peer(mac wire.MAC) *peer { return (*l.peers.Load())[mac] }
+
+// Open runs the handshake with mac now, if it has not run, and waits for
+// its outcome: true when the session is established, false when an Auto
+// peer fell back to v1 (or the peer is V1). A Reliable peer that does not
+// answer gives ErrHandshake.
+func (l *Link) Open(ctx context.Context, mac wire.MAC) (bool, error) {
+	p := l.peer(mac)
+	if p == nil {
+		return false, nil
+	}
+	p.mu.Lock()
+	if p.fallback {
+		p.mu.Unlock()
+		return false, nil
+	}
+	if err := l.ensureSenderLocked(p); err != nil {
+		p.mu.Unlock()
+		return false, err
+	}
+	l.flushLocked(p)
+	p.mu.Unlock()
+	for {
+		p.mu.Lock()
+		st, fb := p.s.State(), p.fallback
+		p.mu.Unlock()
+		switch {
+		case fb:
+			return false, nil
+		case st == transport.Established:
+			return true, nil
+		case st == transport.Failed:
+			return false, ErrHandshake
+		}
+		select {
+		case <-p.change:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-l.done:
+			return false, link.ErrClosed
+		}
+	}
+}
+
+// ensureSenderLocked makes p's Sender and opens a session if none is
+// open or being opened.
+func (l *Link) ensureSenderLocked(p *peer) error {
+	if p.s == nil {
+		s, err := transport.NewSender(l.cfg.Transport, l.mac, p.mac)
+		if err != nil {
+			return err
+		}
+		p.s = s
+	}
+	if st := p.s.State(); st == transport.Closed || st == transport.Failed {
+		p.s.Open(l.clock.Now(), rand.Uint32(), rand.Uint32())
+		l.wakeTimers()
+	}
+	return nil
+}
+
+func (l *Link) wakeTimers() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// flushLocked writes what p's Sender has to send.
+func (l *Link) flushLocked(p *peer) {
+	if p.s == nil {
+		return
+	}
+	p.out = p.s.Pending(l.clock.Now(), p.out[:0])
+	for _, f := range p.out {
+		_ = l.inner.Write(f) // a lost frame is what the transport recovers from
+	}
+}
+
+// Write hands one frame from the endpoint to the medium: through the
+// transport for a reliable peer, unchanged otherwise.
+func (l *Link) Write(f []byte) error {
+	if len(f) < wire.ParamOffset+4 || f[12] != byte(wire.EtherType>>8) || f[13] != byte(wire.EtherType&0xff) || f[14] != wire.Magic {
+		return l.inner.Write(f)
+	}
+	p := l.peer(wire.MAC(f[0:6]))
+	if p == nil {
+		return l.inner.Write(f)
+	}
+	cmd := wire.Cmd(f[15])
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case cmd.IsResponse():
+		rid := wire.Frame(f).RequestID()
+		if p.r != nil && p.ridSet && rid == p.rid && p.r.Executing() {
+			p.ridSet = false
+			b := p.r.ResponseBuffer()
+			if len(f) > p.r.MaxV1Frame() {
+				p.r.Refuse()
+				return ErrTooLong
+			}
+			return l.inner.Write(p.r.Respond(append(b, f...)))
+		}
+		if p.refSet && rid == p.refused {
+			// The answer to a request already taken as dropped: the
+			// initiator resends it and it executes then; sending this
+			// one too would execute it twice.
+			p.refSet = false
+			l.c.late.Add(1)
+			return nil
+		}
+		return l.inner.Write(f) // the answer to a v1 request of the peer
+	case !cmd.IsRequest() || p.fallback || p.mode == V1:
+		return l.inner.Write(f)
+	}
+	if err := l.ensureSenderLocked(p); err != nil {
+		return err
+	}
+	if len(f) > p.s.MaxV1Frame() {
+		return ErrTooLong
+	}
+	if !p.s.Room() {
+		return ErrWindowFull
+	}
+	armed := false
+	if _, ok := p.s.Deadline(); ok {
+		armed = true
+	}
+	p.s.Queue(append(p.s.Buffer(), f...))
+	l.flushLocked(p)
+	if !armed {
+		l.wakeTimers()
+	}
+	return nil
+}
+
+// WriteBatch writes the frames one by one; see Write.
+func (l *Link) WriteBatch(frames [][]byte) (int, error) {
+	for i, f := range frames {
+		if err := l.Write(f); err != nil {
+			return i, err
+		}
+	}
+	return len(frames), nil
+}
+
+// ReadBatch delivers frames to the endpoint: v1 and raw frames unchanged,
+// and the v1 frames reliable DATA frames carry. Control frames, duplicates
+// and damaged frames are consumed here.
+func (l *Link) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
+	for _, p := range l.delivered {
+		p.inBatch = false
+		p.mu.Lock()
+		if p.ridSet && p.r != nil && p.r.Executing() {
+			// Not answered: taken as dropped (a busy responder).
+			p.r.Refuse()
+			p.ridSet = false
+			p.refused, p.refSet = p.rid, true
+			l.c.unanswered.Add(1)
+		}
+		p.mu.Unlock()
+	}
+	l.delivered = l.delivered[:0]
+	for {
+		if l.ri == l.rn {
+			n, err := l.inner.ReadBatch(l.rbufs, l.rsizes)
+			if err != nil {
+				return 0, err
+			}
+			l.rn, l.ri = n, 0
+		}
+		k := 0
+		for l.ri < l.rn && k < len(bufs) {
+			f := l.rbufs[l.ri][:l.rsizes[l.ri]]
+			deliver, stop := l.handle(f, bufs[k], &sizes[k])
+			if stop {
+				break
+			}
+			l.ri++
+			if deliver {
+				k++
+			}
+		}
+		for _, p := range l.touched {
+			p.touched = false
+			p.mu.Lock()
+			if a := p.r.FlushAck(); a != nil {
+				_ = l.inner.Write(a)
+			}
+			p.mu.Unlock()
+		}
+		l.touched = l.touched[:0]
+		if k > 0 {
+			return k, nil
+		}
+	}
+}
+
+// handle processes one received frame. deliver: dst[:*size] is a frame for
+// the endpoint. stop: the frame must wait for the next ReadBatch (a second
+// request of a peer whose first is with the endpoint).
+func (l *Link) handle(f, dst []byte, size *int) (deliver, stop bool) {
+	up := func(b []byte) (bool, bool) {
+		*size = copy(dst, b)
+		return true, false
+	}
+	if !reliable.IsReliable(f) {
+		l.c.passed.Add(1)
+		return up(f)
+	}
+	h, prob := reliable.Parse(f, l.maxFrame)
+	if prob != reliable.OK {
+		if reliable.Corrupt(f) {
+			l.c.crc.Add(1)
+		} else {
+			l.c.malformed.Add(1)
+		}
+		return false, false
+	}
+	if wire.MAC(f[0:6]) != l.mac {
+		l.c.notForUs.Add(1)
+		return false, false
+	}
+	p := l.peer(wire.MAC(f[6:12]))
+	if p == nil {
+		// Not a reliable peer: to the endpoint, whose raw policy judges
+		// it as on a v1 engine.
+		l.c.passed.Add(1)
+		return up(f)
+	}
+	now := l.clock.Now()
+	if h.Flags&reliable.FlagRsp != 0 {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.s == nil {
+			return false, false // no session of ours: nothing to answer
+		}
+		prev := p.s.State()
+		res := p.s.OnFrame(now, f, h)
+		switch res.Event {
+		case transport.EventEstablished:
+			l.c.handshakes.Add(1)
+			signal(p.change)
+		case transport.EventFailed:
+			l.failedLocked(p, prev)
+		}
+		l.flushLocked(p)
+		if res.Event == transport.EventResponse {
+			return up(reliable.Decapsulate(f, h))
+		}
+		return false, false
+	}
+	if p.inBatch {
+		return false, true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.r == nil {
+		r, err := transport.NewReceiver(l.cfg.Transport, l.mac, p.mac)
+		if err != nil {
+			return false, false
+		}
+		p.r = r
+	}
+	if !p.touched {
+		p.touched = true
+		l.touched = append(l.touched, p)
+	}
+	d := p.r.OnFrame(f, h)
+	if d.Control != nil {
+		_ = l.inner.Write(d.Control)
+	}
+	if d.Verdict != transport.Execute {
+		return false, false
+	}
+	v1 := reliable.Decapsulate(f, h)
+	if len(v1) < wire.ParamOffset+4 || v1[wire.HeaderLen] != wire.Magic {
+		// Not a v1 PDU inside: nothing the endpoint could answer.
+		p.r.Refuse()
+		l.c.malformed.Add(1)
+		return false, false
+	}
+	p.rid, p.ridSet = wire.Frame(v1).RequestID(), true
+	p.inBatch = true
+	l.delivered = append(l.delivered, p)
+	return up(v1)
+}
+
+// failedLocked handles the end of p's session: an unanswered handshake
+// (prev SynSent) makes an Auto peer a v1 peer and sends what was queued as
+// v1; otherwise the session's outstanding requests are abandoned (their
+// operations time out) and the next request opens a new session.
+func (l *Link) failedLocked(p *peer, prev transport.SenderState) {
+	defer signal(p.change)
+	if prev != transport.SynSent {
+		l.c.sessionFail.Add(1)
+		return
+	}
+	l.c.handshakeFail.Add(1)
+	if p.mode != Auto {
+		return
+	}
+	p.fallback = true
+	l.c.fallbacks.Add(1)
+	p.out = p.s.Unsent(p.out[:0])
+	for _, f := range p.out {
+		h, _ := reliable.Parse(f, 1<<16)
+		_ = l.inner.Write(reliable.Decapsulate(f, h))
+	}
+	if fn := l.cfg.OnFallback; fn != nil {
+		go fn(p.mac)
+	}
+}
+
+// timers runs every session's timers.
+func (l *Link) timers() {
+	defer l.wg.Done()
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		next, armed := time.Duration(0), false
+		for _, p := range *l.peers.Load() {
+			p.mu.Lock()
+			if p.s != nil {
+				if d, ok := p.s.Deadline(); ok && (!armed || d < next) {
+					next, armed = d, true
+				}
+			}
+			p.mu.Unlock()
+		}
+		wait := time.Hour
+		if armed {
+			wait = max(next-l.clock.Now(), 0)
+		}
+		t.Reset(wait)
+		select {
+		case <-t.C:
+		case <-l.kick:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+		case <-l.done:
+			return
+		}
+		now := l.clock.Now()
+		for _, p := range *l.peers.Load() {
+			p.mu.Lock()
+			if p.s != nil {
+				prev := p.s.State()
+				if res := p.s.OnTimer(now); res.Event == transport.EventFailed {
+					l.failedLocked(p, prev)
+				}
+				l.flushLocked(p)
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// Addr returns the inner link's address.
+func (l *Link) Addr() wire.MAC { return l.inner.Addr() }
+
+// MaxFrame returns the inner link's frame ceiling. Frames to reliable
+// peers must be 24 bytes shorter (see ErrTooLong): configure the
+// endpoint's fragment size for them with FragmentCeiling.
+func (l *Link) MaxFrame() int { return l.inner.MaxFrame() }
+
+// FragmentCeiling returns the DMA fragment ceiling for reliable peers on a
+// medium with frames of up to maxFrame bytes: 4*floor((maxFrame-56)/4).
+func FragmentCeiling(maxFrame int) uint32 {
+	return wire.FragmentCeiling(maxFrame - reliable.Overhead)
+}
+
+// Close stops the timers and closes the inner link.
+func (l *Link) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.done)
+		err = l.inner.Close()
+		l.wg.Wait()
+	})
+	return err
+}
+
+// Unwrap returns the inner link.
+func (l *Link) Unwrap() link.Link { return l.inner }
+
+// Stats returns the counters, summed over the peers.
+func (l *Link) Stats() Stats {
+	st := Stats{
+		CRCDrops: l.c.crc.Load(), Malformed: l.c.malformed.Load(), NotForUs: l.c.notForUs.Load(), Passed: l.c.passed.Load(),
+		Handshakes: l.c.handshakes.Load(), HandshakeFailures: l.c.handshakeFail.Load(), Fallbacks: l.c.fallbacks.Load(),
+		SessionFailures: l.c.sessionFail.Load(), Unanswered: l.c.unanswered.Load(), LateAnswers: l.c.late.Load(),
+	}
+	for _, p := range *l.peers.Load() {
+		p.mu.Lock()
+		if p.s != nil {
+			s := p.s.Stats()
+			st.Sent += s.Sent
+			st.Retransmitted += s.Retransmitted
+			st.FastRetransmits += s.FastRetransmits
+			st.Timeouts += s.Timeouts
+			st.NAKsReceived += s.NAKs
+			st.Responses += s.Responses
+			st.Duplicates += s.Duplicates
+			st.CRCDrops += s.CRCDrops
+			st.Stale += s.Stale
+		}
+		if p.r != nil {
+			r := p.r.Stats()
+			st.Executed += r.Executed
+			st.Replays += r.Replays
+			st.Gaps += r.Gaps
+			st.NAKsSent += r.NAKs
+			st.Stale += r.Stale
+			st.NoSession += r.NoSession
+			st.CRCDrops += r.CRCDrops
+		}
+		p.mu.Unlock()
+	}
+	return st
+}
+
+// PeerInfo is the transport state towards one peer.
+type PeerInfo struct {
+	Mode     Mode
+	State    transport.SenderState
+	Fallback bool
+	SRTT     time.Duration
+	RTO      time.Duration
+	Cwnd     float64
+	Depth    int
+}
+
+// Peer returns the transport state towards mac.
+func (l *Link) Peer(mac wire.MAC) (PeerInfo, bool) {
+	p := l.peer(mac)
+	if p == nil {
+		return PeerInfo{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pi := PeerInfo{Mode: p.mode, Fallback: p.fallback}
+	if p.s != nil {
+		pi.State, pi.SRTT, pi.RTO, pi.Cwnd, pi.Depth = p.s.State(), p.s.SRTT(), p.s.RTO(), p.s.Cwnd(), p.s.Depth()
+	}
+	return pi, true
+}

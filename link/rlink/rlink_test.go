@@ -1,0 +1,365 @@
+package rlink_test
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/mem"
+	"github.com/openenoc/oetp/link/rlink"
+	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/transport"
+	"github.com/openenoc/oetp/wire"
+	"github.com/openenoc/oetp/wire/reliable"
+)
+
+var (
+	macA = wire.MAC{0x02, 0x0e, 0x0c, 0, 0, 0x0a} // initiator
+	macB = wire.MAC{0x02, 0x0e, 0x0c, 0, 0, 0x0b} // responder
+)
+
+// counting is a memory whose words count their RMEM reads: each read of a
+// word returns how often it has been read, so one read executed twice
+// shows as a wrong value. Bulk accesses go to RAM.
+type counting struct {
+	*memory.RAM
+	mu    sync.Mutex
+	reads map[uint32]uint32
+}
+
+func (c *counting) ReadWord(addr uint32) (uint32, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads[addr]++
+	return c.reads[addr], true
+}
+
+func (c *counting) Immediate() bool { return true }
+
+type pair struct {
+	sw       *mem.Switch
+	a, b     *endpoint.Endpoint
+	la, lb   *rlink.Link
+	mem      *counting
+	lbStats  func() rlink.Stats
+	closeAll func()
+}
+
+// newPair joins A (initiator) and B (responder with a counting memory) by
+// the in-memory switch, each through an rlink with the other as a peer in
+// mode m (A) and Reliable (B).
+func newPair(t *testing.T, m rlink.Mode, bReliable bool, tc transport.Config, rules ...mem.Rule) *pair {
+	t.Helper()
+	sw, err := mem.NewSwitch(mem.Config{Seed: 7, QueueLen: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if err := sw.AddRule(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pa, _ := sw.Attach(macA)
+	pb, _ := sw.Attach(macB)
+	la, err := rlink.New(pa, rlink.Config{Transport: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := rlink.New(pb, rlink.Config{Transport: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := la.SetPeer(macB, m); err != nil {
+		t.Fatal(err)
+	}
+	if bReliable {
+		if err := lb.SetPeer(macA, rlink.Reliable); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ram, _ := memory.NewRAM(0, 1<<22)
+	cm := &counting{RAM: ram, reads: map[uint32]uint32{}}
+	b, err := endpoint.New(lb.Link(), cm, endpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := endpoint.New(la.Link(), nil, endpoint.Config{
+		RMEMTimeout: 2 * time.Second, DMATimeout: 2 * time.Second, MaxFragment: rlink.FragmentCeiling(8192)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*endpoint.Endpoint{a, b} {
+		other := macB
+		if e == b {
+			other = macA
+		}
+		if err := e.SetPeer(0, endpoint.Peer{MAC: other, Mode: endpoint.ModeRMEM, WindowSize: 1 << 32}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &pair{sw: sw, a: a, b: b, la: la, lb: lb, mem: cm}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return p
+}
+
+func (p *pair) setMode(t *testing.T, m endpoint.Mode, mb endpoint.Mode) {
+	t.Helper()
+	if err := p.a.SetPeer(0, endpoint.Peer{MAC: macB, Mode: m, WindowSize: 1 << 32}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.b.SetPeer(0, endpoint.Peer{MAC: macA, Mode: mb, WindowSize: 1 << 32}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRMEMAndDMAOverReliable(t *testing.T) {
+	p := newPair(t, rlink.Reliable, true, transport.Config{})
+	ctx := context.Background()
+	if ok, err := p.la.Open(ctx, macB); !ok || err != nil {
+		t.Fatalf("Open: %v %v", ok, err)
+	}
+	if err := p.a.RMEMWrite(ctx, 0, 0x2000, 0xC0FFEE01, 0xFFFFFFFF); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint32(1); i <= 3; i++ {
+		v, err := p.a.RMEMRead(ctx, 0, 0x100)
+		if err != nil || v != i {
+			t.Fatalf("read %d: %#x %v", i, v, err)
+		}
+	}
+	// DMA: 64 KiB written and read back.
+	p.setMode(t, endpoint.ModeDMARead, endpoint.ModeDMAWrite)
+	src := make([]byte, 64<<10)
+	for i := range src {
+		src[i] = byte(i*7 + i>>8)
+	}
+	tr, err := p.a.DMAWrite(ctx, 0, 0x10000, src)
+	if err != nil {
+		t.Fatalf("DMAWrite: %v (%+v)", err, tr)
+	}
+	got := make([]byte, len(src))
+	p.mem.RAM.ReadAt(got, 0x10000)
+	if !bytes.Equal(got, src) {
+		t.Fatal("memory differs after the DMA write")
+	}
+	p.setMode(t, endpoint.ModeDMAWrite, endpoint.ModeDMARead)
+	back := make([]byte, len(src))
+	if _, err := p.a.DMARead(ctx, 0, 0x10000, back); err != nil {
+		t.Fatalf("DMARead: %v", err)
+	}
+	if !bytes.Equal(back, src) {
+		t.Fatal("read back differs")
+	}
+	st := p.lb.Stats()
+	if st.Executed == 0 || st.CRCDrops != 0 || p.la.Stats().Handshakes != 1 {
+		t.Errorf("stats A %+v B %+v", p.la.Stats(), st)
+	}
+	// Every frame on the wire was a reliable one.
+	if n := p.la.Stats().Passed; n != 0 {
+		t.Errorf("%d frames passed to A's endpoint unchanged", n)
+	}
+}
+
+// Exactly once through 5 % loss in both directions: the word that counts
+// its reads shows exactly one read per successful RMEM read.
+func TestExactlyOnceThroughLoss(t *testing.T) {
+	p := newPair(t, rlink.Reliable, true, transport.Config{MinRTO: time.Millisecond},
+		mem.Rule{Action: mem.Drop, Prob: 0.05, Match: reliable.IsReliable})
+	ctx := context.Background()
+	if ok, err := p.la.Open(ctx, macB); !ok || err != nil {
+		t.Fatalf("Open: %v %v", ok, err)
+	}
+	const n = 400
+	ok := 0
+	for i := 1; i <= n; i++ {
+		v, err := p.a.RMEMRead(ctx, 0, 0x40)
+		if err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		ok++
+		if v != uint32(ok) {
+			t.Fatalf("read %d returned %d: the word was read %d times for %d successful reads", i, v, v, ok)
+		}
+	}
+	p.mem.mu.Lock()
+	reads := p.mem.reads[0x40]
+	p.mem.mu.Unlock()
+	if reads != n {
+		t.Errorf("the word was read %d times for %d successful reads", reads, n)
+	}
+	sa, sb := p.la.Stats(), p.lb.Stats()
+	if sa.Retransmitted == 0 || sb.Replays == 0 {
+		t.Errorf("no recovery exercised: A %+v B %+v", sa, sb)
+	}
+	t.Logf("A %+v", sa)
+	t.Logf("B %+v", sb)
+}
+
+// Corrupted frames are dropped by the CRC and recovered: no wrong byte.
+func TestCorruptionNeverReachesMemory(t *testing.T) {
+	// 1 % of the reliable frames get one bit flipped, at an offset from
+	// the Version on (a damaged Discriminator would make it a raw frame),
+	// drawn from a seeded source.
+	var flips atomic.Int64
+	r := rand.New(rand.NewPCG(3, 4))
+	var rmu sync.Mutex
+	var rules []mem.Rule
+	for _, off := range []int{15, 17, 26, 36, 40, 100, 1000, 4000, 8000} {
+		rules = append(rules, mem.Rule{Action: mem.Corrupt, Offset: off, XOR: 0x10, Match: func(f []byte) bool {
+			if !reliable.IsReliable(f) || len(f) <= off {
+				return false
+			}
+			rmu.Lock()
+			hit := r.Float64() < 0.01/9*float64(len(f))/4096
+			rmu.Unlock()
+			if hit {
+				flips.Add(1)
+			}
+			return hit
+		}})
+	}
+	p := newPair(t, rlink.Reliable, true, transport.Config{MinRTO: time.Millisecond}, rules...)
+	ctx := context.Background()
+	p.setMode(t, endpoint.ModeDMARead, endpoint.ModeDMAWrite)
+	src := make([]byte, 1<<20)
+	for i := range src {
+		src[i] = byte(i*13 + i>>9)
+	}
+	for round := 0; round < 2; round++ {
+		p.setMode(t, endpoint.ModeDMARead, endpoint.ModeDMAWrite)
+		if _, err := p.a.DMAWrite(ctx, 0, 0x100000, src); err != nil {
+			t.Fatalf("DMAWrite: %v", err)
+		}
+		p.setMode(t, endpoint.ModeDMAWrite, endpoint.ModeDMARead)
+		back := make([]byte, len(src))
+		if _, err := p.a.DMARead(ctx, 0, 0x100000, back); err != nil {
+			t.Fatalf("DMARead: %v", err)
+		}
+		if !bytes.Equal(back, src) {
+			t.Fatal("read back differs")
+		}
+	}
+	crc := p.la.Stats().CRCDrops + p.lb.Stats().CRCDrops
+	t.Logf("%d frames corrupted on the way, %d counted as CRC drops", flips.Load(), crc)
+	if crc == 0 || crc != uint64(flips.Load()) {
+		t.Errorf("%d frames corrupted, %d counted as CRC drops: every one must be", flips.Load(), crc)
+	}
+}
+
+// auto towards a v1 endpoint: the probe goes unanswered (the v1 endpoint's
+// raw policy drops it), the link falls back to v1 within 3 InitialRTOs and
+// the operation completes as v1.
+func TestAutoFallsBackToV1(t *testing.T) {
+	p := newPair(t, rlink.Auto, false, transport.Config{InitialRTO: 20 * time.Millisecond})
+	ctx := context.Background()
+	start := time.Now()
+	ok, err := p.la.Open(ctx, macB)
+	if ok || err != nil {
+		t.Fatalf("Open: %v %v, want a fallback", ok, err)
+	}
+	if el := time.Since(start); el < 60*time.Millisecond || el > 2*time.Second {
+		t.Errorf("fell back after %v, want 3 InitialRTOs (60ms)", el)
+	}
+	if v, err := p.a.RMEMRead(ctx, 0, 0x80); err != nil || v != 1 {
+		t.Fatalf("v1 read after the fallback: %d %v", v, err)
+	}
+	if st := p.b.Stats(); st.DropRawPolicy != 3 {
+		t.Errorf("the v1 endpoint counted %d raw-policy drops, want the 3 SYNs", st.DropRawPolicy)
+	}
+	if st := p.la.Stats(); st.Fallbacks != 1 || st.HandshakeFailures != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// reliable towards a v1 endpoint: ErrHandshake, nothing answered.
+func TestReliableToV1Fails(t *testing.T) {
+	p := newPair(t, rlink.Reliable, false, transport.Config{InitialRTO: 10 * time.Millisecond})
+	if ok, err := p.la.Open(context.Background(), macB); ok || err != rlink.ErrHandshake {
+		t.Fatalf("Open: %v %v", ok, err)
+	}
+}
+
+func TestV1PeerUntouched(t *testing.T) {
+	// A is V1 towards B: frames pass byte for byte.
+	p := newPair(t, rlink.V1, false, transport.Config{})
+	var seen [][]byte
+	var mu sync.Mutex
+	p.sw.AddRule(mem.Rule{Action: mem.Delay, By: time.Nanosecond, Match: func(f []byte) bool {
+		mu.Lock()
+		seen = append(seen, bytes.Clone(f))
+		mu.Unlock()
+		return false
+	}})
+	if v, err := p.a.RMEMRead(context.Background(), 0, 0x10); err != nil || v != 1 {
+		t.Fatalf("%d %v", v, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || !bytes.Equal(seen[0][14:16], []byte{0x0e, 0x10}) || !bytes.Equal(seen[1][14:16], []byte{0x0e, 0x11}) || len(seen[0]) != 24 {
+		t.Fatalf("wire frames %x", seen)
+	}
+}
+
+// The steady state allocates nothing: a request written by A's endpoint,
+// read by B's, its answer written by B's and read by A's, through both
+// transports.
+func TestZeroAllocsPerFrame(t *testing.T) {
+	sw, _ := mem.NewSwitch(mem.Config{Seed: 1})
+	pa, _ := sw.Attach(macA)
+	pb, _ := sw.Attach(macB)
+	la, _ := rlink.New(pa, rlink.Config{})
+	lb, _ := rlink.New(pb, rlink.Config{})
+	defer la.Close()
+	defer lb.Close()
+	la.SetPeer(macB, rlink.Reliable)
+	lb.SetPeer(macA, rlink.Reliable)
+	bufs := [][]byte{make([]byte, 8193)}
+	sizes := []int{0}
+	abufs := [][]byte{make([]byte, 8193)}
+	asizes := []int{0}
+	done := make(chan bool)
+	go func() {
+		ok, _ := la.Open(context.Background(), macB)
+		done <- ok
+	}()
+	// A raw frame behind each handshake frame makes the reader return
+	// once the handshake frame before it is handled.
+	raw := func(dst, src wire.MAC) []byte { return append(append(append([]byte{}, dst[:]...), src[:]...), 0x88, 0xb6, 1, 2) }
+	time.Sleep(5 * time.Millisecond) // the SYN is on its way
+	pa.Write(raw(macB, macA))
+	if _, err := lb.ReadBatch(bufs, sizes); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // the SYN-ACK is on its way
+	pb.Write(raw(macA, macB))
+	if _, err := la.ReadBatch(abufs, asizes); err != nil {
+		t.Fatal(err)
+	}
+	if !<-done {
+		t.Fatal("no session")
+	}
+	req := wire.AppendRMEMReadReq(nil, macB, macA, 1, 0x10)
+	rsp := wire.AppendRMEMReadRsp(nil, macA, macB, 1, 5)
+	allocs := testing.AllocsPerRun(500, func() {
+		if err := la.Write(req); err != nil {
+			panic(err)
+		}
+		if n, err := lb.ReadBatch(bufs, sizes); n != 1 || err != nil || sizes[0] != len(req) {
+			panic("B read")
+		}
+		if err := lb.Write(rsp); err != nil {
+			panic(err)
+		}
+		if n, err := la.ReadBatch(abufs, asizes); n != 1 || err != nil || asizes[0] != len(rsp) {
+			panic("A read")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per request and response", allocs)
+	}
+}
