@@ -180,7 +180,7 @@ type Link struct {
 	wg        sync.WaitGroup
 
 	c struct {
-		crc, malformed, notForUs, passed                                 atomic.Uint64
+		crc, malformed, notForUs, passed                                    atomic.Uint64
 		handshakes, handshakeFail, fallbacks, sessionFail, unanswered, late atomic.Uint64
 	}
 }

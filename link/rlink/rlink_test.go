@@ -329,7 +329,9 @@ func TestZeroAllocsPerFrame(t *testing.T) {
 	}()
 	// A raw frame behind each handshake frame makes the reader return
 	// once the handshake frame before it is handled.
-	raw := func(dst, src wire.MAC) []byte { return append(append(append([]byte{}, dst[:]...), src[:]...), 0x88, 0xb6, 1, 2) }
+	raw := func(dst, src wire.MAC) []byte {
+		return append(append(append([]byte{}, dst[:]...), src[:]...), 0x88, 0xb6, 1, 2)
+	}
 	time.Sleep(5 * time.Millisecond) // the SYN is on its way
 	pa.Write(raw(macB, macA))
 	if _, err := lb.ReadBatch(bufs, sizes); err != nil {
