@@ -16,6 +16,7 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
@@ -75,6 +76,30 @@ func parseWindow(s string) (base uint32, size uint64, err error) {
 // peerExample is a correct --peer argument, quoted in error messages.
 const peerExample = "02:0e:0c:00:00:02,mode=rmem,window=0:64K"
 
+// splitTransport takes the transport=v1|reliable|auto key out of a --peer
+// argument: the reliable transport is configured beneath the endpoint
+// (link/rlink), not in its peer entry. The rest goes to parsePeer.
+func splitTransport(s string) (rest string, m rlink.Mode, err error) {
+	parts := strings.Split(s, ",")
+	keep := parts[:1]
+	seen := false
+	for _, kv := range parts[1:] {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.ToLower(strings.TrimSpace(k)) != "transport" {
+			keep = append(keep, kv)
+			continue
+		}
+		if seen {
+			return "", rlink.V1, fmt.Errorf("%q: transport given twice", s)
+		}
+		seen = true
+		if m, err = rlink.ParseMode(strings.ToLower(strings.TrimSpace(v))); err != nil {
+			return "", rlink.V1, fmt.Errorf("%q: %v", s, err)
+		}
+	}
+	return strings.Join(keep, ","), m, nil
+}
+
 // parsePeer parses a --peer argument "MAC,mode=M[,window=BASE:SIZE][,events=on|off]".
 // The window defaults to the whole 4 GiB address space; events (the peer's
 // PEER_DMA_COMPLETE enable) default to on.
@@ -93,7 +118,7 @@ func parsePeer(s string) (endpoint.Peer, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		k = strings.ToLower(strings.TrimSpace(k))
 		if !ok {
-			return endpoint.Peer{}, fmt.Errorf("%q: %q is not KEY=VALUE (keys: mode, window, events; e.g. %s)", s, kv, peerExample)
+			return endpoint.Peer{}, fmt.Errorf("%q: %q is not KEY=VALUE (keys: mode, window, events, transport; e.g. %s)", s, kv, peerExample)
 		}
 		if seen[k] {
 			return endpoint.Peer{}, fmt.Errorf("%q: %s given twice", s, k)
@@ -113,7 +138,7 @@ func parsePeer(s string) (endpoint.Peer, error) {
 				return endpoint.Peer{}, fmt.Errorf("%q: events: %v", s, err)
 			}
 		default:
-			return endpoint.Peer{}, fmt.Errorf("%q: unknown key %q (keys: mode, window, events; e.g. %s)", s, k, peerExample)
+			return endpoint.Peer{}, fmt.Errorf("%q: unknown key %q (keys: mode, window, events, transport; e.g. %s)", s, k, peerExample)
 		}
 	}
 	if !seen["mode"] {
@@ -144,21 +169,23 @@ func formatPeer(p endpoint.Peer) string {
 // serveSettings are the settings of `oetp serve` once the configuration file
 // and the flags have been merged and parsed.
 type serveSettings struct {
-	Iface       string
-	MAC         wire.MAC // zero: the interface's
-	Group       wire.MAC
-	Regions     []memory.RegionSpec
-	Faults      []memory.FaultSpec
-	Peers       []endpoint.Peer
-	Contexts    int
-	MaxFrame    int // zero: min(8192, MTU+14)
-	RawPolicy   endpoint.RawPolicy
-	RMEMTimeout time.Duration
-	DMATimeout  time.Duration
-	Pcap        string
-	PcapFormat  pcap.Format
-	BusyPoll    time.Duration
-	JSONEvents  bool
+	Iface   string
+	MAC     wire.MAC // zero: the interface's
+	Group   wire.MAC
+	Regions []memory.RegionSpec
+	Faults  []memory.FaultSpec
+	Peers   []endpoint.Peer
+	// PeerTransport is each peer's transport=, by the index of Peers.
+	PeerTransport []rlink.Mode
+	Contexts      int
+	MaxFrame      int // zero: min(8192, MTU+14)
+	RawPolicy     endpoint.RawPolicy
+	RMEMTimeout   time.Duration
+	DMATimeout    time.Duration
+	Pcap          string
+	PcapFormat    pcap.Format
+	BusyPoll      time.Duration
+	JSONEvents    bool
 }
 
 // serveFile is the TOML configuration file of `oetp serve`. Every key is the
@@ -194,10 +221,11 @@ type fileFault struct {
 }
 
 type filePeer struct {
-	MAC    string  `toml:"mac"`
-	Mode   *string `toml:"mode"`
-	Window string  `toml:"window"`
-	Events *bool   `toml:"events"`
+	MAC       string  `toml:"mac"`
+	Mode      *string `toml:"mode"`
+	Window    string  `toml:"window"`
+	Events    *bool   `toml:"events"`
+	Transport string  `toml:"transport"`
 }
 
 // fileNum is a number in the configuration file: a TOML integer (0x hex
@@ -311,13 +339,18 @@ func (sf *serveFlags) settings(fs *pflag.FlagSet) (*serveSettings, error) {
 		}
 	}
 	if changed("peer") {
-		s.Peers = nil
+		s.Peers, s.PeerTransport = nil, nil
 		for _, a := range sf.peers {
-			p, err := parsePeer(a)
+			rest, tm, err := splitTransport(a)
+			if err != nil {
+				return nil, usagef("--peer %v", err)
+			}
+			p, err := parsePeer(rest)
 			if err != nil {
 				return nil, usagef("--peer %v", err)
 			}
 			s.Peers = append(s.Peers, p)
+			s.PeerTransport = append(s.PeerTransport, tm)
 		}
 	}
 	if changed("contexts") {
@@ -414,11 +447,18 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 		if p.Events != nil {
 			arg += ",events=" + strconv.FormatBool(*p.Events)
 		}
+		tm := rlink.V1
+		if p.Transport != "" {
+			if tm, err = rlink.ParseMode(p.Transport); err != nil {
+				return usagef("%s: %v", where(key), err)
+			}
+		}
 		peer, err := parsePeer(arg)
 		if err != nil {
 			return usagef("%s: %v", where(key), err)
 		}
 		s.Peers = append(s.Peers, peer)
+		s.PeerTransport = append(s.PeerTransport, tm)
 	}
 	if f.Contexts != nil {
 		if s.Contexts, err = f.Contexts.int(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/rlink"
 )
 
 func init() { register(newDMACmd) }
@@ -60,6 +61,10 @@ func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (*session, error
 		return nil, err
 	}
 	if cmd.Flags().Changed("fragment") {
+		if ceil := rlink.FragmentCeiling(s.link.ceiling); s.reliable && f.fragment.v&^3 > ceil {
+			s.close()
+			return nil, usagef("--fragment %d: with --transport %s the fragment ceiling is %d bytes (the transport adds 24 bytes to every frame)", f.fragment.v, f.transport, ceil)
+		}
 		c := s.ep.Config()
 		c.MaxFragment = f.fragment.v
 		if err := s.ep.SetConfig(c); err != nil {

@@ -19,7 +19,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/transport"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -40,6 +42,8 @@ type opFlags struct {
 	busyPoll time.Duration
 	json     bool
 	wait     time.Duration
+	// transport: v1, reliable or auto (docs/reliable.md).
+	transport string
 }
 
 func (f *opFlags) register(cmd *cobra.Command) {
@@ -55,6 +59,7 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&f.busyPoll, "busy-poll", 0, busyPollUsage)
 	fs.BoolVar(&f.json, "json", false, "print the result as one JSON object, the last line of stdout")
 	fs.DurationVar(&f.wait, "wait", 10*time.Second, waitUsage)
+	fs.StringVar(&f.transport, "transport", "v1", "transport `T`: v1 (plain oETP v1), reliable (the reliable transport of docs/reliable.md: the peer's serve needs transport=reliable for this MAC), or auto (reliable if the peer answers its handshake within 3 RTOs, else v1 with a note)")
 	for _, name := range []string{"iface", "peer", "addr"} {
 		if err := cmd.MarkFlagRequired(name); err != nil {
 			panic(err)
@@ -70,7 +75,11 @@ const waitUsage = "wait up to `D` for this interface and MAC's initiator role wh
 type session struct {
 	link *ifaceLink
 	ep   *endpoint.Endpoint
-	role *role.Lock // the (interface, MAC) initiator role
+	role *role.Lock  // the (interface, MAC) initiator role
+	rl   *rlink.Link // the reliable transport beneath ep, nil for v1
+	// reliable: requests to the peer go through the transport (false for
+	// v1, and for auto after a fallback).
+	reliable bool
 }
 
 // open starts an initiator-only endpoint (no memory: every received request
@@ -91,6 +100,13 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	}
 	if f.wait < 0 {
 		return nil, usagef("--wait %v is negative: use a duration such as 10s, or 0 to refuse at once", f.wait)
+	}
+	tmode, err := rlink.ParseMode(f.transport)
+	if err != nil {
+		return nil, usagef("--transport: %v", err)
+	}
+	if tmode != rlink.V1 && f.peer.m.IsGroup() {
+		return nil, usagef("--transport %s with the group --peer %v: the reliable transport is unicast only; group writes are v1 (leave --transport out)", tmode, f.peer.m)
 	}
 	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, Format: f.format.f, BusyPoll: f.busyPoll})
 	if err != nil {
@@ -118,7 +134,24 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	}
 	cfg := endpoint.Config{MAC: il.Link.Addr(), MaxFrame: il.ceiling, RMEMTimeout: f.timeout, DMATimeout: f.timeout,
 		InitialRequestID: rid}
-	ep, err := endpoint.New(il.Link, nil, cfg)
+	var rl *rlink.Link
+	epLink := il.Link
+	if tmode != rlink.V1 {
+		// The transport beneath the endpoint; its frames carry 24 bytes
+		// more, so the fragments are 24 bytes shorter.
+		if rl, err = rlink.New(il.Link, rlink.Config{MAC: il.Link.Addr()}); err == nil {
+			err = rl.SetPeer(f.peer.m, tmode)
+		}
+		if err != nil {
+			il.Link.Close()
+			il.finish()
+			lock.Release()
+			return nil, err
+		}
+		epLink = rl.Link()
+		cfg.MaxFragment = rlink.FragmentCeiling(il.ceiling)
+	}
+	ep, err := endpoint.New(epLink, nil, cfg)
 	if err != nil {
 		il.Link.Close()
 		il.finish()
@@ -131,7 +164,23 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 		lock.Release()
 		return nil, usagef("--peer %v: %v", f.peer.m, err)
 	}
-	return &session{link: il, ep: ep, role: lock}, nil
+	s := &session{link: il, ep: ep, role: lock, rl: rl}
+	if rl != nil {
+		// The handshake now: auto learns whether to fall back before
+		// the operation's timer runs.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ok, err := rl.Open(ctx, f.peer.m)
+		cancel()
+		s.reliable = ok
+		switch {
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "oetp: note: %v does not answer the reliable transport's handshake (3 tries, %v apart): no request is sent; is its serve's --peer for this MAC set with transport=reliable?\n",
+				f.peer.m, transport.DefaultInitialRTO)
+		case !ok:
+			fmt.Fprintf(os.Stderr, "oetp: note: %v does not answer the reliable transport's handshake within 3 RTOs: using v1\n", f.peer.m)
+		}
+	}
+	return s, nil
 }
 
 // acquireRole takes role r of (iface, mac), waiting up to wait. A role

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
@@ -47,12 +48,17 @@ see writes live). Addresses in no region answer DECERR; a --fault
 BASE:SIZE:slverr|decerr range answers every access with that bus error. Numbers
 are decimal or 0x hex with an optional K, M or G suffix.
 
-Peers: each --peer MAC,mode=M[,window=BASE:SIZE][,events=on|off] is one peer
+Peers: each --peer MAC,mode=M[,window=BASE:SIZE][,events=on|off][,transport=T] is one peer
 table entry, with indexes 0, 1, ... in the order given. mode is none (0), rmem
 (1), dma-write (2: the peer may write here by DMA), or dma-read (3: the peer may
 read here by DMA). The window is the local range the peer's requests may
 touch; it defaults to the whole 4 GiB address space. Requests from MACs not in
-the table are dropped without a reply.
+the table are dropped without a reply. transport=reliable (or auto) lets the
+peer use the reliable transport of docs/reliable.md (PSN, ACK/NAK, Go-Back-N,
+CRC32C, a retransmitted request answered from a replay cache instead of
+executing again); the peer's rmem/dma then need --transport reliable or auto.
+A peer without it (transport=v1, the default) is served as plain oETP v1, and
+its reliable frames go to the raw policy like any non-oETP frame.
 
 --mac defaults to the interface's MAC. --group is the multicast address the
 endpoint accepts group writes on (zero, the default, disables them).
@@ -220,7 +226,31 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 		closeFiles()
 		return err
 	}
-	ep, err := endpoint.New(il.Link, space, cfg)
+	epLink := il.Link
+	var rl *rlink.Link
+	for i, tm := range s.PeerTransport {
+		if tm == rlink.V1 {
+			continue
+		}
+		if rl == nil {
+			if rl, err = rlink.New(il.Link, rlink.Config{MAC: il.Link.Addr()}); err != nil {
+				break
+			}
+			epLink = rl.Link()
+		}
+		if err = rl.SetPeer(s.Peers[i].MAC, rlink.Reliable); err != nil {
+			err = usagef("--peer #%d %s,transport=%s: %v", i+1, formatPeer(s.Peers[i]), tm, err)
+			break
+		}
+	}
+	if err != nil {
+		il.Link.Close()
+		il.finish()
+		closeFiles()
+		lock.Release()
+		return err
+	}
+	ep, err := endpoint.New(epLink, space, cfg)
 	if err != nil {
 		il.Link.Close()
 		il.finish()
@@ -256,7 +286,11 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 		log.Info("fault", "base", fmt.Sprintf("0x%08x", f.Base), "size", fmt.Sprintf("0x%x", f.Size), "resp", f.Resp.String())
 	}
 	for i, p := range s.Peers {
-		log.Info("peer", "index", i, "entry", formatPeer(p))
+		tm := rlink.V1
+		if i < len(s.PeerTransport) {
+			tm = s.PeerTransport[i]
+		}
+		log.Info("peer", "index", i, "entry", formatPeer(p), "transport", tm.String())
 	}
 	if len(s.Regions) == 0 {
 		log.Warn("no --region: every access answers DECERR")
@@ -284,12 +318,14 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 			done = true
 		case <-usr1:
 			printStats(ep.Stats(), log, out, s.JSONEvents)
+			printTransportStats(rl, log, out, s.JSONEvents)
 		}
 	}
 	cancel()
 	wg.Wait()
 	err = stop()
 	printStats(ep.Stats(), log, out, s.JSONEvents)
+	printTransportStats(rl, log, out, s.JSONEvents)
 	log.Info("stopped")
 	return err
 }
@@ -334,6 +370,28 @@ func serveRaw(ctx context.Context, ep *endpoint.Endpoint, s *serveSettings, log 
 			out.json(rawEvent{Event: "raw", Time: time.Now().Format(time.RFC3339Nano), Dst: f.Dst().String(),
 				Src: f.Src().String(), EtherType: f.EtherType(), Len: n})
 		}
+	}
+}
+
+// printTransportStats logs the reliable transport's counters (msg=transport),
+// and prints them as one JSON object {"event":"transport_stats", ...} with
+// --json-events; nothing when no peer uses the transport.
+func printTransportStats(rl *rlink.Link, log *slog.Logger, out *lineWriter, asJSON bool) {
+	if rl == nil {
+		return
+	}
+	st := rl.Stats()
+	v := reflect.ValueOf(st)
+	attrs := make([]any, 0, v.NumField())
+	obj := map[string]any{"event": "transport_stats", "time": time.Now().Format(time.RFC3339Nano)}
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Tag.Get("json")
+		attrs = append(attrs, slog.Any(name, v.Field(i).Interface()))
+		obj[name] = v.Field(i).Interface()
+	}
+	log.Info("transport", attrs...)
+	if asJSON {
+		out.json(obj)
 	}
 }
 
