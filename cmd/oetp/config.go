@@ -100,6 +100,16 @@ func splitTransport(s string) (rest string, m rlink.Mode, err error) {
 	return strings.Join(keep, ","), m, nil
 }
 
+// onlyIfUsed returns m, or nil when every peer is v1 (the transport unused).
+func onlyIfUsed(m []rlink.Mode) []rlink.Mode {
+	for _, x := range m {
+		if x != rlink.V1 {
+			return m
+		}
+	}
+	return nil
+}
+
 // parsePeer parses a --peer argument "MAC,mode=M[,window=BASE:SIZE][,events=on|off]".
 // The window defaults to the whole 4 GiB address space; events (the peer's
 // PEER_DMA_COMPLETE enable) default to on.
@@ -352,6 +362,7 @@ func (sf *serveFlags) settings(fs *pflag.FlagSet) (*serveSettings, error) {
 			s.Peers = append(s.Peers, p)
 			s.PeerTransport = append(s.PeerTransport, tm)
 		}
+		s.PeerTransport = onlyIfUsed(s.PeerTransport)
 	}
 	if changed("contexts") {
 		if sf.contexts.v == 0 {
@@ -460,6 +471,7 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 		s.Peers = append(s.Peers, peer)
 		s.PeerTransport = append(s.PeerTransport, tm)
 	}
+	s.PeerTransport = onlyIfUsed(s.PeerTransport)
 	if f.Contexts != nil {
 		if s.Contexts, err = f.Contexts.int(); err != nil {
 			return usagef("%s: %v", where("contexts"), err)
