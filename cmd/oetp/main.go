@@ -72,11 +72,12 @@ func newRoot(ran *bool) *cobra.Command {
 32-bit register access (RMEM) and bulk DMA reads and writes carried directly in
 raw Ethernet frames (EtherType 0x88B5, Magic 0x0E, little-endian parameters,
 frames up to 8192 bytes without FCS). It serves a memory map to peers
-(serve), reads and writes a board's registers and memory (rmem, dma), runs the
-specification's replication example on an embedded network (demo), decodes
-captures and hex dumps (dump, decode), builds stimulus frames (encode) and
-measures itself against the medium's own limit (bench), exactly as the oETP v1
-engine specification lays the protocol out.
+(serve), reads and writes a board's registers and memory (rmem, dma; regs by
+name from an IPbus, LiteX or oetp address table), runs the specification's
+replication example on an embedded network (demo), decodes captures and hex
+dumps (dump, decode), builds stimulus frames (encode) and measures itself
+against the medium's own limit (bench), exactly as the oETP v1 engine
+specification lays the protocol out.
 
 Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
 		SilenceErrors: true,
