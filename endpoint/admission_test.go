@@ -91,3 +91,96 @@ func TestDMAWriteAdmissionOrder(t *testing.T) {
 	eqBytes(t, "opaque memory: reply", frame(macP, macB, 0xFF, le(16), le(2)), p2.next(t))
 	wantStatus(t, "opaque memory", b2, 0, failed(wire.CodeRemoteAXIS))
 }
+
+// TestMalformedResponseCodes: a recognized response with an invalid length
+// from the expected peer ends the operation at once with the local framing
+// code LOCAL_AXIS (2), recorded for the peer: RMEM_READ_RSP, RMEM_WRITE_RSP,
+// DMA_WRITE_RSP and ERROR_RSP (whose Error Code is then not interpreted).
+// Only an incomplete DMA_READ_RSP records REMOTE_AXIS (10), unless the
+// local destination would fail for the data the frame carries: that write
+// error (6 or 7) wins, and nothing is written. Each request is checked
+// octet for octet.
+func TestMalformedResponseCodes(t *testing.T) {
+	a, p, _ := newScripted(t, endpoint.ModeRMEM, endpoint.Config{})
+	cases := []struct {
+		name  string
+		mode  endpoint.Mode
+		start func() <-chan result
+		req   func(rid uint32) []byte
+		rsp   func(rid uint32) []byte
+		want  wire.Code
+	}{
+		{"RMEM_READ_RSP with a trailing byte", endpoint.ModeRMEM, func() <-chan result { return rmemRead(a, 0, 0x1000) },
+			func(r uint32) []byte { return frame(macP, macA, 0x10, le(r), le(0x1000)) },
+			func(r uint32) []byte { return append(frame(macA, macP, 0x11, le(r), le(7)), 0) }, wire.CodeLocalAXIS},
+		{"RMEM_WRITE_RSP with a trailing word", endpoint.ModeRMEM,
+			func() <-chan result {
+				return async(func() result { return result{err: a.RMEMWrite(bg(), 0, 0x1000, 5, 0xFFFFFFFF)} })
+			},
+			func(r uint32) []byte { return frame(macP, macA, 0x20, le(r), le(0x1000), le(0xFFFFFFFF), le(5)) },
+			func(r uint32) []byte { return frame(macA, macP, 0x21, le(r), le(0)) }, wire.CodeLocalAXIS},
+		{"RMEM_WRITE_RSP padded to 61", endpoint.ModeRMEM,
+			func() <-chan result {
+				return async(func() result { return result{err: a.RMEMWrite(bg(), 0, 0x1000, 5, 0xFFFFFFFF)} })
+			},
+			func(r uint32) []byte { return frame(macP, macA, 0x20, le(r), le(0x1000), le(0xFFFFFFFF), le(5)) },
+			func(r uint32) []byte { return append(frame(macA, macP, 0x21, le(r)), make([]byte, 41)...) }, wire.CodeLocalAXIS},
+		{"DMA_WRITE_RSP with a trailing byte", endpoint.ModeDMARead, func() <-chan result { return dmaWrite(a, 0, 0x1000, []byte{1, 2, 3, 4}) },
+			func(r uint32) []byte { return frame(macP, macA, 0x40, le(r), le(0x1000), le(4), []byte{1, 2, 3, 4}, eod) },
+			func(r uint32) []byte { return append(frame(macA, macP, 0x41, le(r)), 0) }, wire.CodeLocalAXIS},
+		{"ERROR_RSP with a trailing word", endpoint.ModeRMEM, func() <-chan result { return rmemRead(a, 0, 0x1000) },
+			func(r uint32) []byte { return frame(macP, macA, 0x10, le(r), le(0x1000)) },
+			func(r uint32) []byte { return frame(macA, macP, 0xFF, le(r), le(6), le(0)) }, wire.CodeLocalAXIS},
+		{"DMA_READ_RSP with a bad EndOfData", endpoint.ModeDMAWrite, func() <-chan result { return dmaRead(a, 0, 0x1000, make([]byte, 4)) },
+			func(r uint32) []byte { return frame(macP, macA, 0x30, le(r), le(0x1000), le(4)) },
+			func(r uint32) []byte { return frame(macA, macP, 0x31, le(r), le(9), le(0)) }, wire.CodeRemoteAXIS},
+	}
+	for _, c := range cases {
+		setPeer(t, a, 0, win(macP, c.mode))
+		a.ClearError(0)
+		res := c.start()
+		req := p.next(t)
+		rid := wire.Frame(req).RequestID()
+		eqBytes(t, c.name+": request", c.req(rid), req)
+		p.send(t, c.rsp(rid))
+		wantCode(t, c.name, await(t, res).err, c.want)
+		wantStatus(t, c.name, a, 0, failed(c.want))
+	}
+
+	// DMA reads into a local Space: RAM [0x1000, 0x1008), SLVERR
+	// [0x2000, 0x3000), a hole above.
+	local := memory.NewMap()
+	ram, _ := memory.NewRAM(0x1000, 8)
+	slv, _ := memory.NewFault(0x2000, 0x1000, memory.SLVERR)
+	local.Add(0x1000, 8, ram)
+	local.Add(0x2000, 0x1000, slv)
+	setPeer(t, a, 0, win(macP, endpoint.ModeDMAWrite))
+	for _, c := range []struct {
+		name  string
+		local uint32
+		rsp   func(rid uint32) []byte
+		want  wire.Code
+	}{
+		{"bad EndOfData into SLVERR", 0x2000, func(r uint32) []byte { return frame(macA, macP, 0x31, le(r), le(9), le(0)) }, wire.CodeLocalAXIWrSlverr},
+		{"bad EndOfData into a hole", 0x3000, func(r uint32) []byte { return frame(macA, macP, 0x31, le(r), le(9), le(0)) }, wire.CodeLocalAXIWrDecerr},
+		{"bad EndOfData into RAM", 0x1000, func(r uint32) []byte { return frame(macA, macP, 0x31, le(r), le(9), le(0)) }, wire.CodeRemoteAXIS},
+		// Only the data the frame carries counts: 2 bytes, in RAM.
+		{"truncated before the hole", 0x1006, func(r uint32) []byte { return frame(macA, macP, 0x31, le(r), []byte{1, 2}) }, wire.CodeRemoteAXIS},
+		{"truncated into the hole", 0x1006, func(r uint32) []byte { return frame(macA, macP, 0x31, le(r), []byte{1, 2, 3}) }, wire.CodeLocalAXIWrDecerr},
+	} {
+		a.ClearError(0)
+		res := async(func() result {
+			tr, err := a.DMAReadInto(bg(), 0, 0x5000, local, c.local, 4)
+			return result{tr: tr, err: err}
+		})
+		req := p.next(t)
+		rid := wire.Frame(req).RequestID()
+		eqBytes(t, c.name+": request", frame(macP, macA, 0x30, le(rid), le(0x5000), le(4)), req)
+		p.send(t, c.rsp(rid))
+		wantCode(t, c.name, await(t, res).err, c.want)
+		wantStatus(t, c.name, a, 0, failed(c.want))
+		if got := make([]byte, 8); ram.ReadAt(got, 0x1000) == memory.OKAY && !bytes.Equal(got, make([]byte, 8)) {
+			t.Fatalf("%s: a malformed response wrote local memory: % x", c.name, got)
+		}
+	}
+}

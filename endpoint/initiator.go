@@ -253,6 +253,47 @@ func (in *initiator) abortLocked(err error) {
 	}
 }
 
+// malformedCode is the code a malformed response f (a cmd matching r's
+// source, Request ID and expected command) ends r with.
+//
+// An incomplete DMA_READ_RSP, or one with a missing or wrong EndOfData,
+// records REMOTE_AXIS (10) directly, unless the local destination would
+// fail for the data bytes the frame carries: a streaming receiver writes
+// them before it sees the end of the frame, and "the current DMA engine ...
+// gives a fragment's local memory error precedence when both are present",
+// so the destination's write error (LOCAL_AXI_WR_SLVERR or _DECERR) wins.
+// The destination is asked (memory.Prober) without being written; a
+// malformed frame never modifies local memory.
+//
+// Any other recognized response with a bad length (RMEM_READ_RSP,
+// RMEM_WRITE_RSP, DMA_WRITE_RSP, and ERROR_RSP) is a local framing check:
+// LOCAL_AXIS (2), since "Internal stream faults and other local framing
+// checks use code 2; an incomplete received DMA data frame uses code 10
+// directly". A malformed ERROR_RSP is one the specification ends "with an
+// error when the mismatch is detected" ("The same error-completion rule
+// applies to a malformed ERROR_RSP that can reliably be associated with
+// that request"): its source and Request ID associate it, and it is not a
+// DMA data frame, so it records LOCAL_AXIS too; its Error Code is not
+// interpreted, since the parameters of a malformed frame are not
+// trustworthy.
+func malformedCode(f []byte, cmd wire.Cmd, r *request) wire.Code {
+	if cmd != wire.DMAReadRsp {
+		return wire.CodeLocalAXIS
+	}
+	if r.blk != nil {
+		present := min(uint64(r.expLen), uint64(max(len(f)-(wire.ParamOffset+4), 0)))
+		if present > 0 {
+			switch r.blk.b.probeWrite(r.blk.done, int(present)) {
+			case memory.SLVERR:
+				return wire.CodeLocalAXIWrSlverr
+			case memory.DECERR:
+				return wire.CodeLocalAXIWrDecerr
+			}
+		}
+	}
+	return wire.CodeRemoteAXIS
+}
+
 // memCode maps a failed local memory access of a DMA block to its code and
 // error: the source of a write (LOCAL_AXI_RD_*) or the destination of a
 // read (LOCAL_AXI_WR_*).
@@ -394,8 +435,9 @@ func (in *initiator) send(r *request, frame []byte, rid uint32) error {
 // source MAC and the command (the expected response or ERROR_RSP) all
 // match; a DMA_READ_RSP is validated completely (length and EndOfData)
 // before its data is written to local memory. A matched response with a bad
-// length or EndOfData ends the try at once with REMOTE_AXIS (malformed),
-// retried when the policy allows. It reports whether a waiter was woken.
+// length or EndOfData ends the try at once (malformed), retried when the
+// policy allows, with the code malformedCode gives. It reports whether a
+// waiter was woken.
 func (in *initiator) deliver(f []byte, cls wire.Class) bool {
 	e := in.e
 	fr := wire.Frame(f)
@@ -434,9 +476,9 @@ func (in *initiator) deliver(f []byte, cls wire.Class) bool {
 	// outcome recorded (or another try, not yet expired) and is ignored.
 	r.armed = false
 	if malformed {
-		code = wire.CodeRemoteAXIS
+		code = malformedCode(f, cls.Cmd, r)
 		e.st.malformedResponses.Add(1)
-		if r.tries <= r.retries && time.Now().Before(r.deadline) {
+		if (code == wire.CodeLocalAXIS || code == wire.CodeRemoteAXIS) && r.tries <= r.retries && time.Now().Before(r.deadline) {
 			// The waiter retries it: it sends, so it owns the timer.
 			in.late[in.lateN%lateRing] = lateID{peer: r.dst, rid: rid, valid: true}
 			in.lateN++

@@ -145,10 +145,12 @@ func TestOpErrorText(t *testing.T) {
 }
 
 // TestMalformedResponses: a response that matches source, Request ID and
-// command but has the wrong length or EndOfData ends the wait at once with
-// REMOTE_AXIS (the timeout is 0, so nothing else could end it), and a bad
-// DMA_READ_RSP never reaches local memory. Correct Ethernet padding and an
-// EndOfData pattern inside the data are accepted.
+// command but has the wrong length or EndOfData ends the wait at once (the
+// timeout is 0, so nothing else could end it): with LOCAL_AXIS (2) for an
+// RMEM_READ_RSP or an ERROR_RSP, a local framing check, and with
+// REMOTE_AXIS (10) for an incomplete DMA_READ_RSP; a bad DMA_READ_RSP never
+// reaches local memory. Correct Ethernet padding and an EndOfData pattern
+// inside the data are accepted.
 func TestMalformedResponses(t *testing.T) {
 	a, p, _ := newScripted(t, endpoint.ModeRMEM, endpoint.Config{MaxFrame: 1000})
 	var rid uint32
@@ -159,11 +161,11 @@ func TestMalformedResponses(t *testing.T) {
 		want wire.Code
 		data uint32
 	}{
-		{"RMEM_READ_RSP truncated", func(r uint32) []byte { return frame(macA, macP, 0x11, le(r), le(7))[:23] }, 10, 0xFFFFFFFF},
-		{"RMEM_READ_RSP one byte long", func(r uint32) []byte { return append(frame(macA, macP, 0x11, le(r), le(7)), 0) }, 10, 0xFFFFFFFF},
-		{"RMEM_READ_RSP padded to 61", func(r uint32) []byte { return pad(frame(macA, macP, 0x11, le(r), le(7)), 61) }, 10, 0xFFFFFFFF},
-		{"ERROR_RSP truncated", func(r uint32) []byte { return frame(macA, macP, 0xFF, le(r), le(6))[:22] }, 10, 0xFFFFFFFF},
-		{"ERROR_RSP one word long", func(r uint32) []byte { return frame(macA, macP, 0xFF, le(r), le(6), le(0)) }, 10, 0xFFFFFFFF},
+		{"RMEM_READ_RSP truncated", func(r uint32) []byte { return frame(macA, macP, 0x11, le(r), le(7))[:23] }, 2, 0xFFFFFFFF},
+		{"RMEM_READ_RSP one byte long", func(r uint32) []byte { return append(frame(macA, macP, 0x11, le(r), le(7)), 0) }, 2, 0xFFFFFFFF},
+		{"RMEM_READ_RSP padded to 61", func(r uint32) []byte { return pad(frame(macA, macP, 0x11, le(r), le(7)), 61) }, 2, 0xFFFFFFFF},
+		{"ERROR_RSP truncated", func(r uint32) []byte { return frame(macA, macP, 0xFF, le(r), le(6))[:22] }, 2, 0xFFFFFFFF},
+		{"ERROR_RSP one word long", func(r uint32) []byte { return frame(macA, macP, 0xFF, le(r), le(6), le(0)) }, 2, 0xFFFFFFFF},
 		{"RMEM_READ_RSP padded to 60", func(r uint32) []byte { return pad(frame(macA, macP, 0x11, le(r), le(7)), 60) }, 0, 7},
 		{"ERROR_RSP padded to 60", func(r uint32) []byte { return pad(frame(macA, macP, 0xFF, le(r), le(4)), 60) }, 12, 0xFFFFFFFF},
 	}

@@ -197,6 +197,17 @@ func (b *bulk) write(p []byte, off uint64) memory.Resp {
 	return memory.OKAY
 }
 
+// probeWrite returns how writing n bytes at block offset off would answer,
+// without writing: OKAY for a byte slice, and for a Space that cannot tell
+// (no memory.Prober).
+func (b *bulk) probeWrite(off uint64, n int) memory.Resp {
+	if b.s == nil {
+		return memory.OKAY
+	}
+	r, _ := memory.ProbeSpace(b.s, b.base+uint32(off), n, true)
+	return r
+}
+
 // touch warms the caches for an access to the n bytes at block offset off
 // that is likely to come (see chainState.prefetch). A byte slice is the
 // caller's own buffer for the block and is touched directly; a Space only
