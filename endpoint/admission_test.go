@@ -126,7 +126,9 @@ func TestMalformedResponseCodes(t *testing.T) {
 			func(r uint32) []byte { return frame(macP, macA, 0x20, le(r), le(0x1000), le(0xFFFFFFFF), le(5)) },
 			func(r uint32) []byte { return append(frame(macA, macP, 0x21, le(r)), make([]byte, 41)...) }, wire.CodeLocalAXIS},
 		{"DMA_WRITE_RSP with a trailing byte", endpoint.ModeDMARead, func() <-chan result { return dmaWrite(a, 0, 0x1000, []byte{1, 2, 3, 4}) },
-			func(r uint32) []byte { return frame(macP, macA, 0x40, le(r), le(0x1000), le(4), []byte{1, 2, 3, 4}, eod) },
+			func(r uint32) []byte {
+				return frame(macP, macA, 0x40, le(r), le(0x1000), le(4), []byte{1, 2, 3, 4}, eod)
+			},
 			func(r uint32) []byte { return append(frame(macA, macP, 0x41, le(r)), 0) }, wire.CodeLocalAXIS},
 		{"ERROR_RSP with a trailing word", endpoint.ModeRMEM, func() <-chan result { return rmemRead(a, 0, 0x1000) },
 			func(r uint32) []byte { return frame(macP, macA, 0x10, le(r), le(0x1000)) },
