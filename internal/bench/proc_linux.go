@@ -215,10 +215,10 @@ func (p *procEnv) command(op string, n int, tty bool) *step {
 		return nil
 	}
 	s.after = func() error {
-		s.res.Note = fmt.Sprintf("one process per operation (nsenter, then oetp; default flags, unpinned); time as the command reports it (--json seconds); the whole process took %v p50",
+		s.res.Note = fmt.Sprintf("the whole process (nsenter, start, operation, exit) took %v p50",
 			wall.percentiles(50)[0].Round(10*time.Microsecond))
 		if tty {
-			s.res.Note += "; standard error a terminal: the command draws its progress bar"
+			s.res.Note += "; progress bar drawn on the terminal"
 		}
 		switch op {
 		case opDMAWrite:
@@ -408,7 +408,7 @@ func runProc(o *Options) ([]Result, error) {
 		return nil, err
 	}
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
-		"%s: what users run: oetp serve on one host of a veth pair, each operation one oetp rmem read, dma write or dma read process on the other (default flags, unpinned), the raw ping-pongs on the same veth pair",
+		"%s: what users run: oetp serve on one host of a veth pair, each operation one oetp rmem read, dma write or dma read process on the other (default flags, unpinned; --json, and (tty) rows with standard error a terminal), timed as the command reports it (--json seconds); the raw ping-pongs on the same veth pair",
 		ScenarioProc))
 	return runEnv(o, p)
 }

@@ -58,7 +58,7 @@ func TestRunProc(t *testing.T) {
 				t.Errorf("no %s %d row", name, b)
 				continue
 			}
-			if r.Ops < procMinOps || r.AllocsPerFrame != -1 || !strings.Contains(r.Note, "one process per operation") {
+			if r.Ops < procMinOps || r.AllocsPerFrame != -1 || !strings.Contains(r.Note, "the whole process") {
 				t.Errorf("%s %d: %d ops, allocs %v, note %q; want at least %d processes, allocations not measured, a note", name, b, r.Ops, r.AllocsPerFrame, r.Note, procMinOps)
 			}
 		}

@@ -74,7 +74,12 @@
 //
 // At best the modes tie; IOBlocking is often slower because a thread that
 // sleeps in a system call can lose its scheduler P and must win one back on
-// wake-up, which IOPoll never needs. Locking the reader's OS thread made no
+// wake-up, which IOPoll never needs. That holds for several readers in one
+// process; a process with one endpoint (oetp serve, the one-shot commands)
+// is better served by IOBlocking, which the oetp command picks for them
+// unless they busy-poll: one recvmmsg per frame received, where IOPoll adds
+// about two epoll_pwait, and 15–60 % more DMA MB/s between two processes
+// (BENCHMARKS.md, the proc rows). Locking the reader's OS thread made no
 // measurable difference. One-way streaming of 1024-byte frames
 // (BenchmarkThroughput) favours IOBlocking slightly: 2.6 against 3.1 µs per
 // frame written one at a time, 2.4 against 2.6 µs in batches of 32.
