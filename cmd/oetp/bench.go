@@ -59,6 +59,12 @@ limit of the medium underneath, measured in the same run:
          CPU (scenario veth-busy in the table; --busy-poll sets the spin
          window, 0 leaves it out); and group DMA writes to 3 hosts on a
          bridge against a raw blast of the same frames. Needs root.
+  reliable
+         the engine through the reliable transport (docs/reliable.md,
+         8136-byte fragments) over a veth pair, next to the same engine and
+         wrapper with the peer set to v1, the raw ping-pong (free) and TCP
+         bulk transfers of the largest block over one connection on the same
+         veth pair, in the same run. Needs root.
 
 Each engine figure is printed as a ratio of its baseline, with the target
 (RMEM read p50 ≤ 1.10×, DMA MB/s ≥ 0.95× from 1 MiB blocks up, codec
@@ -130,7 +136,7 @@ Every measurement also stops after --max-ops operations.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&scenarios, "scenario", "all", "scenarios to run, comma-separated: proc, codec, mem, veth or all")
+	f.StringVar(&scenarios, "scenario", "all", "scenarios to run, comma-separated: proc, codec, mem, veth, reliable or all")
 	f.DurationVar(&duration, "duration", bench.DefaultDuration, "time of each measurement (one table row), shared over the rounds")
 	f.IntVar(&rounds, "rounds", bench.DefaultRounds, "rounds in which the baseline and the engine take turns")
 	f.Int64Var(&maxOps, "max-ops", bench.DefaultMaxOps, "most operations of each measurement")

@@ -23,11 +23,15 @@ const (
 	// commands as separate processes over a veth pair, default flags,
 	// unpinned (Options.Binary).
 	ScenarioProc = "proc"
+	// ScenarioReliable is the engine through the reliable transport
+	// (link/rlink) over a veth pair, next to v1 through the same wrapper,
+	// the raw ping-pong and TCP bulk transfers on the same pair.
+	ScenarioReliable = "reliable"
 )
 
 // Scenarios lists every scenario in the order a run executes them: the
 // processes users run first.
-var Scenarios = []string{ScenarioProc, ScenarioCodec, ScenarioMem, ScenarioVeth}
+var Scenarios = []string{ScenarioProc, ScenarioCodec, ScenarioMem, ScenarioVeth, ScenarioReliable}
 
 // Result is one measured figure: an engine path, a codec function or a
 // baseline.
@@ -327,10 +331,10 @@ func ParseScenarios(s string) ([]string, error) {
 			for _, n := range Scenarios {
 				want[n] = true
 			}
-		case ScenarioProc, ScenarioCodec, ScenarioMem, ScenarioVeth:
+		case ScenarioProc, ScenarioCodec, ScenarioMem, ScenarioVeth, ScenarioReliable:
 			want[f] = true
 		default:
-			return nil, fmt.Errorf("unknown scenario %q: use proc, codec, mem, veth or all, separated by commas", f)
+			return nil, fmt.Errorf("unknown scenario %q: use proc, codec, mem, veth, reliable or all, separated by commas", f)
 		}
 	}
 	var out []string
@@ -340,7 +344,7 @@ func ParseScenarios(s string) ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no scenario in %q: use proc, codec, mem, veth or all, separated by commas", s)
+		return nil, fmt.Errorf("no scenario in %q: use proc, codec, mem, veth, reliable or all, separated by commas", s)
 	}
 	return out, nil
 }

@@ -189,6 +189,13 @@ func Run(o Options) (*Report, error) {
 				continue
 			}
 			rs, err = runVeth(&o)
+		case ScenarioReliable:
+			if why := vethUnavailable(); why != "" {
+				rep.Skipped = append(rep.Skipped, Skip{Scenario: s, Reason: why})
+				o.logf("reliable: skipped: %s", why)
+				continue
+			}
+			rs, err = runReliable(&o)
 		}
 		rep.Results = append(rep.Results, rs...)
 		if err != nil {

@@ -1,0 +1,343 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/link/rlink"
+	"github.com/openenoc/oetp/wire"
+)
+
+// The reliable scenario: the engine through the reliable transport
+// (link/rlink, docs/reliable.md) over a veth pair, next to the same engine
+// through the same wrapper with the peer set to v1 (the plain v1 frames),
+// the raw ping-pong, and TCP bulk transfers over the same veth pair in the
+// same run.
+
+// tcpAddrs are the addresses the reliable scenario gives the veth pair for
+// its TCP baseline.
+var tcpAddrs = [2]string{"10.213.0.1/30", "10.213.0.2/30"}
+
+const tcpPort = 7213
+
+type reliableEnv struct {
+	maxBlock int
+	n        *netns.Net
+	rel *pair // through rlink, peers reliable
+	la  *rlink.Link
+	lb  *rlink.Link
+	raw *vethRaw
+	tcp *tcpPair
+	cpu int
+}
+
+func runReliable(o *Options) ([]Result, error) {
+	e, err := newReliableEnv(o.maxBlock(), o.LinkIO)
+	if err != nil {
+		return nil, err
+	}
+	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
+		"%s: the engine through the reliable transport (link/rlink: PSN, ACK/NAK, CRC32C, replay cache; fragments of %d bytes) on a veth pair, next to the same engine and wrapper with the peer set to v1, the raw ping-pong and TCP bulk transfers (one connection, 10.213.0.0/30) over the same veth pair; every thread free on any CPU",
+		ScenarioReliable, rlink.FragmentCeiling(wire.MaxFrameLen)))
+	return runEnv(o, e)
+}
+
+func newReliableEnv(maxBlock int, io string) (_ *reliableEnv, err error) {
+	n, err := netns.New(netns.Topology{Hosts: 2})
+	if err != nil {
+		return nil, err
+	}
+	e := &reliableEnv{n: n, cpu: lastCPU(), maxBlock: maxBlock}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	ha, hb := n.Host(0), n.Host(1)
+	e.raw = &vethRaw{nearMAC: ha.MAC(), farMAC: hb.MAC(), replies: map[wire.Cmd][]byte{}}
+	if e.raw.near, err = openRawOn(ha); err != nil {
+		return nil, err
+	}
+	if e.raw.far, err = openRawOn(hb); err != nil {
+		return nil, err
+	}
+	for _, op := range engineOps {
+		req, rsp := rawFrames(op, e.raw.nearMAC, e.raw.farMAC)
+		e.raw.replies[wire.Cmd(req[15])] = retype(rsp)
+	}
+	la, err := openLink(ha, io, 0)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := openLink(hb, io, 0)
+	if err != nil {
+		la.Close()
+		return nil, err
+	}
+	if e.la, err = rlink.New(la, rlink.Config{}); err != nil {
+		la.Close()
+		lb.Close()
+		return nil, err
+	}
+	if e.lb, err = rlink.New(lb, rlink.Config{}); err != nil {
+		e.la.Close()
+		lb.Close()
+		return nil, err
+	}
+	if err := e.la.SetPeer(hb.MAC(), rlink.Reliable); err != nil {
+		return nil, err
+	}
+	if err := e.lb.SetPeer(ha.MAC(), rlink.Reliable); err != nil {
+		return nil, err
+	}
+	if e.rel, err = newPair(e.la.Link(), e.lb.Link(), maxBlock); err != nil {
+		return nil, err
+	}
+	c := e.rel.a.Config()
+	c.MaxFragment = rlink.FragmentCeiling(wire.MaxFrameLen)
+	if err := e.rel.a.SetConfig(c); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ok, err := e.la.Open(ctx, hb.MAC()); !ok || err != nil {
+		return nil, fmt.Errorf("bench: the reliable transport's handshake: %v", err)
+	}
+	if e.tcp, err = newTCPPair(ha, hb, maxBlock); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *reliableEnv) scenario() string { return ScenarioReliable }
+
+// bases: the raw ping-pong free on any CPU, and for DMA TCP bulk
+// transfers of the largest block.
+func (e *reliableEnv) bases(op string) []*step {
+	out := []*step{e.raw.step(ScenarioReliable, op, -1)}
+	if op != opRMEMRead {
+		out = append(out, e.tcp.step(op, e.maxBlock))
+	}
+	return out
+}
+
+// engine measures op through the reliable transport; extra adds the same
+// with the peer set to v1 through the same wrapper.
+func (e *reliableEnv) engine(op string, n int) *step {
+	s := engineStep(ScenarioReliable, e.rel, op, n)
+	s.res.Name += " reliable"
+	return e.withMode(s, rlink.Reliable)
+}
+
+func (e *reliableEnv) extra(op string, blocks []int64) []*step {
+	var out []*step
+	add := func(n int) {
+		s := engineStep(ScenarioReliable, e.rel, op, n)
+		s.res.Name += " v1"
+		out = append(out, e.withMode(s, rlink.V1))
+	}
+	if op == opRMEMRead {
+		add(4)
+		return out
+	}
+	for _, b := range blocks {
+		add(int(b))
+	}
+	return out
+}
+
+// withMode sets both wrappers' peers to m around each round of s.
+func (e *reliableEnv) withMode(s *step, m rlink.Mode) *step {
+	round := s.round
+	s.round = func(d time.Duration, maxOps int64) error {
+		if err := e.setMode(m); err != nil {
+			return err
+		}
+		return round(d, maxOps)
+	}
+	after := s.after
+	s.after = func() error {
+		if err := e.setMode(m); err != nil {
+			return err
+		}
+		if after != nil {
+			return after()
+		}
+		return nil
+	}
+	return s
+}
+
+func (e *reliableEnv) setMode(m rlink.Mode) error {
+	ha, hb := e.n.Host(0), e.n.Host(1)
+	if err := e.la.SetPeer(hb.MAC(), m); err != nil {
+		return err
+	}
+	if err := e.lb.SetPeer(ha.MAC(), m); err != nil {
+		return err
+	}
+	c := e.rel.a.Config()
+	c.MaxFragment = rlink.FragmentCeiling(wire.MaxFrameLen)
+	if m == rlink.V1 {
+		c.MaxFragment = wire.MaxFragment
+	}
+	if err := e.rel.a.SetConfig(c); err != nil {
+		return err
+	}
+	if m == rlink.V1 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ok, err := e.la.Open(ctx, hb.MAC()); !ok || err != nil {
+		return fmt.Errorf("bench: the reliable transport's handshake: %v", err)
+	}
+	return nil
+}
+
+func (e *reliableEnv) close() error {
+	if e.tcp != nil {
+		e.tcp.close()
+	}
+	if e.rel != nil {
+		e.rel.close()
+	}
+	if e.raw != nil {
+		if e.raw.near != nil {
+			e.raw.near.close()
+		}
+		if e.raw.far != nil {
+			e.raw.far.close()
+		}
+	}
+	return e.n.Close()
+}
+
+// tcpPair is one TCP connection over the veth pair: the near end writes
+// blocks, the far end reads them and answers each with 8 bytes, so a
+// block's time is its delivery and acknowledgement, like a DMA write's.
+type tcpPair struct {
+	c    net.Conn
+	ln   net.Listener
+	buf  []byte
+	ack  [8]byte
+	done chan error
+}
+
+func newTCPPair(ha, hb *netns.Host, maxBlock int) (*tcpPair, error) {
+	for i, h := range []*netns.Host{ha, hb} {
+		addr, _ := netlink.ParseAddr(tcpAddrs[i])
+		if err := h.Do(func() error {
+			l, err := netlink.LinkByName(h.IfName())
+			if err != nil {
+				return err
+			}
+			return netlink.AddrAdd(l, addr)
+		}); err != nil {
+			return nil, fmt.Errorf("bench: address for TCP on %s: %w", h, err)
+		}
+	}
+	t := &tcpPair{buf: make([]byte, maxBlock), done: make(chan error, 1)}
+	farIP, _, _ := net.ParseCIDR(tcpAddrs[1])
+	if err := hb.Do(func() (err error) {
+		t.ln, err = net.Listen("tcp", fmt.Sprintf("%s:%d", farIP, tcpPort))
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	go t.serve()
+	var err error
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		err = ha.Do(func() (err error) {
+			t.c, err = net.DialTimeout("tcp", fmt.Sprintf("%s:%d", farIP, tcpPort), time.Second)
+			return err
+		})
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // the address may still be tentative
+	}
+	if err != nil {
+		t.ln.Close()
+		return nil, fmt.Errorf("bench: TCP over the veth pair: %w", err)
+	}
+	return t, nil
+}
+
+// serve reads framed blocks (an 8-byte length, then the bytes) and
+// acknowledges each.
+func (t *tcpPair) serve() {
+	c, err := t.ln.Accept()
+	if err != nil {
+		t.done <- err
+		return
+	}
+	defer c.Close()
+	buf := make([]byte, 1<<20)
+	var hdr [8]byte
+	for {
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			t.done <- nil
+			return
+		}
+		n := binary.LittleEndian.Uint64(hdr[:])
+		for n > 0 {
+			k, err := c.Read(buf[:min(uint64(len(buf)), n)])
+			if err != nil {
+				t.done <- err
+				return
+			}
+			n -= uint64(k)
+		}
+		if _, err := c.Write(hdr[:]); err != nil {
+			t.done <- err
+			return
+		}
+	}
+}
+
+func (t *tcpPair) block(n int) error {
+	binary.LittleEndian.PutUint64(t.ack[:], uint64(n))
+	if _, err := t.c.Write(t.ack[:]); err != nil {
+		return err
+	}
+	if _, err := t.c.Write(t.buf[:n]); err != nil {
+		return err
+	}
+	var got [8]byte
+	if _, err := io.ReadFull(t.c, got[:]); err != nil {
+		return err
+	}
+	if binary.LittleEndian.Uint64(got[:]) != uint64(n) {
+		return errors.New("bench: TCP acknowledgement of another block")
+	}
+	return nil
+}
+
+// step measures TCP bulk transfers of n-byte blocks (a baseline).
+func (t *tcpPair) step(op string, n int) *step {
+	s := &step{m: newMeter(true)}
+	s.res = Result{Scenario: ScenarioReliable, Name: "tcp bulk", Block: int64(n), Baseline: true}
+	f := func() error { return t.block(n) }
+	s.round = func(d time.Duration, maxOps int64) error {
+		return s.m.run(d, maxOps, 0, int64(n), f)
+	}
+	return s
+}
+
+func (t *tcpPair) close() {
+	t.c.Close()
+	t.ln.Close()
+	<-t.done
+}
