@@ -33,12 +33,12 @@ const tcpPort = 7213
 type reliableEnv struct {
 	maxBlock int
 	n        *netns.Net
-	rel *pair // through rlink, peers reliable
-	la  *rlink.Link
-	lb  *rlink.Link
-	raw *vethRaw
-	tcp *tcpPair
-	cpu int
+	rel      *pair // through rlink, peers reliable
+	la       *rlink.Link
+	lb       *rlink.Link
+	raw      *vethRaw
+	tcp      *tcpPair
+	cpu      int
 }
 
 func runReliable(o *Options) ([]Result, error) {

@@ -214,7 +214,8 @@ func TestOptionsRejected(t *testing.T) {
 
 func TestParseScenarios(t *testing.T) {
 	for in, want := range map[string]string{
-		"all": "proc,codec,mem,veth", "veth,codec": "codec,veth", " MEM ": "mem", "codec,all": "proc,codec,mem,veth",
+		"all": "proc,codec,mem,veth,reliable", "veth,codec": "codec,veth", " MEM ": "mem", "codec,all": "proc,codec,mem,veth,reliable",
+		"reliable,veth": "veth,reliable",
 		"veth,proc": "proc,veth",
 	} {
 		got, err := ParseScenarios(in)
