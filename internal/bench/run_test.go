@@ -216,7 +216,7 @@ func TestParseScenarios(t *testing.T) {
 	for in, want := range map[string]string{
 		"all": "proc,codec,mem,veth,reliable", "veth,codec": "codec,veth", " MEM ": "mem", "codec,all": "proc,codec,mem,veth,reliable",
 		"reliable,veth": "veth,reliable",
-		"veth,proc": "proc,veth",
+		"veth,proc":     "proc,veth",
 	} {
 		got, err := ParseScenarios(in)
 		if err != nil || strings.Join(got, ",") != want {
