@@ -221,6 +221,36 @@ func TestRegsOverVeth(t *testing.T) {
 		}
 	})
 
+	t.Run("reliable transport", func(t *testing.T) {
+		// A second server on another MAC whose entry for the client uses
+		// the reliable transport: regs takes --transport like rmem.
+		relMAC := "02:0e:0c:00:00:c1"
+		relFile := filepath.Join(dir, "rel.bin")
+		rel := startServe(t, bin, h1, "--iface", "eth0", "--mac", relMAC, "--region", "0:4K:"+relFile,
+			"--peer", netClient+",mode=rmem,transport=reliable")
+		defer rel.stop()
+		args := []string{"--iface", "eth0", "--peer", relMAC, "--transport", "reliable"}
+		out, errOut, code := oetpIn(t, bin, h2, append([]string{"regs", "write", "--table", toml, "ctrl", "0x0F0F0F0F"}, args...)...)
+		if code != 0 {
+			t.Fatalf("regs write over the reliable transport: exit %d, %s %s", code, out, errOut)
+		}
+		out, errOut, code = oetpIn(t, bin, h2, append([]string{"regs", "write", "--table", toml, "ctrl.mode", "3"}, args...)...)
+		if code != 0 {
+			t.Fatalf("regs write ctrl.mode over the reliable transport: exit %d, %s %s", code, out, errOut)
+		}
+		b, err := os.ReadFile(relFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := binary.LittleEndian.Uint32(b[0x100:]); w != 0x0F0F0F3F {
+			t.Errorf("word 0x100 = 0x%08X, want 0x0F0F0F3F", w)
+		}
+		out, errOut, code = oetpIn(t, bin, h2, append([]string{"regs", "read", "--table", toml, "ctrl.mode", "--json"}, args...)...)
+		if got := lastLineJSON(t, out); code != 0 || got["value"] != float64(3) || got["data"] != float64(0x0F0F0F3F) {
+			t.Errorf("regs read over the reliable transport: exit %d, %v; stderr %s", code, got, errOut)
+		}
+	})
+
 	t.Run("refused before sending", func(t *testing.T) {
 		_, _, rx0 := served()
 		before, _ := os.ReadFile(regFile)
