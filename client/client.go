@@ -43,7 +43,10 @@ type OpError struct {
 }
 
 func (e *OpError) Error() string {
-	s := fmt.Sprintf("oetp hub: %s (%d): %s", e.Name, uint8(e.Code), e.Message)
+	s := "oetp hub: " + e.Message
+	if !strings.Contains(e.Message, e.Name) {
+		s = fmt.Sprintf("oetp hub: %s (%d): %s", e.Name, uint8(e.Code), e.Message)
+	}
 	if e.MaybeExecuted {
 		s += " (the operation may have executed)"
 	}
@@ -87,8 +90,10 @@ type Client struct {
 	out  []byte
 	in   []byte
 	Path string // the socket connected to
-	ndev int
-	err  error // a broken connection
+	// NetNS is the hub's network namespace (proto.NetNS), 0 if unknown.
+	NetNS uint64
+	ndev  int
+	err   error // a broken connection
 }
 
 // Dial connects to the hub at path (see Options.Path).
@@ -129,6 +134,9 @@ func DialOptions(o Options) (*Client, error) {
 	d.U16("version")
 	d.U32("max message")
 	c.ndev = int(d.U16("devices"))
+	if len(d.B) >= 8 {
+		c.NetNS = binary.LittleEndian.Uint64(d.B)
+	}
 	return c, nil
 }
 
@@ -305,8 +313,29 @@ func (d *Device) ReadBlock(addr uint32, n int) ([]byte, error) {
 
 // ReadBlockInto reads len(dst) bytes at addr by DMA into dst.
 func (d *Device) ReadBlockInto(addr uint32, dst []byte) error {
+	_, err := d.ReadBlockTransfer(addr, dst)
+	return err
+}
+
+// Transfer is the progress of a block operation, also on failure: the
+// bytes and fragments completed.
+type Transfer struct {
+	Bytes     uint64
+	Fragments int
+}
+
+func transfer(res []byte) Transfer {
+	if len(res) < 8 {
+		return Transfer{}
+	}
+	return Transfer{Bytes: uint64(binary.LittleEndian.Uint32(res)), Fragments: int(binary.LittleEndian.Uint32(res[4:]))}
+}
+
+// ReadBlockTransfer is ReadBlockInto reporting the transfer's progress.
+// dst is written only when the whole block succeeded.
+func (d *Device) ReadBlockTransfer(addr uint32, dst []byte) (Transfer, error) {
 	if len(dst) > proto.MaxBlock {
-		return &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", len(dst), proto.MaxBlock)}
+		return Transfer{}, &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", len(dst), proto.MaxBlock)}
 	}
 	c := d.c
 	c.mu.Lock()
@@ -315,29 +344,36 @@ func (d *Device) ReadBlockInto(addr uint32, dst []byte) error {
 	b = binary.LittleEndian.AppendUint32(b, addr)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(dst)))
 	res, err := c.roundTrip(b)
+	t := transfer(res)
 	if err != nil {
-		return err
+		return t, err
 	}
 	if len(res) != 8+len(dst) {
-		return c.broken(fmt.Errorf("READ_BLOCK reply of %d bytes for %d", len(res), len(dst)))
+		return t, c.broken(fmt.Errorf("READ_BLOCK reply of %d bytes for %d", len(res), len(dst)))
 	}
 	copy(dst, res[8:])
 	if cap(c.in) > 1<<20 {
 		c.in = make([]byte, 4096)
 	}
-	return nil
+	return t, nil
 }
 
 // WriteBlock writes data at addr by DMA.
 func (d *Device) WriteBlock(addr uint32, data []byte) error {
+	_, err := d.WriteBlockTransfer(addr, data)
+	return err
+}
+
+// WriteBlockTransfer is WriteBlock reporting the transfer's progress.
+func (d *Device) WriteBlockTransfer(addr uint32, data []byte) (Transfer, error) {
 	if len(data) > proto.MaxBlock {
-		return &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", len(data), proto.MaxBlock)}
+		return Transfer{}, &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", len(data), proto.MaxBlock)}
 	}
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
-		return c.err
+		return Transfer{}, c.err
 	}
 	// Header and address, then the data straight from the caller's slice.
 	c.tag++
@@ -345,35 +381,125 @@ func (d *Device) WriteBlock(addr uint32, data []byte) error {
 	hdr = binary.LittleEndian.AppendUint32(hdr, addr)
 	binary.LittleEndian.PutUint32(hdr, uint32(len(hdr)-4+len(data)))
 	if _, err := c.bw.Write(hdr); err != nil {
-		return c.broken(err)
+		return Transfer{}, c.broken(err)
 	}
 	if _, err := c.bw.Write(data); err != nil {
-		return c.broken(err)
+		return Transfer{}, c.broken(err)
 	}
-	return c.finishSent(c.tag)
+	res, err := c.finishSent(c.tag)
+	return transfer(res), err
+}
+
+// WriteBlockFrom writes n bytes read from r at addr by DMA, streaming them
+// to the hub (which streams them into the DMA block as they arrive).
+func (d *Device) WriteBlockFrom(addr uint32, r io.Reader, n int) (Transfer, error) {
+	if n > proto.MaxBlock || n < 0 {
+		return Transfer{}, &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", n, proto.MaxBlock)}
+	}
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return Transfer{}, c.err
+	}
+	c.tag++
+	hdr := proto.AppendHeader(c.out[:0], proto.WriteBlock, d.handle, c.tag)
+	hdr = binary.LittleEndian.AppendUint32(hdr, addr)
+	binary.LittleEndian.PutUint32(hdr, uint32(len(hdr)-4+n))
+	if _, err := c.bw.Write(hdr); err != nil {
+		return Transfer{}, c.broken(err)
+	}
+	if m, err := io.CopyN(c.bw, r, int64(n)); err != nil {
+		// The request cannot be completed: the connection is unusable.
+		return Transfer{}, c.broken(fmt.Errorf("reading the block's source after %d of %d bytes: %w", m, n, err))
+	}
+	res, err := c.finishSent(c.tag)
+	return transfer(res), err
+}
+
+// ReadBlockTo reads n bytes at addr by DMA and copies them to w as they
+// come off the socket; nothing is written to w unless the whole block
+// succeeded.
+func (d *Device) ReadBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) {
+	if n > proto.MaxBlock || n < 0 {
+		return Transfer{}, &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", n, proto.MaxBlock)}
+	}
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return Transfer{}, c.err
+	}
+	b := c.begin(proto.ReadBlock, d.handle)
+	b = binary.LittleEndian.AppendUint32(b, addr)
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	b = proto.Finish(b, 0)
+	tag := c.tag
+	if _, err := c.bw.Write(b); err != nil {
+		return Transfer{}, c.broken(err)
+	}
+	if err := c.bw.Flush(); err != nil {
+		return Transfer{}, c.broken(err)
+	}
+	var h [proto.HeaderLen + 4]byte
+	if _, err := io.ReadFull(c.br, h[:]); err != nil {
+		return Transfer{}, c.broken(err)
+	}
+	hdr, err := proto.ParseHeader(h[:])
+	if err != nil || hdr.Tag != tag {
+		return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK reply: tag %d for %d: %v", hdr.Tag, tag, err))
+	}
+	m := int(binary.LittleEndian.Uint16(h[14:]))
+	rest := hdr.BodyLen() - 4
+	if rest < m+8 {
+		return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK reply of %d bytes", hdr.BodyLen()))
+	}
+	msg := make([]byte, m)
+	var counts [8]byte
+	if _, err := io.ReadFull(c.br, msg); err != nil {
+		return Transfer{}, c.broken(err)
+	}
+	if _, err := io.ReadFull(c.br, counts[:]); err != nil {
+		return Transfer{}, c.broken(err)
+	}
+	t := transfer(counts[:])
+	data := rest - m - 8
+	if h[12] != proto.StatusOK {
+		if data != 0 {
+			return t, c.broken(fmt.Errorf("READ_BLOCK error reply with %d data bytes", data))
+		}
+		return t, statusError(proto.ReplyStatus{Status: h[12], Flags: h[13], Message: string(msg)})
+	}
+	if data != n {
+		return t, c.broken(fmt.Errorf("READ_BLOCK reply of %d data bytes for %d", data, n))
+	}
+	if _, err := io.CopyN(w, c.br, int64(n)); err != nil {
+		return t, c.broken(fmt.Errorf("copying the block: %w", err))
+	}
+	return t, nil
 }
 
 // finishSent flushes a request written directly and reads its reply.
-func (c *Client) finishSent(tag uint32) error {
+func (c *Client) finishSent(tag uint32) ([]byte, error) {
 	if err := c.bw.Flush(); err != nil {
-		return c.broken(err)
+		return nil, c.broken(err)
 	}
 	hdr, body, buf, err := proto.ReadMessage(c.br, c.in)
 	c.in = buf
 	if err != nil {
-		return c.broken(err)
+		return nil, c.broken(err)
 	}
 	if hdr.Tag != tag {
-		return c.broken(fmt.Errorf("reply tag %d to request tag %d", hdr.Tag, tag))
+		return nil, c.broken(fmt.Errorf("reply tag %d to request tag %d", hdr.Tag, tag))
 	}
-	st, _, err := proto.ParseReply(body)
+	st, res, err := proto.ParseReply(body)
 	if err != nil {
-		return c.broken(err)
+		return nil, c.broken(err)
 	}
 	if st.Status != proto.StatusOK {
-		return statusError(st)
+		return res, statusError(st)
 	}
-	return nil
+	return res, nil
 }
 
 // Node is a named node of the device's address table.

@@ -320,6 +320,7 @@ func (c *conn) hello(hdr proto.Header, body []byte, out []byte) []byte {
 	out = binary.LittleEndian.AppendUint16(out, proto.Version)
 	out = binary.LittleEndian.AppendUint32(out, proto.MaxMessage)
 	out = binary.LittleEndian.AppendUint16(out, uint16(len(c.h.devs)))
+	out = binary.LittleEndian.AppendUint64(out, c.h.netns)
 	return proto.Finish(out, 0)
 }
 

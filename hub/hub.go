@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/wire"
@@ -67,6 +68,7 @@ type Hub struct {
 	devs   []*Device
 	byName map[string]*Device
 	start  time.Time
+	netns  uint64 // proto.NetNS() of the hub
 	met    *metrics
 
 	mu        sync.Mutex
@@ -89,7 +91,7 @@ func New(cfg Config, open Opener, log *slog.Logger) (*Hub, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{cfg: cfg, log: log, byName: map[string]*Device{}, start: time.Now(), conns: map[*conn]struct{}{}}
+	h := &Hub{cfg: cfg, log: log, byName: map[string]*Device{}, start: time.Now(), conns: map[*conn]struct{}{}, netns: proto.NetNS()}
 	h.met = newMetrics(h)
 	for i, dc := range cfg.Devices {
 		d := &Device{Config: dc, index: i}

@@ -30,6 +30,14 @@ The peer modes must be complementary: 'dma write' uses a local peer entry in
 mode 3 (mirror local to remote), so the remote endpoint needs mode 2 (accept
 DMA writes) for this MAC; 'dma read' uses mode 2, so the remote needs mode 3.
 
+When a hub (oetp hub) serves --iface and --peer, the command goes through it:
+the hub sends the request from its local MAC for this kind of operation, and
+the result reads exactly as without it. The hub is found through --hub, else
+$OETP_HUB, /run/oetp/hub.sock or the per-user socket, in the same network
+namespace; --no-hub, or a flag the hub cannot honour (--pcap, --timeout,
+--max-frame, --fragment, --busy-poll, a --mac other than the hub's), runs the
+command's own endpoint.
+
 Commands on one interface and MAC take turns: each holds its initiator role
 while it runs (--wait), and starts its Request IDs at a random value, so a late
 reply to an earlier command is never taken for its own.
@@ -108,7 +116,7 @@ sent, with no reply (delivery to the members is best effort and unconfirmed).`,
 			defer cancel()
 			ctx, done := progress(ctx, cmd, "dma write", src.size)
 			t0 := time.Now()
-			tr, err := streamWrite(ctx, s.ep, f.addr.v, src)
+			tr, err := s.dmaWrite(ctx, f.addr.v, src)
 			elapsed := time.Since(t0)
 			done()
 			if cerr := s.close(); err == nil && cerr != nil {
@@ -172,7 +180,7 @@ unicast.`,
 			defer cancel()
 			ctx, done := progress(ctx, cmd, "dma read", int64(length.v))
 			t0 := time.Now()
-			tr, err := s.ep.DMAReadInto(ctx, 0, f.addr.v, dst.space(), 0, length.v)
+			tr, err := s.dmaRead(ctx, f.addr.v, length.v, dst)
 			elapsed := time.Since(t0)
 			done()
 			if cerr := s.close(); err == nil && cerr != nil {

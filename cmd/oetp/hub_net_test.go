@@ -250,6 +250,8 @@ func TestHubOverVeth(t *testing.T) {
 		}
 	})
 
+	t.Run("one-shot commands", func(t *testing.T) { testOneShotThroughHub(t, f) })
+
 	t.Run("second hub refused", func(t *testing.T) {
 		_, errOut, code := oetpIn(t, f.bin, f.tn.Host(1), "hub", "--config", f.config)
 		if code == 0 || !strings.Contains(errOut, "another hub is serving this socket") {
@@ -343,4 +345,109 @@ func TestPythonPackageInstalls(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), target) || !strings.Contains(string(out), "connect REMOTE_AXI_RD_SLVERR") {
 		t.Fatalf("import after install: %v\n%s", err, out)
 	}
+}
+
+// testOneShotThroughHub: rmem and dma go through the hub that serves their
+// interface and peer, with results exactly as without it; --no-hub runs the
+// command's own endpoint, which cannot take the hub's MACs.
+func testOneShotThroughHub(t *testing.T, f *hubFixture) {
+	h2 := f.tn.Host(1)
+	env := "OETP_HUB=" + f.sock
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		cmd := h2.Command("env", append([]string{env, f.bin}, args...)...)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			t.Fatal(err)
+		}
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+	c, err := client.Dial(f.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	readsBefore := hubOps(t, c, "read")
+	out, errOut, code := run("rmem", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0x30", "--data", "0xABCD1234", "--json")
+	checkResult(t, "rmem write via hub", out, errOut, code, 0, res(true, 0, "NONE", "rmem write", netServer, 0x30))
+	out, errOut, code = run("rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x30", "--json")
+	checkResult(t, "rmem read via hub", out, errOut, code, 0, res(true, 0, "NONE", "rmem read", netServer, 0x30, "data", float64(0xABCD1234)))
+	out, _, code = run("rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x30")
+	if want := "rmem read 02:0e:0c:00:00:01 0x00000030 = 0xabcd1234\n"; code != 0 || out != want {
+		t.Errorf("human rmem read via hub: exit %d %q", code, out)
+	}
+	// The hub's local MAC given explicitly is still the hub's route.
+	out, errOut, code = run("rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x30", "--mac", "02:0e:0c:00:01:01", "--json")
+	checkResult(t, "rmem read via hub, --mac", out, errOut, code, 0, res(true, 0, "NONE", "rmem read", netServer, 0x30, "data", float64(0xABCD1234)))
+	if n := hubOps(t, c, "read") - readsBefore; n != 3 {
+		t.Errorf("the hub ran %d reads for the 3 one-shot reads", n)
+	}
+	// Failures read as without the hub.
+	out, errOut, code = run("rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x200000", "--json")
+	checkResult(t, "slverr via hub", out, errOut, code, 1, res(false, 12, "REMOTE_AXI_RD_SLVERR", "rmem read", netServer, 0x200000, "message", "REMOTE_AXI_RD_SLVERR (12)"))
+	// DMA both ways.
+	in := filepath.Join(f.dir, "blk.bin")
+	blk := bytes.Repeat([]byte{1, 2, 3, 4, 5}, 4000)
+	writeFile(t, in, blk)
+	out, errOut, code = run("dma", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0x100000", "--in", in, "--json")
+	checkResult(t, "dma write via hub", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x100000, "bytes", float64(len(blk)), "fragments", float64(3)))
+	back := filepath.Join(f.dir, "back.bin")
+	out, errOut, code = run("dma", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x100000", "--length", "20000", "--out", back, "--json")
+	checkResult(t, "dma read via hub", out, errOut, code, 0, res(true, 0, "NONE", "dma read", netServer, 0x100000, "bytes", float64(len(blk)), "fragments", float64(3)))
+	if got, _ := os.ReadFile(back); !bytes.Equal(got, blk) {
+		t.Errorf("dma read via hub: %d bytes differ", len(got))
+	}
+	// A pipe in, standard output out.
+	sh := func(script string) (string, string, int) {
+		t.Helper()
+		cmd := h2.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), env)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		cmd.Run()
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+	out, errOut, code = sh(fmt.Sprintf("head -c 12345 /dev/zero | tr '\\0' 'z' | %s dma write --iface eth0 --peer %s --addr 0x108000 --in - --json", f.bin, netServer))
+	checkResult(t, "dma write from a pipe via hub", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x108000, "bytes", float64(12345), "fragments", float64(2)))
+	out, errOut, code = sh(fmt.Sprintf("%s dma read --iface eth0 --peer %s --addr 0x108000 --length 12345 --out -", f.bin, netServer))
+	if code != 0 || out != strings.Repeat("z", 12345) {
+		t.Errorf("dma read --out - via hub: exit %d, %d bytes; %s", code, len(out), errOut)
+	}
+	// --no-hub: the command's own endpoint, which may not initiate from the
+	// hub's MAC: the hub holds its initiator role.
+	_, errOut, code = run("rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x30", "--no-hub", "--mac", "02:0e:0c:00:01:01", "--wait", "0")
+	if code != 2 || !strings.Contains(errOut, "initiator") || !strings.Contains(errOut, "hub") {
+		t.Errorf("--no-hub on the hub's MAC: exit %d: %s", code, errOut)
+	}
+	// An explicit --hub that does not answer is an error, not a silent fallback.
+	_, errOut, code = run("rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x30", "--hub", filepath.Join(f.dir, "nohub.sock"))
+	if code != 2 || !strings.Contains(errOut, "--hub") {
+		t.Errorf("--hub to nowhere: exit %d: %s", code, errOut)
+	}
+	// From another namespace (the board's), the same interface name is
+	// another interface: the hub found by $OETP_HUB is not used. (Here the
+	// command's own endpoint then refuses a --peer that is its own MAC.)
+	cmd := f.tn.Host(0).Command("env", env, f.bin, "rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x30")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(stderr.String(), "own MAC") {
+		t.Errorf("from another namespace: exit %d: %s", code, stderr.String())
+	}
+	// A peer the hub does not serve runs the command's own endpoint.
+	_, errOut, code = run("rmem", "read", "--iface", "eth0", "--peer", netNobody, "--addr", "0", "--timeout", "100ms", "--json")
+	if code != 1 || !strings.Contains(errOut, "TIMEOUT") {
+		t.Errorf("unserved peer: exit %d: %s", code, errOut)
+	}
+}
+
+func hubOps(t *testing.T, c *client.Client, op string) uint64 {
+	t.Helper()
+	st, _, err := c.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Devices[0].Ops[op].Count
 }

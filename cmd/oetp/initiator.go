@@ -16,8 +16,10 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/link/role"
@@ -44,6 +46,9 @@ type opFlags struct {
 	wait     time.Duration
 	// transport: v1, reliable or auto (docs/reliable.md).
 	transport string
+	hub       string         // --hub (see hubroute.go)
+	noHub     bool           // --no-hub
+	fs        *pflag.FlagSet // the command's flags, to tell which were given
 }
 
 func (f *opFlags) register(cmd *cobra.Command) {
@@ -60,6 +65,9 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.json, "json", false, "print the result as one JSON object, the last line of stdout")
 	fs.DurationVar(&f.wait, "wait", 10*time.Second, waitUsage)
 	fs.StringVar(&f.transport, "transport", "v1", "transport `T`: v1 (plain oETP v1), reliable (the reliable transport of docs/reliable.md: the peer's serve needs transport=reliable for this MAC), or auto (reliable if the peer answers its handshake within 3 RTOs, else v1 with a note)")
+	fs.StringVar(&f.hub, "hub", "", hubUsage)
+	fs.BoolVar(&f.noHub, "no-hub", false, noHubUsage)
+	f.fs = fs
 	for _, name := range []string{"iface", "peer", "addr"} {
 		if err := cmd.MarkFlagRequired(name); err != nil {
 			panic(err)
@@ -71,7 +79,8 @@ func (f *opFlags) register(cmd *cobra.Command) {
 const waitUsage = "wait up to `D` for this interface and MAC's initiator role while another process (another rmem or dma) holds it, then exit 2 naming it; 0 refuses at once. " +
 	"The role is a lock in " + role.SystemDir + ", else $XDG_RUNTIME_DIR/oetp, else $TMPDIR/oetp-UID (" + role.DirEnv + " overrides); it dies with its process"
 
-// session is the endpoint of one initiator command.
+// session is the endpoint of one initiator command, or its route through
+// a hub (hubroute.go).
 type session struct {
 	link *ifaceLink
 	ep   *endpoint.Endpoint
@@ -80,6 +89,9 @@ type session struct {
 	// reliable: requests to the peer go through the transport (false for
 	// v1, and for auto after a fallback).
 	reliable bool
+
+	hubc *client.Client // through a hub: the connection and the device
+	dev  *client.Device
 }
 
 // open starts an initiator-only endpoint (no memory: every received request
@@ -107,6 +119,9 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	}
 	if tmode != rlink.V1 && f.peer.m.IsGroup() {
 		return nil, usagef("--transport %s with the group --peer %v: the reliable transport is unicast only; group writes are v1 (leave --transport out)", tmode, f.peer.m)
+	}
+	if s, err := f.hubSession(f.fs, mode); s != nil || err != nil {
+		return s, err
 	}
 	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, Format: f.format.f, BusyPoll: f.busyPoll})
 	if err != nil {
@@ -214,6 +229,9 @@ func randomRequestID() (uint32, error) {
 
 // close stops the endpoint and closes the capture.
 func (s *session) close() error {
+	if s.hubc != nil {
+		return s.hubc.Close()
+	}
 	s.ep.Close()
 	s.role.Release()
 	return s.link.finish()

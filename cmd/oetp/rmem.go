@@ -22,6 +22,14 @@ remote endpoint must have a mode 1 entry for this MAC whose window holds the
 address. Received requests are ignored: a 'serve' on the same interface stays
 the only responder.
 
+When a hub (oetp hub) serves --iface and --peer, the command goes through it:
+the hub sends the request from its local MAC for this kind of operation, and
+the result reads exactly as without it. The hub is found through --hub, else
+$OETP_HUB, /run/oetp/hub.sock or the per-user socket, in the same network
+namespace; --no-hub, or a flag the hub cannot honour (--pcap, --timeout,
+--max-frame, --fragment, --busy-poll, a --mac other than the hub's), runs the
+command's own endpoint.
+
 Commands on one interface and MAC take turns: each holds its initiator role
 while it runs (--wait), and starts its Request IDs at a random value, so a late
 reply to an earlier command is never taken for its own.
@@ -55,7 +63,7 @@ unicast only.`,
 			ctx, cancel := opContext(cmd)
 			defer cancel()
 			t0 := time.Now()
-			v, err := s.ep.RMEMRead(ctx, 0, f.addr.v)
+			v, err := s.rmemRead(ctx, f.addr.v)
 			elapsed := time.Since(t0)
 			if cerr := s.close(); err == nil && cerr != nil {
 				return cerr
@@ -94,7 +102,7 @@ reply and no timer (delivery is best effort). A zero mask is a valid no-op.`,
 			ctx, cancel := opContext(cmd)
 			defer cancel()
 			t0 := time.Now()
-			err = s.ep.RMEMWrite(ctx, 0, f.addr.v, data.v, mask.v)
+			err = s.rmemWrite(ctx, f.addr.v, data.v, mask.v)
 			elapsed := time.Since(t0)
 			if cerr := s.close(); err == nil && cerr != nil {
 				return cerr

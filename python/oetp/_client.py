@@ -90,7 +90,7 @@ class OpError(Error):
         self.message = message
         self.maybe_executed = maybe_executed
         self.index = index
-        text = "%s (%d): %s" % (self.name, code, message)
+        text = message if self.name in message else "%s (%d): %s" % (self.name, code, message)
         if maybe_executed:
             text += " (the operation may have executed)"
         super().__init__(text)
@@ -143,6 +143,7 @@ class Hub:
         tok = (token or "").encode()
         res = self._call(HELLO, 0, struct.pack("<HH", VERSION, len(tok)) + tok)
         self.version, self.max_message, self.ndevices = struct.unpack_from("<HIH", res)
+        self.netns = struct.unpack_from("<Q", res, 8)[0] if len(res) >= 16 else 0
 
     def close(self):
         try:
