@@ -23,10 +23,14 @@ const DefaultTimeout = 500 * time.Millisecond
 // Options configure Run.
 type Options struct {
 	// Link is the runner's attachment to the device's network. Run takes
-	// it over: it puts it in promiscuous mode when it implements
-	// link.Filter (the replies go to the peers' MACs, not the link's) and
-	// closes it at the end.
+	// it over and closes it at the end. The device's replies go to the
+	// peers' MACs, not the link's: unless Receives says the link gets them
+	// already, Run puts a link.Filter in promiscuous mode.
 	Link link.Link
+	// Receives says that Link already receives the frames addressed to
+	// every peer MAC and to the DUT's unknown_mac (an afpacket link opened
+	// with Config.ExtraAddrs), so no promiscuous mode is needed.
+	Receives bool
 	// Target is the device's unicast MAC.
 	Target wire.MAC
 	// DUT says how the device is programmed.
@@ -148,7 +152,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	if f, ok := o.Link.(link.Filter); ok {
+	if f, ok := o.Link.(link.Filter); ok && !o.Receives {
 		if err := f.SetPromiscuous(true); err != nil {
 			return nil, fmt.Errorf("conformance: the runner receives the replies to its peers' MACs in promiscuous mode: %w", err)
 		}
@@ -181,6 +185,21 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// ListenAddrs returns the addresses whose frames the runner must receive
+// for d: the peers' MACs and unknown_mac (a faulty device may answer it).
+// Open a link that receives them (afpacket Config.ExtraAddrs) and set
+// Options.Receives, or let Run use promiscuous mode.
+func ListenAddrs(d *DUT) []wire.MAC {
+	var out []wire.MAC
+	for _, p := range d.Peers {
+		out = append(out, p.MAC)
+	}
+	if !d.UnknownMAC.IsZero() {
+		out = append(out, d.UnknownMAC)
+	}
+	return out
 }
 
 // runner is the state of one run.

@@ -48,8 +48,9 @@ func newConformanceRunCmd() *cobra.Command {
 		Use:   "run --iface IF --target MAC --dut FILE [--only ID_PREFIX]... [--json] [--junit FILE] [--pcap FILE]",
 		Short: "Run the conformance cases against a device",
 		Long: `run sends each case's frames on --iface to the device --target, from the MACs of
-the peers in the DUT file, and checks the replies. The interface is put in
-promiscuous mode (the replies go to the peers' MACs) and needs CAP_NET_RAW.
+the peers in the DUT file, and checks the replies, which one socket receives for
+all of those MACs (registered with the interface; no promiscuous mode). It needs
+CAP_NET_RAW.
 
 It prints one line per case: PASS, FAIL or SKIP, the case's ID and a detail; a
 failed case also shows the rule it checks and the frames sent (>) and received
@@ -99,11 +100,19 @@ an interface the runner cannot use.`,
 			if maxFrame < wire.MinFrameLen {
 				return usagef("--iface %s has MTU %d, too small for oETP frames: raise it (ip link set dev %s mtu 9000)", iface, ifi.MTU, iface)
 			}
-			l, err := afpacket.Open(iface, afpacket.Config{MaxFrame: maxFrame})
+			// One socket receives the replies to every peer MAC: the
+			// interface registers them (PACKET_MR_UNICAST), no
+			// promiscuous mode unless there are too many.
+			listen := conformance.ListenAddrs(dut)
+			acfg := afpacket.Config{MaxFrame: maxFrame}
+			if len(listen) <= afpacket.MaxGroups {
+				acfg.ExtraAddrs = listen
+			}
+			l, err := afpacket.Open(iface, acfg)
 			if err != nil {
 				return usagef("%v", err)
 			}
-			o := conformance.Options{Link: l, Target: target.m, DUT: dut, Only: only, Timeout: timeout, LinkPads: linkPads}
+			o := conformance.Options{Link: l, Receives: acfg.ExtraAddrs != nil, Target: target.m, DUT: dut, Only: only, Timeout: timeout, LinkPads: linkPads}
 			var pf *os.File
 			var pw *pcap.Writer
 			if pcapPath != "" {

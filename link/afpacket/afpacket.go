@@ -178,6 +178,13 @@ type Config struct {
 	// broadcast and joined groups), and registers it with the interface
 	// (PACKET_MR_UNICAST) so a NIC accepts it.
 	Addr wire.MAC
+	// ExtraAddrs are further unicast addresses the link receives frames
+	// for, like Addr (registered with PACKET_MR_UNICAST, accepted by the
+	// filter), without being the link's own address: a tool that speaks
+	// for several MACs on one socket, such as the conformance runner
+	// sending from a device's peers, receives their replies without
+	// promiscuous mode. At most MaxGroups.
+	ExtraAddrs []wire.MAC
 	// IO selects the I/O mode; IODefault means IOPoll.
 	IO IOMode
 	// SocketBuffer is the size of the receive and send socket buffers in

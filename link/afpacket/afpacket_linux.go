@@ -96,6 +96,7 @@ type Link struct {
 	// Receive filter state, guarded by cmu.
 	cmu            sync.Mutex
 	groups         []wire.MAC
+	extra          []wire.MAC // Config.ExtraAddrs
 	promisc        bool
 	outgoingFilter bool // the BPF filter drops PACKET_OUTGOING frames
 	oetpOnly       bool // the BPF filter keeps EtherType 0x88B5 only (not Config.AllEtherTypes)
@@ -131,6 +132,14 @@ func Open(ifname string, cfg Config) (*Link, error) {
 	}
 	if cfg.Addr.IsGroup() {
 		return nil, fmt.Errorf("afpacket: Config.Addr %v is a group address: the link's own address must be unicast (bit 0 of the first octet clear)", cfg.Addr)
+	}
+	if len(cfg.ExtraAddrs) > MaxGroups {
+		return nil, fmt.Errorf("afpacket: Config.ExtraAddrs has %d addresses: at most %d", len(cfg.ExtraAddrs), MaxGroups)
+	}
+	for _, m := range cfg.ExtraAddrs {
+		if m.IsGroup() || m.IsZero() {
+			return nil, fmt.Errorf("afpacket: Config.ExtraAddrs holds %v: extra addresses must be unicast and non-zero (join groups with JoinGroup)", m)
+		}
 	}
 	bufSize := cfg.SocketBuffer
 	if bufSize == 0 {
@@ -237,6 +246,7 @@ func (l *Link) setup(cfg Config, bufSize int) error {
 	if !cfg.Addr.IsZero() {
 		l.addr = cfg.Addr
 	}
+	l.extra = slices.Clone(cfg.ExtraAddrs)
 
 	if forceOutgoingFilter {
 		l.outgoingFilter = true
@@ -280,6 +290,14 @@ func (l *Link) setup(cfg Config, bufSize int) error {
 	}
 	if l.addr != hw {
 		if err := l.membership(l.fd, unix.PACKET_ADD_MEMBERSHIP, unix.PACKET_MR_UNICAST, l.addr); err != nil {
+			return err
+		}
+	}
+	for _, m := range l.extra {
+		if m == hw || m == l.addr {
+			continue
+		}
+		if err := l.membership(l.fd, unix.PACKET_ADD_MEMBERSHIP, unix.PACKET_MR_UNICAST, m); err != nil {
 			return err
 		}
 	}

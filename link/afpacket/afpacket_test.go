@@ -1007,3 +1007,37 @@ func TestVLANTagsRestored(t *testing.T) {
 		}
 	})
 }
+
+// TestExtraAddrs: a link receives the frames to its extra unicast
+// addresses as well as its own, and no other unicast, without promiscuous
+// mode; Addr stays its own. Group or zero extra addresses are refused.
+func TestExtraAddrs(t *testing.T) {
+	tn := netns.NewPair(t)
+	x1 := wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0xa0}
+	x2 := wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0xa1}
+	other := wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0xa2}
+	a := open(t, tn.Host(0), afpacket.Config{})
+	b := open(t, tn.Host(1), afpacket.Config{ExtraAddrs: []wire.MAC{x1, x2}})
+	if b.Addr() != tn.Host(1).MAC() {
+		t.Fatalf("Addr() = %v, want the interface's %v", b.Addr(), tn.Host(1).MAC())
+	}
+	var want [][]byte
+	for i, dst := range []wire.MAC{other, x1, x2, other, b.Addr()} {
+		f := frame(dst, a.Addr(), afpacket.EtherType, 60, byte(i))
+		write(t, a, f)
+		if dst != other {
+			want = append(want, f)
+		}
+	}
+	got := read(t, b, len(want))
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("frame %d: got % x, want % x", i, got[i][:6], want[i][:6])
+		}
+	}
+	for _, bad := range []wire.MAC{{0x03, 0, 0, 0, 0, 1}, {}} {
+		if err := openErr(tn.Host(1), "eth0", afpacket.Config{ExtraAddrs: []wire.MAC{bad}}); err == nil || !strings.Contains(err.Error(), "ExtraAddrs") {
+			t.Errorf("ExtraAddrs %v: %v", bad, err)
+		}
+	}
+}

@@ -67,7 +67,7 @@ func filterProgram(outgoing, oetpOnly, promisc bool, addrs ...wire.MAC) []unix.S
 // link's current address, groups and promiscuous mode. Call with cmu held
 // or before the link is shared.
 func (l *Link) attachFilter(fd int) error {
-	addrs := append([]wire.MAC{l.addr, wire.Broadcast}, l.groups...)
+	addrs := append(append([]wire.MAC{l.addr, wire.Broadcast}, l.extra...), l.groups...)
 	p := filterProgram(l.outgoingFilter, l.oetpOnly, l.promisc, addrs...)
 	prog := unix.SockFprog{Len: uint16(len(p)), Filter: &p[0]}
 	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
