@@ -9,12 +9,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/link/rlink"
+	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -49,7 +52,12 @@ func runReliable(o *Options) ([]Result, error) {
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: the engine through the reliable transport (link/rlink: PSN, ACK/NAK, CRC32C, replay cache; fragments of %d bytes) on a veth pair, next to the same engine and wrapper with the peer set to v1, the raw ping-pong and TCP bulk transfers (one connection, 10.213.0.0/30) over the same veth pair; every thread free on any CPU",
 		ScenarioReliable, rlink.FragmentCeiling(wire.MaxFrameLen)))
-	return runEnv(o, e)
+	out, err := runEnv(o, e)
+	if err != nil {
+		return out, err
+	}
+	fan, err := runFanIn(o)
+	return append(out, fan...), err
 }
 
 func newReliableEnv(maxBlock int, io string) (_ *reliableEnv, err error) {
@@ -342,4 +350,163 @@ func (t *tcpPair) close() {
 	t.c.Close()
 	t.ln.Close()
 	<-t.done
+}
+
+// fanInBlock is the DMA block each sender of the fan-in measurement writes
+// over and over.
+const fanInBlock = 1 << 20
+
+// runFanIn measures three senders writing by DMA through the reliable
+// transport into one receiver across a bridge, against one sender alone on
+// the same bridge: the total rate, each sender's, and Jain's fairness index
+// (sum x)^2 / (n * sum x^2) of the three rates. The rounds alternate: one
+// alone, three together.
+func runFanIn(o *Options) ([]Result, error) {
+	const senders = 3
+	n, err := netns.New(netns.Topology{Hosts: senders + 1, Bridge: true})
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	hosts := n.Hosts()
+	recvHost := hosts[senders]
+	lr, err := openLink(recvHost, o.LinkIO, 0)
+	if err != nil {
+		return nil, err
+	}
+	rr, err := rlink.New(lr, rlink.Config{})
+	if err != nil {
+		lr.Close()
+		return nil, err
+	}
+	ram, err := memory.NewRAM(remoteBase, senders*fanInBlock)
+	if err != nil {
+		rr.Close()
+		return nil, err
+	}
+	recv, err := endpoint.New(rr.Link(), ram, endpoint.Config{})
+	if err != nil {
+		rr.Close()
+		return nil, err
+	}
+	defer recv.Close()
+	type sender struct {
+		ep  *endpoint.Endpoint
+		src []byte
+	}
+	var ss []sender
+	defer func() {
+		for _, s := range ss {
+			s.ep.Close()
+		}
+	}()
+	for i := 0; i < senders; i++ {
+		h := hosts[i]
+		if err := rr.SetPeer(h.MAC(), rlink.Reliable); err != nil {
+			return nil, err
+		}
+		if err := recv.SetPeer(i, endpoint.Peer{MAC: h.MAC(), Mode: endpoint.ModeDMAWrite,
+			WindowBase: remoteBase + uint32(i*fanInBlock), WindowSize: fanInBlock}); err != nil {
+			return nil, err
+		}
+		l, err := openLink(h, o.LinkIO, 0)
+		if err != nil {
+			return nil, err
+		}
+		rl, err := rlink.New(l, rlink.Config{})
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		if err := rl.SetPeer(recvHost.MAC(), rlink.Reliable); err != nil {
+			rl.Close()
+			return nil, err
+		}
+		ep, err := endpoint.New(rl.Link(), nil, endpoint.Config{DMATimeout: engineTimeout,
+			MaxFragment: rlink.FragmentCeiling(wire.MaxFrameLen)})
+		if err != nil {
+			rl.Close()
+			return nil, err
+		}
+		if err := ep.SetPeer(0, endpoint.Peer{MAC: recvHost.MAC(), Mode: endpoint.ModeDMARead}); err != nil {
+			ep.Close()
+			return nil, err
+		}
+		src := make([]byte, fanInBlock)
+		for j := range src {
+			src[j] = byte(j*7 + i)
+		}
+		ss = append(ss, sender{ep, src})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ok, err := rl.Open(ctx, recvHost.MAC())
+		cancel()
+		if !ok || err != nil {
+			return nil, fmt.Errorf("bench: fan-in handshake of sender %d: %v", i+1, err)
+		}
+	}
+	write := func(i int, until time.Time) (int64, error) {
+		var b int64
+		for time.Now().Before(until) {
+			if _, err := ss[i].ep.DMAWrite(ctxBackground, 0, remoteBase+uint32(i*fanInBlock), ss[i].src); err != nil {
+				return b, err
+			}
+			b += fanInBlock
+		}
+		return b, nil
+	}
+	d := o.Duration / time.Duration(o.Rounds)
+	var alone, together time.Duration
+	var aloneBytes int64
+	each := make([]int64, senders)
+	for round := 0; round < o.Rounds; round++ {
+		start := time.Now()
+		b, err := write(0, start.Add(d))
+		if err != nil {
+			return nil, err
+		}
+		alone += time.Since(start)
+		aloneBytes += b
+		start = time.Now()
+		errs := make(chan error, senders)
+		got := make([]int64, senders)
+		for i := 0; i < senders; i++ {
+			go func() {
+				var err error
+				got[i], err = write(i, start.Add(d))
+				errs <- err
+			}()
+		}
+		for i := 0; i < senders; i++ {
+			if err := <-errs; err != nil {
+				return nil, err
+			}
+		}
+		together += time.Since(start)
+		for i := range each {
+			each[i] += got[i]
+		}
+	}
+	rate := func(b int64, t time.Duration) float64 { return float64(b) / t.Seconds() / 1e6 }
+	one := rate(aloneBytes, alone)
+	var sum, sq float64
+	var total int64
+	parts := make([]string, senders)
+	for i, b := range each {
+		r := rate(b, together)
+		sum += r
+		sq += r * r
+		total += b
+		parts[i] = fmt.Sprintf("%.1f", r)
+	}
+	jain := sum * sum / (senders * sq)
+	all := rate(total, together)
+	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
+		"%s: fan-in through a bridge, DMA writes of %s blocks through the reliable transport: one sender alone %.1f MB/s; three senders together %.1f MB/s in all (%.2f× alone), each %s MB/s, Jain's fairness index %.3f (targets: ≥ 0.8× alone, ≥ 0.9)",
+		ScenarioReliable, SizeString(fanInBlock), one, all, all/one, strings.Join(parts, ", "), jain))
+	res := []Result{
+		{Scenario: ScenarioReliable, Name: "fan-in 1 sender", Block: fanInBlock, Baseline: true, MBps: one, Ops: aloneBytes / fanInBlock, Elapsed: alone},
+		{Scenario: ScenarioReliable, Name: "fan-in 3 senders", Block: fanInBlock, MBps: all, Ops: total / fanInBlock, Elapsed: together,
+			Versus: "fan-in 1 sender", Ratio: all / one},
+	}
+	return res, nil
 }
