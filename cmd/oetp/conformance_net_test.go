@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openenoc/oetp/conformance"
 	"github.com/openenoc/oetp/link/netns"
@@ -27,8 +28,10 @@ func TestConformanceAgainstServe(t *testing.T) {
 	dut := filepath.Join(dir, "dut.toml")
 	writeFile(t, dut, []byte(conformance.Template))
 	junit, capture := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "cases.pcap")
+	start := time.Now()
 	out, errOut, code := oetpIn(t, bin, h2, "conformance", "run", "--iface", "eth0", "--target", h1.MAC().String(),
 		"--dut", dut, "--json", "--junit", junit, "--pcap", capture)
+	t.Logf("oetp conformance run against oetp serve over veth: %v (the process, all %d cases)", time.Since(start), len(conformance.Cases()))
 	var rep struct {
 		Cases []struct {
 			ID, Result, Detail string
