@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/wire"
 )
@@ -48,6 +50,12 @@ func procUnavailable(o *Options) string {
 var (
 	procWriterMAC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, 0x01}
 	procReaderMAC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x02, 0x01}
+	// The library rows' endpoints in the bench process, one per kind.
+	procLibMACs = map[string]wire.MAC{
+		opRMEMRead: {0x02, 0x0e, 0x0c, 0x00, 0x03, 0x01},
+		opDMAWrite: {0x02, 0x0e, 0x0c, 0x00, 0x04, 0x01},
+		opDMARead:  {0x02, 0x0e, 0x0c, 0x00, 0x05, 0x01},
+	}
 )
 
 // procMinOps is the fewest processes a round of a process row runs, so
@@ -66,6 +74,10 @@ type procEnv struct {
 	srv     *exec.Cmd
 	srvDone chan struct{}
 	srvErr  *syncBuf
+	// lib are the library rows' endpoints by operation, with their
+	// source and destination blocks.
+	lib            map[string]*endpoint.Endpoint
+	libSrc, libDst []byte
 	// written is the prefix of the server's memory that DMA writes have
 	// overwritten with procPattern; beyond it the memory is zero.
 	written int
@@ -117,7 +129,10 @@ func newProcEnv(o *Options) (_ *procEnv, err error) {
 		"--region", fmt.Sprintf("%#x:%d", remoteBase, o.maxBlock()),
 		"--peer", ha.MAC().String()+",mode=rmem",
 		"--peer", procWriterMAC.String()+",mode=dma-write",
-		"--peer", procReaderMAC.String()+",mode=dma-read")
+		"--peer", procReaderMAC.String()+",mode=dma-read",
+		"--peer", procLibMACs[opRMEMRead].String()+",mode=rmem",
+		"--peer", procLibMACs[opDMAWrite].String()+",mode=dma-write",
+		"--peer", procLibMACs[opDMARead].String()+",mode=dma-read")
 	p.srv.Stderr = p.srvErr
 	if err := startUnpinned(p.srv); err != nil {
 		return nil, fmt.Errorf("bench: starting oetp serve: %w", err)
@@ -134,7 +149,90 @@ func newProcEnv(o *Options) (_ *procEnv, err error) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+	if err := p.openLib(o.maxBlock()); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// openLib starts the library rows' initiating endpoints on the near host,
+// in this process: AF_PACKET links with a blocking receive, as the
+// commands open them.
+func (p *procEnv) openLib(maxBlock int) error {
+	p.lib = map[string]*endpoint.Endpoint{}
+	far := p.n.Host(1).MAC()
+	cfg := endpoint.Config{RMEMTimeout: engineTimeout, DMATimeout: engineTimeout}
+	for op, mac := range procLibMACs {
+		var l *afpacket.Link
+		err := p.near.Do(func() (err error) {
+			l, err = afpacket.Open(p.near.IfName(), afpacket.Config{Addr: mac, IO: afpacket.IOBlocking})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		e, err := endpoint.New(l, nil, cfg)
+		if err != nil {
+			l.Close()
+			return err
+		}
+		p.lib[op] = e
+		mode := map[string]endpoint.Mode{opRMEMRead: endpoint.ModeRMEM, opDMAWrite: endpoint.ModeDMARead, opDMARead: endpoint.ModeDMAWrite}[op]
+		if err := e.SetPeer(0, endpoint.Peer{MAC: far, Mode: mode, WindowSize: 1 << 32}); err != nil {
+			return err
+		}
+	}
+	p.libSrc = make([]byte, maxBlock)
+	for i := range p.libSrc {
+		p.libSrc[i] = procPattern(i)
+	}
+	p.libDst = make([]byte, maxBlock)
+	return nil
+}
+
+// library returns the measurement of op on n bytes by an endpoint in this
+// process against the oetp serve process: two processes in steady state,
+// without a command's start-up, its cold first operation or its exit.
+func (p *procEnv) library(op string, n int) *step {
+	s := &step{m: newMeter(true), res: engineResult(ScenarioProc, op, n)}
+	s.res.Name = "engine→serve " + op
+	e := p.lib[op]
+	frames, bytes := opCounts(op, n)
+	var f func() error
+	switch op {
+	case opRMEMRead:
+		f = func() error { _, err := e.RMEMRead(ctxBackground, 0, remoteBase); return err }
+	case opDMAWrite:
+		src := p.libSrc[:n]
+		f = func() error { _, err := e.DMAWrite(ctxBackground, 0, remoteBase, src); return err }
+	case opDMARead:
+		dst := p.libDst[:n]
+		f = func() error { _, err := e.DMARead(ctxBackground, 0, remoteBase, dst); return err }
+	}
+	s.round = func(d time.Duration, maxOps int64) error {
+		if err := newMeter(false).run(warmTime, warmOps, 0, 0, f); err != nil {
+			return err
+		}
+		return s.m.run(d, maxOps, frames, bytes, f)
+	}
+	s.after = func() error {
+		switch op {
+		case opDMAWrite:
+			p.written = max(p.written, n)
+		case opDMARead:
+			for i := range n {
+				want := byte(0)
+				if i < p.written {
+					want = procPattern(i)
+				}
+				if p.libDst[i] != want {
+					return fmt.Errorf("bench: %s of %d bytes: byte %d is %#x, the server holds %#x", op, n, i, p.libDst[i], want)
+				}
+			}
+		}
+		return nil
+	}
+	return s
 }
 
 func (p *procEnv) srcPath(n int) string { return filepath.Join(p.dir, fmt.Sprintf("src-%d.bin", n)) }
@@ -173,13 +271,16 @@ func (p *procEnv) engine(op string, n int) *step { return p.command(op, n, false
 // not slow the transfer (issue 16).
 func (p *procEnv) extra(op string, blocks []int64) []*step {
 	if op == opRMEMRead {
-		return nil
+		return []*step{p.library(op, 4)}
 	}
 	var out []*step
 	for _, b := range blocks {
 		if b >= TargetBlock {
 			out = append(out, p.command(op, int(b), true))
 		}
+	}
+	for _, b := range blocks {
+		out = append(out, p.library(op, int(b)))
 	}
 	return out
 }
@@ -376,6 +477,9 @@ func startUnpinned(cmd *exec.Cmd) error {
 
 func (p *procEnv) close() error {
 	var errs []error
+	for _, e := range p.lib {
+		e.Close()
+	}
 	if p.srv != nil && p.srv.Process != nil {
 		_ = p.srv.Process.Signal(syscall.SIGTERM)
 		select {
@@ -408,7 +512,7 @@ func runProc(o *Options) ([]Result, error) {
 		return nil, err
 	}
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
-		"%s: what users run: oetp serve on one host of a veth pair, each operation one oetp rmem read, dma write or dma read process on the other (default flags, unpinned; --json, and (tty) rows with standard error a terminal), timed as the command reports it (--json seconds); the raw ping-pongs on the same veth pair",
+		"%s: what users run: oetp serve on one host of a veth pair, each operation one oetp rmem read, dma write or dma read process on the other (default flags, unpinned; --json, and (tty) rows with standard error a terminal), timed as the command reports it (--json seconds); the engine→serve rows: an endpoint of the bench process (a blocking-receive AF_PACKET link, as the commands open theirs) against the same oetp serve, two processes in steady state; the raw ping-pongs on the same veth pair",
 		ScenarioProc))
 	return runEnv(o, p)
 }

@@ -66,6 +66,16 @@ func TestRunProc(t *testing.T) {
 	if r := rep.Find(ScenarioProc, "oetp dma write", 64<<10); r != nil && r.Target != "" {
 		t.Errorf("64 KiB row has target %q; targets start at 1 MiB", r.Target)
 	}
+	// The library rows: an endpoint of this process against the server.
+	for _, name := range []string{"engine→serve rmem-read", "engine→serve dma-write", "engine→serve dma-read"} {
+		b := int64(1 << 20)
+		if name == "engine→serve rmem-read" {
+			b = 0
+		}
+		if r := rep.Find(ScenarioProc, name, b); r == nil || r.Ops == 0 || r.Versus == "" {
+			t.Errorf("%s %d: %+v; want a row compared with the raw ping-pong", name, b, r)
+		}
+	}
 	// The rows with a terminal (a progress bar; the scenario fails if the
 	// command draws none), from 1 MiB up only.
 	for _, name := range []string{"oetp dma write (tty)", "oetp dma read (tty)"} {

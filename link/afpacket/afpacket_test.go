@@ -654,38 +654,42 @@ func TestConcurrentWriters(t *testing.T) {
 	})
 }
 
+// TestStatsDrops runs in both modes: the commands receive in IOBlocking
+// mode, the engine's other users in IOPoll.
 func TestStatsDrops(t *testing.T) {
-	tn := netns.NewPair(t)
-	a := open(t, tn.Host(0), afpacket.Config{})
-	b := open(t, tn.Host(1), afpacket.Config{SocketBuffer: 64 << 10})
-	const sent = 300
-	f := frame(b.Addr(), a.Addr(), afpacket.EtherType, 8192, 1)
-	for range sent {
-		write(t, a, f)
-	}
-	time.Sleep(50 * time.Millisecond) // let any deferred softirq finish delivering
-	drops := b.Stats().DropQueueFull
-	if drops == 0 || drops >= sent {
-		t.Fatalf("DropQueueFull = %d after %d frames into a 64 KiB buffer, want 1..%d", drops, sent, sent-1)
-	}
-	// Every frame was either queued or counted as dropped: exactly
-	// sent-drops frames are readable, then the marker.
-	read(t, b, sent-int(drops))
-	marker := frame(b.Addr(), a.Addr(), afpacket.EtherType, 60, 2)
-	write(t, a, marker)
-	expect(t, b, marker, "the frame after the queued ones")
-	st := b.Stats()
-	want := afpacket.Stats{RxFrames: sent - drops + 1, RxBytes: (sent-drops)*8192 + 60, DropQueueFull: drops}
-	if st != want {
-		t.Errorf("b.Stats() = %+v, want %+v (drops accumulate across reads of the kernel counter)", st, want)
-	}
-	if st := a.Stats(); st.TxFrames != sent+1 || st.TxBytes != sent*8192+60 {
-		t.Errorf("a.Stats() = %+v", st)
-	}
-	b.Close()
-	if got := b.Stats(); got != want {
-		t.Errorf("Stats after Close = %+v, want %+v", got, want)
-	}
+	forModes(t, func(t *testing.T, mode afpacket.IOMode) {
+		tn := netns.NewPair(t)
+		a := open(t, tn.Host(0), afpacket.Config{IO: mode})
+		b := open(t, tn.Host(1), afpacket.Config{IO: mode, SocketBuffer: 64 << 10})
+		const sent = 300
+		f := frame(b.Addr(), a.Addr(), afpacket.EtherType, 8192, 1)
+		for range sent {
+			write(t, a, f)
+		}
+		time.Sleep(50 * time.Millisecond) // let any deferred softirq finish delivering
+		drops := b.Stats().DropQueueFull
+		if drops == 0 || drops >= sent {
+			t.Fatalf("DropQueueFull = %d after %d frames into a 64 KiB buffer, want 1..%d", drops, sent, sent-1)
+		}
+		// Every frame was either queued or counted as dropped: exactly
+		// sent-drops frames are readable, then the marker.
+		read(t, b, sent-int(drops))
+		marker := frame(b.Addr(), a.Addr(), afpacket.EtherType, 60, 2)
+		write(t, a, marker)
+		expect(t, b, marker, "the frame after the queued ones")
+		st := b.Stats()
+		want := afpacket.Stats{RxFrames: sent - drops + 1, RxBytes: (sent-drops)*8192 + 60, DropQueueFull: drops}
+		if st != want {
+			t.Errorf("b.Stats() = %+v, want %+v (drops accumulate across reads of the kernel counter)", st, want)
+		}
+		if st := a.Stats(); st.TxFrames != sent+1 || st.TxBytes != sent*8192+60 {
+			t.Errorf("a.Stats() = %+v", st)
+		}
+		b.Close()
+		if got := b.Stats(); got != want {
+			t.Errorf("Stats after Close = %+v, want %+v", got, want)
+		}
+	})
 }
 
 // TestInterfaceDown: a link whose interface goes down reports ENETDOWN from
