@@ -68,7 +68,16 @@ hardware; a request that finds every context busy is dropped).
 Logs go to standard error; a line with msg=ready is printed once the endpoint
 is serving. --json-events prints one JSON object per event (a failed request,
 PEER_DMA_COMPLETE or RMEM_ERROR) on standard output. SIGUSR1 prints the
-counters; so does exit.
+counters; so does exit. rx_kernel_drops among them counts the frames the kernel
+dropped because the socket's receive queue was full (the endpoint never saw
+them); serve warns when it grows.
+
+Output stays bounded whatever the input rate: event lines (log and
+--json-events) are limited per event, peer and code to the first 5 of an
+interval, then one "suppressed" summary per 5s with the count; raw frame lines
+likewise per source MAC. The counters keep exact totals. Requests from a MAC in
+no peer entry are dropped without a reply; serve names the MAC and the --peer
+that would admit it (at most a few lines per MAC and interval).
 
 One MAC, one responder: serve holds the responder role of its interface and
 MAC, and refuses at once (exit 2, naming the holder's PID) when another serve
@@ -295,6 +304,9 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	if len(s.Regions) == 0 {
 		log.Warn("no --region: every access answers DECERR")
 	}
+	if len(s.Peers) == 0 {
+		log.Warn("no --peer: every request is dropped without a reply (the sender sees TIMEOUT); requests from MACs in no peer entry are logged with the --peer that would admit them")
+	}
 	c := ep.Config()
 	log.Info("ready", "iface", s.Iface, "mac", c.MAC.String(), "group", c.Group.String(),
 		"max_frame", c.MaxFrame, "fragment_ceiling", wire.FragmentCeiling(c.MaxFrame), "mtu", il.MTU,
@@ -307,56 +319,49 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	defer signal.Stop(usr1)
 
 	out := &lineWriter{w: cmd.OutOrStdout()}
+	w := newWatch(ep, il.Link, log, out, s.JSONEvents)
 	var wg sync.WaitGroup
-	wg.Go(func() { serveEvents(ctx, ep, s, log, out) })
+	wg.Go(func() { serveEvents(ctx, ep, w) })
+	wg.Go(func() { w.run(ctx) })
 	if s.RawPolicy != endpoint.RawDrop {
-		wg.Go(func() { serveRaw(ctx, ep, s, log, out) })
+		wg.Go(func() { serveRaw(ctx, ep, s, log, out, w) })
 	}
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
 			done = true
 		case <-usr1:
-			printStats(ep.Stats(), log, out, s.JSONEvents)
+			printStats(ep.Stats(), w.kernelDrops(), log, out, s.JSONEvents)
 			printTransportStats(rl, log, out, s.JSONEvents)
 		}
 	}
 	cancel()
 	wg.Wait()
+	kd := w.kernelDrops()
 	err = stop()
-	printStats(ep.Stats(), log, out, s.JSONEvents)
+	w.tick(true)
+	printStats(ep.Stats(), max(kd, w.kernelDrops()), log, out, s.JSONEvents)
 	printTransportStats(rl, log, out, s.JSONEvents)
 	log.Info("stopped")
 	return err
 }
 
-// serveEvents logs every event, and prints it as JSON with --json-events.
-func serveEvents(ctx context.Context, ep *endpoint.Endpoint, s *serveSettings, log *slog.Logger, out *lineWriter) {
+// serveEvents logs each event, and prints it as JSON with --json-events,
+// rate-limited per source, peer and code (see watch).
+func serveEvents(ctx context.Context, ep *endpoint.Endpoint, w *watch) {
 	for {
 		ev, err := ep.NextEvent(ctx)
 		if err != nil {
 			return
 		}
-		var mac string
-		if p, ok := ep.Peer(ev.Peer); ok {
-			mac = p.MAC.String()
-		}
-		level := slog.LevelInfo
-		if ev.Code != wire.CodeNone {
-			level = slog.LevelWarn
-		}
-		log.Log(ctx, level, "event", "source", ev.Source.String(), "peer", ev.Peer, "peer_mac", mac,
-			"code", codeString(ev.Code), "coalesced", ev.Coalesced)
-		if s.JSONEvents {
-			out.json(serveEvent{Event: ev.Source.String(), Time: time.Now().Format(time.RFC3339Nano),
-				Source: uint8(ev.Source), Peer: ev.Peer, PeerMAC: mac, ErrorCode: uint8(ev.Code),
-				Error: ev.Code.String(), Coalesced: ev.Coalesced})
-		}
+		w.event(ctx, ev)
 	}
 }
 
 // serveRaw logs the non-oETP frames the raw policy admits.
-func serveRaw(ctx context.Context, ep *endpoint.Endpoint, s *serveSettings, log *slog.Logger, out *lineWriter) {
+// They are rate-limited per source MAC (see watch); RawReceived counts
+// them all.
+func serveRaw(ctx context.Context, ep *endpoint.Endpoint, s *serveSettings, log *slog.Logger, out *lineWriter, w *watch) {
 	buf := make([]byte, ep.Config().MaxFrame)
 	for {
 		n, err := ep.RecvRaw(ctx, buf)
@@ -364,6 +369,9 @@ func serveRaw(ctx context.Context, ep *endpoint.Endpoint, s *serveSettings, log 
 			return
 		}
 		f := wire.Frame(buf[:n])
+		if !w.raw(f.Src()) {
+			continue
+		}
 		log.Info("raw frame", "dst", f.Dst().String(), "src", f.Src().String(),
 			"ethertype", fmt.Sprintf("0x%04x", f.EtherType()), "len", n)
 		if s.JSONEvents {
@@ -396,8 +404,10 @@ func printTransportStats(rl *rlink.Link, log *slog.Logger, out *lineWriter, asJS
 }
 
 // printStats logs the counters, and prints them as one JSON object
-// {"event":"stats", "rx_frames": ...} with --json-events.
-func printStats(st endpoint.Stats, log *slog.Logger, out *lineWriter, asJSON bool) {
+// {"event":"stats", "rx_frames": ...} with --json-events. rx_kernel_drops
+// is the socket's: frames the kernel dropped because its receive queue was
+// full, which the endpoint never saw.
+func printStats(st endpoint.Stats, kernelDrops uint64, log *slog.Logger, out *lineWriter, asJSON bool) {
 	v := reflect.ValueOf(st)
 	attrs := make([]any, 0, v.NumField())
 	obj := map[string]any{"event": "stats", "time": time.Now().Format(time.RFC3339Nano)}
@@ -407,6 +417,8 @@ func printStats(st endpoint.Stats, log *slog.Logger, out *lineWriter, asJSON boo
 		attrs = append(attrs, slog.Any(name, val))
 		obj[name] = val
 	}
+	attrs = append(attrs, slog.Uint64("rx_kernel_drops", kernelDrops))
+	obj["rx_kernel_drops"] = kernelDrops
 	log.Info("stats", attrs...)
 	if asJSON {
 		out.json(obj)

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/ratelog"
+	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/wire"
+)
+
+// This file keeps serve's output bounded whatever the input rate, and makes
+// what its counters alone would hide visible: per peer and reason, the
+// first few event lines (log and --json-events) of an interval are printed,
+// then one summary line per interval with the count; a watcher polls, once
+// per watchTick, the kernel's drop counter and the endpoint's last unknown
+// source and warns (rate-limited) when they grow. Counters (the stats line)
+// keep exact totals.
+
+// watchTick is the period of the watcher: summaries, kernel drops and
+// unknown sources are reported at most this late.
+const watchTick = time.Second
+
+// eventKey is the rate-limit key of an event line: its source, peer and
+// code.
+type eventKey struct {
+	source endpoint.EventSource
+	peer   int
+	code   wire.Code
+}
+
+// watch is serve's rate-limited reporter.
+type watch struct {
+	ep     *endpoint.Endpoint
+	kernel *afpacket.Link // the socket under any wrapper, for its kernel drop count; nil if none
+	log    *slog.Logger
+	out    *lineWriter
+	json   bool
+
+	events  ratelog.Limiter[eventKey]
+	raws    ratelog.Limiter[wire.MAC]
+	unknown ratelog.Limiter[wire.MAC]
+	drops   ratelog.Limiter[struct{}]
+
+	mu          sync.Mutex // guards the fields below (tick and the final report)
+	lastKernel  uint64
+	lastUnknown uint64
+}
+
+func newWatch(ep *endpoint.Endpoint, l link.Link, log *slog.Logger, out *lineWriter, asJSON bool) *watch {
+	w := &watch{ep: ep, log: log, out: out, json: asJSON}
+	w.kernel, _ = link.Innermost(l).(*afpacket.Link)
+	// One warning per tick at most for these two; the limiter spaces
+	// repeated ones out and sums what it held back.
+	w.unknown.Burst, w.drops.Burst = 2, 2
+	return w
+}
+
+// kernelDrops returns the frames the kernel dropped for the socket because
+// its receive queue was full (PACKET_STATISTICS), 0 without a socket.
+func (w *watch) kernelDrops() uint64 {
+	if w.kernel == nil {
+		return 0
+	}
+	return w.kernel.Stats().DropQueueFull
+}
+
+// run reports every watchTick until ctx ends.
+func (w *watch) run(ctx context.Context) {
+	t := time.NewTicker(watchTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.tick(false)
+		}
+	}
+}
+
+// tick checks the kernel drop counter and the unknown sources, and prints
+// the summaries of the intervals that ended (all of them when final).
+func (w *watch) tick(final bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if kd := w.kernelDrops(); kd > w.lastKernel {
+		d := kd - w.lastKernel
+		w.lastKernel = kd
+		if w.drops.AllowN(struct{}{}, d) {
+			w.kernelWarning(d, kd, false)
+		}
+	}
+	st := w.ep.Stats()
+	if n := st.DropUnknownSource; n > w.lastUnknown {
+		d := n - w.lastUnknown
+		w.lastUnknown = n
+		if src, cmd, ok := w.ep.LastUnknownSource(); ok && w.unknown.AllowN(src, d) {
+			w.unknownWarning(src, cmd, d, n, false)
+		}
+	}
+	for _, s := range pick(final, &w.events) {
+		w.eventSummary(s)
+	}
+	for _, s := range pick(final, &w.raws) {
+		w.log.Info("raw frames suppressed", "src", macOrOther(s.Key, s.Overflow), "count", s.Suppressed, "seconds", seconds(s))
+	}
+	for _, s := range pick(final, &w.unknown) {
+		w.unknownWarning(s.Key, 0, s.Weight, w.lastUnknown, true)
+	}
+	for _, s := range pick(final, &w.drops) {
+		w.kernelWarning(s.Weight, w.lastKernel, true)
+	}
+}
+
+// pick flushes l: the ended intervals, or all of them when final.
+func pick[K comparable](final bool, l *ratelog.Limiter[K]) []ratelog.Summary[K] {
+	if final {
+		return l.FlushAll()
+	}
+	return l.Flush()
+}
+
+func seconds[K comparable](s ratelog.Summary[K]) float64 {
+	return s.Until.Sub(s.Since).Round(time.Millisecond).Seconds()
+}
+
+func macOrOther(m wire.MAC, overflow bool) string {
+	if overflow {
+		return "other"
+	}
+	return m.String()
+}
+
+// kernelEvent is the JSON form of a kernel drop warning.
+type kernelEvent struct {
+	Event   string `json:"event"` // "kernel_drops"
+	Time    string `json:"time"`
+	Dropped uint64 `json:"dropped"`         // since the last report
+	Total   uint64 `json:"rx_kernel_drops"` // since start, as in the stats
+}
+
+func (w *watch) kernelWarning(d, total uint64, summary bool) {
+	msg := "the kernel dropped received frames: the socket's receive queue was full"
+	if summary {
+		msg = "the kernel dropped more received frames (repeated warnings suppressed)"
+	}
+	w.log.Warn(msg, "dropped", d, "rx_kernel_drops", total,
+		"hint", "requests arrive faster than serve answers them (a group dma write? pace it with dma write --rate); the senders' operations see no error for a group write")
+	if w.json {
+		w.out.json(kernelEvent{Event: "kernel_drops", Time: now(), Dropped: d, Total: total})
+	}
+}
+
+// unknownEvent is the JSON form of an unknown source warning.
+type unknownEvent struct {
+	Event   string `json:"event"` // "unknown_source"
+	Time    string `json:"time"`
+	Src     string `json:"src"`
+	Cmd     string `json:"cmd,omitempty"`
+	Dropped uint64 `json:"dropped"`             // since the last report
+	Total   uint64 `json:"drop_unknown_source"` // since start, as in the stats
+	Fix     string `json:"fix,omitempty"`       // the --peer that would admit it
+}
+
+// peerFlag is the --peer entry that admits requests of cmd from src: the
+// mode the command needs (RMEM 1, DMA write 2, DMA read 3).
+func peerFlag(src wire.MAC, cmd wire.Cmd) string {
+	mode := "rmem"
+	switch cmd {
+	case wire.DMAWriteReq:
+		mode = "dma-write"
+	case wire.DMAReadReq:
+		mode = "dma-read"
+	}
+	return "--peer " + src.String() + ",mode=" + mode
+}
+
+func (w *watch) unknownWarning(src wire.MAC, cmd wire.Cmd, d, total uint64, summary bool) {
+	if summary {
+		w.log.Warn("more requests from MACs in no peer entry dropped (repeated warnings suppressed)",
+			"src", src.String(), "dropped", d, "drop_unknown_source", total)
+		return
+	}
+	fix := peerFlag(src, cmd)
+	w.log.Warn("request from a MAC in no peer entry dropped without a reply; the sender sees TIMEOUT",
+		"src", src.String(), "cmd", cmd.String(), "dropped", d, "drop_unknown_source", total, "admit_with", fix)
+	if w.json {
+		w.out.json(unknownEvent{Event: "unknown_source", Time: now(), Src: src.String(), Cmd: cmd.String(), Dropped: d, Total: total, Fix: fix})
+	}
+}
+
+// suppressedEvent is the JSON summary of event lines held back.
+type suppressedEvent struct {
+	Event     string  `json:"event"` // "suppressed"
+	Time      string  `json:"time"`
+	Of        string  `json:"of"` // the event: PEER_DMA_COMPLETE or RMEM_ERROR
+	Source    uint8   `json:"source"`
+	Peer      int     `json:"peer"`
+	PeerMAC   string  `json:"peer_mac"`
+	ErrorCode uint8   `json:"error_code"`
+	Error     string  `json:"error"`
+	Count     uint64  `json:"count"` // events held back, coalesced ones included
+	Lines     uint64  `json:"lines"` // event lines held back
+	Since     string  `json:"since"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// event prints an event unless its key is over the limit.
+func (w *watch) event(ctx context.Context, ev endpoint.Event) {
+	if !w.events.AllowN(eventKey{ev.Source, ev.Peer, ev.Code}, uint64(ev.Coalesced)+1) {
+		return
+	}
+	mac := w.peerMAC(ev.Peer)
+	level := slog.LevelInfo
+	if ev.Code != wire.CodeNone {
+		level = slog.LevelWarn
+	}
+	w.log.Log(ctx, level, "event", "source", ev.Source.String(), "peer", ev.Peer, "peer_mac", mac,
+		"code", codeString(ev.Code), "coalesced", ev.Coalesced)
+	if w.json {
+		w.out.json(serveEvent{Event: ev.Source.String(), Time: now(),
+			Source: uint8(ev.Source), Peer: ev.Peer, PeerMAC: mac, ErrorCode: uint8(ev.Code),
+			Error: ev.Code.String(), Coalesced: ev.Coalesced})
+	}
+}
+
+func (w *watch) eventSummary(s ratelog.Summary[eventKey]) {
+	k := s.Key
+	if s.Overflow {
+		k = eventKey{peer: -1}
+	}
+	mac := w.peerMAC(k.peer)
+	w.log.Warn("event lines suppressed", "source", k.source.String(), "peer", k.peer, "peer_mac", mac,
+		"code", codeString(k.code), "count", s.Weight, "lines", s.Suppressed, "seconds", seconds(s))
+	if w.json {
+		w.out.json(suppressedEvent{Event: "suppressed", Time: now(), Of: k.source.String(), Source: uint8(k.source),
+			Peer: k.peer, PeerMAC: mac, ErrorCode: uint8(k.code), Error: k.code.String(),
+			Count: s.Weight, Lines: s.Suppressed, Since: s.Since.Format(time.RFC3339Nano), Seconds: seconds(s)})
+	}
+}
+
+// raw reports whether a raw frame from src may be printed.
+func (w *watch) raw(src wire.MAC) bool { return w.raws.Allow(src) }
+
+func (w *watch) peerMAC(i int) string {
+	if p, ok := w.ep.Peer(i); ok {
+		return p.MAC.String()
+	}
+	return ""
+}
+
+func now() string { return time.Now().Format(time.RFC3339Nano) }
