@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/link/rlink"
 )
 
@@ -128,16 +130,33 @@ sent, with no reply (delivery to the members is best effort and unconfirmed).`,
 			}
 			r := newResult("dma write", &f.opFlags, err, elapsed)
 			r.setTransfer(tr)
-			return f.finish(cmd, r, fmt.Sprintf("dma write %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s",
-				f.peer.m, f.addr.v, humanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS))
+			human := fmt.Sprintf("dma write %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s",
+				f.peer.m, f.addr.v, humanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS)
+			if f.peer.m.IsGroup() {
+				r.setGroup(tr.Fragments)
+				human += "; " + groupNote(tr.Fragments)
+			}
+			return f.finish(cmd, r, human)
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().Var((*rateFlag)(&f.rate), "rate", "pace the frames sent to `BYTES_PER_S` bytes per second (frame bytes: data + 32 per fragment; K/M/G are powers of two); 0, the default, sends as fast as the responses (or, to a group, the link) allow")
 	cmd.Flags().StringVar(&in, "in", "", "`FILE` whose bytes are written; - reads standard input")
 	if err := cmd.MarkFlagRequired("in"); err != nil {
 		panic(err)
 	}
 	return cmd
+}
+
+// rateFlag is a pflag.Value for --rate, a byte rate in the num syntax.
+type rateFlag uint64
+
+func (r *rateFlag) String() string { return strconv.FormatUint(uint64(*r), 10) }
+func (r *rateFlag) Type() string   { return "uint64" }
+func (r *rateFlag) Set(s string) error {
+	v, err := num.Parse(s)
+	*r = rateFlag(v)
+	return err
 }
 
 func newDMAReadCmd() *cobra.Command {

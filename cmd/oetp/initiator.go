@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/pace"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/transport"
@@ -49,6 +51,12 @@ type opFlags struct {
 	hub       string         // --hub (see hubroute.go)
 	noHub     bool           // --no-hub
 	fs        *pflag.FlagSet // the command's flags, to tell which were given
+	rate      uint64         // --rate of dma write: bytes of frames per second; 0 unpaced
+
+	// Set by open, for the TIMEOUT checklist.
+	own     wire.MAC      // this endpoint's MAC
+	ceiling int           // the frame ceiling in force
+	mode    endpoint.Mode // the local peer entry's mode
 }
 
 func (f *opFlags) register(cmd *cobra.Command) {
@@ -146,6 +154,18 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 		il.finish()
 		lock.Release()
 		return nil, err
+	}
+	f.own, f.ceiling, f.mode = il.Link.Addr(), il.ceiling, mode
+	if f.rate > 0 {
+		// The pacer sleeps in the endpoint's receive loop too (the chained
+		// DMA path sends the next fragment from there): this endpoint
+		// only waits for its own transfer, so that delays nothing else.
+		if il.Link, err = pace.New(il.Link, float64(f.rate)); err != nil {
+			il.Link.Close()
+			il.finish()
+			lock.Release()
+			return nil, usagef("--rate: %v", err)
+		}
 	}
 	cfg := endpoint.Config{MAC: il.Link.Addr(), MaxFrame: il.ceiling, RMEMTimeout: f.timeout, DMATimeout: f.timeout,
 		InitialRequestID: rid}
@@ -264,8 +284,27 @@ type opResult struct {
 	Seconds   float64 `json:"seconds"`
 	// MBPerS is Bytes per second in units of 10^6 bytes.
 	MBPerS *float64 `json:"mb_per_s,omitempty"`
+	// Delivery is "unconfirmed" for a write to a group --peer: it
+	// completes when its frames are sent, and no member acknowledges it,
+	// so a member may have missed any of them. FramesSent is the number
+	// of frames sent.
+	Delivery   string `json:"delivery,omitempty"`
+	FramesSent *int   `json:"frames_sent,omitempty"`
 
 	err error // the operation's error
+}
+
+// setGroup marks a group write's delivery as unconfirmed after it sent
+// frames frames.
+func (r *opResult) setGroup(frames int) {
+	r.Delivery, r.FramesSent = "unconfirmed", &frames
+}
+
+// groupNote is the human report's note on a group write that sent frames
+// frames.
+func groupNote(frames int) string {
+	return fmt.Sprintf("delivery unconfirmed: %d frame(s) sent to the group, and no member acknowledges a group write "+
+		"(check each member's counters, e.g. oetp serve's rx_kernel_drops; pace with --rate)", frames)
 }
 
 // newResult fills the fields every result has from the operation's error.
@@ -301,6 +340,9 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 		return nil
 	}
 	err := fmt.Errorf("%s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Addr, r.Message)
+	if endpoint.CodeOf(r.err) == wire.CodeTimeout && !errors.Is(r.err, context.Canceled) {
+		err = fmt.Errorf("%w\n%s", err, f.timeoutChecklist())
+	}
 	var ue *usageError
 	if errors.Is(r.err, endpoint.ErrInvalid) || errors.As(r.err, &ue) {
 		// Refused by a local check before anything was sent (a group
@@ -308,6 +350,24 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 		return &usageError{err}
 	}
 	return err
+}
+
+// timeoutChecklist is what the human-readable TIMEOUT message asks to
+// check, for this command's interface, MAC and modes.
+func (f *opFlags) timeoutChecklist() string {
+	remote := map[endpoint.Mode]string{endpoint.ModeRMEM: "1 (RMEM), mode=rmem", endpoint.ModeDMARead: "2 (accept DMA writes), mode=dma-write",
+		endpoint.ModeDMAWrite: "3 (serve DMA reads), mode=dma-read"}[f.mode]
+	mode, flag, _ := strings.Cut(remote, ", ")
+	wait := "--timeout " + f.timeout.String()
+	var b strings.Builder
+	fmt.Fprintf(&b, "no response within %s; check:\n", wait)
+	fmt.Fprintf(&b, "  - the remote's peer table has an entry for this MAC %v in mode %s whose window holds the address (on oetp serve: --peer %v,%s; serve logs requests from MACs it has no entry for)\n", f.own, mode, f.own, flag)
+	fmt.Fprintf(&b, "  - --peer %v is the remote's MAC, and the remote is running\n", f.peer.m)
+	fmt.Fprintf(&b, "  - the MTU: every device on the path carries %d-byte frames (MTU %d), or lower --max-frame\n", f.ceiling, f.ceiling-wire.HeaderLen)
+	fmt.Fprintf(&b, "  - VLANs: frames leave %s untagged; a remote on a VLAN needs the VLAN interface as --iface (such as %s.100)\n", f.iface, f.iface)
+	fmt.Fprintf(&b, "  - the cable and the link: ip link show %s (state UP, carrier)\n", f.iface)
+	fmt.Fprintf(&b, "  - the wire: record with --pcap FILE (or tcpdump -i %s -w FILE ether proto 0x88b5) and read it with oetp dump FILE", f.iface)
+	return b.String()
 }
 
 // print prints a result: v as one JSON line with --json, else human when

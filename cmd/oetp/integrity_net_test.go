@@ -3,14 +3,20 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/wire"
 )
 
 // TestRolesOverVeth: one MAC, one endpoint, across processes. A second
@@ -55,7 +61,7 @@ func TestRolesOverVeth(t *testing.T) {
 	_, errOut, code = oetpIn(t, bin, h2, "rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "8", "--wait", "300ms", "--json")
 	el := time.Since(start)
 	me := strconv.Itoa(os.Getpid())
-	if code != 2 || el < 300*time.Millisecond || !strings.Contains(errOut, "initiator role of eth0 "+netClient+" is held by process "+me) || !strings.Contains(errOut, "after waiting 3") {
+	if code != 2 || el < 300*time.Millisecond || !strings.Contains(errOut, "initiator role of eth0 "+netClient+" is held by process "+me) || !strings.Contains(errOut, "after waiting ") {
 		t.Errorf("rmem with its role held: exit %d after %v, stderr %q; want exit 2 after 300ms naming PID %s", code, el, errOut, me)
 	}
 	time.AfterFunc(300*time.Millisecond, func() { held.Release() })
@@ -64,4 +70,192 @@ func TestRolesOverVeth(t *testing.T) {
 	if el := time.Since(start); code != 0 || el < 300*time.Millisecond {
 		t.Errorf("rmem waiting for its role: exit %d after %v, %q %q; want success after the 300ms the role was held", code, el, out, errOut)
 	}
+}
+
+// TestConcurrentOneShotsOverVeth: three loops on one host, each writing
+// its own register with `oetp rmem write` and reading it back with `oetp
+// rmem read`, 200 pairs each, all from the host's one MAC at the same
+// time: every read returns the loop's own last value. (Before the
+// initiator role and random Request IDs, each process took replies meant
+// for the others.)
+func TestConcurrentOneShotsOverVeth(t *testing.T) {
+	tn := netns.NewPair(t)
+	h1, h2 := tn.Host(0), tn.Host(1)
+	// Without the race detector, whose start-up (about a second here)
+	// would dominate 1200 short processes.
+	bin := buildOetpPlain(t)
+	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--peer", netClient+",mode=rmem", "--json-events")
+	const loops, pairs = 3, 200
+	// The loops are shell loops inside h2, as a user would write them.
+	script := `for i in $(seq 0 %d); do
+  v=$(printf '0x%%08x' $(( (%d << 24) | i )))
+  %s rmem write --iface eth0 --peer %s --addr %s --data $v >/dev/null || echo "FAIL write $i"
+  r=$(%s rmem read --iface eth0 --peer %s --addr %s) || echo "FAIL read $i"
+  case "$r" in *" = $v") ;; *) echo "WRONG $i: $r, want $v";; esac
+done
+echo DONE`
+	var wg sync.WaitGroup
+	outs := make([]string, loops)
+	start := time.Now()
+	for k := range loops {
+		addr := fmt.Sprintf("%#x", 0x100+4*k)
+		sh := fmt.Sprintf(script, pairs-1, k+1, bin, netServer, addr, bin, netServer, addr)
+		wg.Go(func() {
+			out, errOut, code := oetpIn(t, "sh", h2, "-c", sh)
+			outs[k] = out + errOut
+			if code != 0 {
+				t.Errorf("loop %d: exit %d", k, code)
+			}
+		})
+	}
+	wg.Wait()
+	wrong := 0
+	for k, out := range outs {
+		wrong += strings.Count(out, "WRONG")
+		if out != "DONE\n" {
+			t.Errorf("loop %d (register %#x):\n%s", k, 0x100+4*k, out)
+		}
+	}
+	t.Logf("%d processes in %v: %d wrong values", 2*loops*pairs, time.Since(start).Round(time.Millisecond), wrong)
+	st := srv.stats()
+	if st["served_rmem_write"] != float64(loops*pairs) || st["served_rmem_read"] != float64(loops*pairs) {
+		t.Errorf("server served %v writes and %v reads, want %d each", st["served_rmem_write"], st["served_rmem_read"], loops*pairs)
+	}
+}
+
+// testResponder is a responder the test controls, on an AF_PACKET link of
+// host h: it hands each request to the test, which answers as it likes.
+type testResponder struct {
+	l    *afpacket.Link
+	reqs chan []byte
+}
+
+func newTestResponder(t *testing.T, h *netns.Host) *testResponder {
+	r := &testResponder{reqs: make(chan []byte, 16)}
+	if err := h.Do(func() (err error) { r.l, err = afpacket.Open("eth0", afpacket.Config{}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.l.Close() })
+	go func() {
+		bufs, sizes := [][]byte{make([]byte, 9000)}, []int{0}
+		for {
+			n, err := r.l.ReadBatch(bufs, sizes)
+			if err != nil {
+				close(r.reqs)
+				return
+			}
+			if n == 1 && wire.Frame(bufs[0][:sizes[0]]).Cmd().IsRequest() {
+				r.reqs <- append([]byte(nil), bufs[0][:sizes[0]]...)
+			}
+		}
+	}()
+	return r
+}
+
+// next returns the next request.
+func (r *testResponder) next(t *testing.T) wire.Frame {
+	t.Helper()
+	select {
+	case f := <-r.reqs:
+		return f
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request in 10s")
+		return nil
+	}
+}
+
+func (r *testResponder) send(t *testing.T, f []byte) {
+	t.Helper()
+	if err := r.l.Write(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStaleReplyOverVeth: a responder that answers after the initiator's
+// timeout never completes a later command: its late reply to a read of
+// 0x1000 is not taken for the next process's read of 0x2000 (which gets
+// its own reply, or TIMEOUT when there is none), and its late reply to a
+// write does not acknowledge a later write that never reached it.
+func TestStaleReplyOverVeth(t *testing.T) {
+	tn := netns.NewPair(t)
+	h1, h2 := tn.Host(0), tn.Host(1)
+	bin := buildOetp(t)
+	r := newTestResponder(t, h1)
+	srvMAC, cliMAC := mustMAC(t, netServer), mustMAC(t, netClient)
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	run := func(args ...string) chan result {
+		c := make(chan result, 1)
+		go func() {
+			out, errOut, code := oetpIn(t, bin, h2, append(args, "--iface", "eth0", "--peer", netServer)...)
+			c <- result{out, errOut, code}
+		}()
+		return c
+	}
+	wantTimeout := func(what string, c chan result) {
+		t.Helper()
+		res := <-c
+		if res.code != 1 || !strings.Contains(res.errOut, "TIMEOUT (8)") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 with TIMEOUT", what, res.code, res.out, res.errOut)
+		}
+	}
+
+	// Reads. The first times out; its reply comes with the second's
+	// request, before the second's own reply.
+	first := run("rmem", "read", "--addr", "0x1000", "--timeout", "200ms")
+	req1 := r.next(t)
+	wantTimeout("read of 0x1000", first)
+	second := run("rmem", "read", "--addr", "0x2000", "--timeout", "2s")
+	req2 := r.next(t)
+	if req2.Address() != 0x2000 || req1.Address() != 0x1000 {
+		t.Fatalf("requests for %#x and %#x", req1.Address(), req2.Address())
+	}
+	r.send(t, wire.AppendRMEMReadRsp(nil, cliMAC, srvMAC, req1.RequestID(), 0x11111111))
+	time.Sleep(50 * time.Millisecond)
+	r.send(t, wire.AppendRMEMReadRsp(nil, cliMAC, srvMAC, req2.RequestID(), 0x22222222))
+	if res := <-second; res.code != 0 || res.out != "rmem read "+netServer+" 0x00002000 = 0x22222222\n" {
+		t.Errorf("read of 0x2000 after a stale reply: exit %d, stdout %q, stderr %q; want 0x22222222", res.code, res.out, res.errOut)
+	}
+	// A stale reply alone: the next read times out rather than return it.
+	third := run("rmem", "read", "--addr", "0x3000", "--timeout", "300ms", "--json")
+	req3 := r.next(t)
+	r.send(t, wire.AppendRMEMReadRsp(nil, cliMAC, srvMAC, req2.RequestID(), 0x22222222))
+	r.send(t, wire.AppendRMEMReadRsp(nil, cliMAC, srvMAC, req1.RequestID(), 0x11111111))
+	res := <-third
+	if got := lastLineJSON(t, res.out); res.code != 1 || got["error"] != "TIMEOUT" || got["data"] != nil {
+		t.Errorf("read of %#x with only stale replies: exit %d, %v; want TIMEOUT", req3.Address(), res.code, got)
+	}
+
+	// Writes. The first times out; the second never reaches memory (the
+	// responder drops it) and gets only the first's late acknowledgement.
+	w1 := run("rmem", "write", "--addr", "0x1000", "--data", "1", "--timeout", "200ms")
+	wreq1 := r.next(t)
+	wantTimeout("write of 0x1000", w1)
+	w2 := run("rmem", "write", "--addr", "0x2000", "--data", "2", "--timeout", "500ms")
+	r.next(t) // lost
+	r.send(t, wire.AppendRMEMWriteRsp(nil, cliMAC, srvMAC, wreq1.RequestID()))
+	res = <-w2
+	if res.code != 1 || strings.Contains(res.out, "ok") || !strings.Contains(res.errOut, "TIMEOUT (8)") {
+		t.Errorf("write acknowledged by a stale reply: exit %d, stdout %q, stderr %q; want TIMEOUT", res.code, res.out, res.errOut)
+	}
+	// The human TIMEOUT message lists what to check.
+	for _, want := range []string{"no response within --timeout 500ms; check:",
+		"the remote's peer table has an entry for this MAC " + netClient + " in mode 1 (RMEM) whose window holds the address (on oetp serve: --peer " + netClient + ",mode=rmem",
+		"the MTU", "VLANs", "ip link show eth0", "oetp dump"} {
+		if !strings.Contains(res.errOut, want) {
+			t.Errorf("TIMEOUT message lacks %q:\n%s", want, res.errOut)
+		}
+	}
+}
+
+// buildOetpPlain builds the oetp binary without the race detector.
+func buildOetpPlain(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "oetp")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

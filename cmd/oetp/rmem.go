@@ -108,7 +108,16 @@ reply and no timer (delivery is best effort). A zero mask is a valid no-op.`,
 				return cerr
 			}
 			r := newResult("rmem write", f, err, elapsed)
-			return f.finish(cmd, r, fmt.Sprintf("rmem write %s 0x%08x = 0x%08x mask 0x%08x: ok", f.peer.m, f.addr.v, data.v, mask.v))
+			human := fmt.Sprintf("rmem write %s 0x%08x = 0x%08x mask 0x%08x: ok", f.peer.m, f.addr.v, data.v, mask.v)
+			if f.peer.m.IsGroup() {
+				sent := 0
+				if err == nil {
+					sent = 1
+				}
+				r.setGroup(sent)
+				human = fmt.Sprintf("rmem write %s 0x%08x = 0x%08x mask 0x%08x: sent; %s", f.peer.m, f.addr.v, data.v, mask.v, groupNote(sent))
+			}
+			return f.finish(cmd, r, human)
 		},
 	}
 	f.register(cmd)

@@ -144,7 +144,8 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		// A group write completes locally; the server, a member of the
 		// group, applies it (its entry for h2 is mode 1).
 		out, errOut, code = cli("rmem", "write", "--peer", netGroup, "--addr", "0x20", "--data", "5", "--json")
-		checkResult(t, "group rmem write", out, errOut, code, 0, res(true, 0, "NONE", "rmem write", netGroup, 0x20))
+		checkResult(t, "group rmem write", out, errOut, code, 0, res(true, 0, "NONE", "rmem write", netGroup, 0x20,
+			"delivery", "unconfirmed", "frames_sent", float64(1)))
 		out, errOut, code = cli("rmem", "read", "--peer", netServer, "--addr", "0x20", "--json")
 		checkResult(t, "rmem read after group write", out, errOut, code, 0, res(true, 0, "NONE", "rmem read", netServer, 0x20, "data", float64(5)))
 	})

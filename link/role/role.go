@@ -148,6 +148,7 @@ func Acquire(iface string, mac wire.MAC, r Role, wait time.Duration) (*Lock, err
 // one tries once. When ctx ends while the role is held it returns a
 // *HeldError.
 func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*Lock, error) {
+	start := time.Now()
 	if iface == "" || strings.ContainsAny(iface, "/\x00") {
 		return nil, fmt.Errorf("role: interface name %q is not valid", iface)
 	}
@@ -166,7 +167,6 @@ func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*L
 		name += "_net" + ns
 	}
 	path := filepath.Join(dir, name+".lock")
-	start := time.Now()
 	delay := time.Millisecond
 	for tries := 0; ; {
 		l, err := tryLock(path)
@@ -184,7 +184,7 @@ func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*L
 		if ctx.Err() != nil {
 			var waited time.Duration
 			if tries > 0 {
-				waited = time.Since(start).Truncate(time.Millisecond)
+				waited = time.Since(start).Round(time.Millisecond)
 			}
 			pid, cmd := readHolder(path)
 			return nil, &HeldError{Iface: iface, MAC: mac, Role: r, PID: pid, Command: cmd, Waited: waited, Path: path}
@@ -194,9 +194,14 @@ func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*L
 		case <-ctx.Done():
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, 50*time.Millisecond)
+		delay = min(2*delay, pollMax)
 	}
 }
+
+// pollMax is the longest pause between two tries of a waiting Acquire: a
+// try costs an open, an flock and a close, and a role handed from process
+// to process (one-shot commands in a loop) should not idle long.
+const pollMax = 10 * time.Millisecond
 
 // errBusy is tryLock's error when another lock holds the file.
 var errBusy = errors.New("busy")
