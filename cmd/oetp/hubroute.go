@@ -37,7 +37,7 @@ const (
 // needs the command's own link): given explicitly, they make the command run
 // its own endpoint. Flags not defined on a command are ignored.
 var hubBypass = []string{"mac", "pcap", "pcap-format", "max-frame", "timeout", "busy-poll", "fragment",
-	"retries", "deadline", "volatile", "transport"}
+	"retries", "deadline", "volatile", "transport", "rate"}
 
 // hubSession opens the hub route for mode, or returns nil (and no error)
 // when the command should run its own endpoint.

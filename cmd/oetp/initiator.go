@@ -128,7 +128,11 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	if tmode != rlink.V1 && f.peer.m.IsGroup() {
 		return nil, usagef("--transport %s with the group --peer %v: the reliable transport is unicast only; group writes are v1 (leave --transport out)", tmode, f.peer.m)
 	}
+	f.mode = mode
 	if s, err := f.hubSession(f.fs, mode); s != nil || err != nil {
+		if s != nil && s.dev != nil {
+			f.own = s.dev.Local[map[endpoint.Mode]int{endpoint.ModeRMEM: 0, endpoint.ModeDMARead: 1, endpoint.ModeDMAWrite: 2}[mode]]
+		}
 		return s, err
 	}
 	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, Format: f.format.f, BusyPoll: f.busyPoll})
@@ -363,7 +367,11 @@ func (f *opFlags) timeoutChecklist() string {
 	fmt.Fprintf(&b, "no response within %s; check:\n", wait)
 	fmt.Fprintf(&b, "  - the remote's peer table has an entry for this MAC %v in mode %s whose window holds the address (on oetp serve: --peer %v,%s; serve logs requests from MACs it has no entry for)\n", f.own, mode, f.own, flag)
 	fmt.Fprintf(&b, "  - --peer %v is the remote's MAC, and the remote is running\n", f.peer.m)
-	fmt.Fprintf(&b, "  - the MTU: every device on the path carries %d-byte frames (MTU %d), or lower --max-frame\n", f.ceiling, f.ceiling-wire.HeaderLen)
+	if f.ceiling > 0 {
+		fmt.Fprintf(&b, "  - the MTU: every device on the path carries %d-byte frames (MTU %d), or lower --max-frame\n", f.ceiling, f.ceiling-wire.HeaderLen)
+	} else {
+		b.WriteString("  - the MTU: every device on the path carries the frames the sender uses (--max-frame)\n")
+	}
 	fmt.Fprintf(&b, "  - VLANs: frames leave %s untagged; a remote on a VLAN needs the VLAN interface as --iface (such as %s.100)\n", f.iface, f.iface)
 	fmt.Fprintf(&b, "  - the cable and the link: ip link show %s (state UP, carrier)\n", f.iface)
 	fmt.Fprintf(&b, "  - the wire: record with --pcap FILE (or tcpdump -i %s -w FILE ether proto 0x88b5) and read it with oetp dump FILE", f.iface)
