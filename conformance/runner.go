@@ -157,7 +157,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("conformance: the runner receives the replies to its peers' MACs in promiscuous mode: %w", err)
 		}
 	}
-	r := &runner{o: o, rx: make(chan []byte, 4096), rid: rand.Uint32(), done: make(chan struct{})}
+	r := &runner{o: o, rx: make(chan []byte, 4096), rid: rand.Uint32(), done: make(chan struct{}), listen: map[wire.MAC]bool{}}
+	for _, m := range ListenAddrs(o.DUT) {
+		r.listen[m] = true
+	}
 	r.setBarrier()
 	var wg sync.WaitGroup
 	wg.Go(r.read)
@@ -205,7 +208,8 @@ func ListenAddrs(d *DUT) []wire.MAC {
 // runner is the state of one run.
 type runner struct {
 	o       Options
-	rx      chan []byte // frames from the target
+	rx      chan []byte // frames from the target, or to a peer
+	listen  map[wire.MAC]bool
 	rid     uint32
 	done    chan struct{}
 	linkErr error
@@ -215,7 +219,9 @@ type runner struct {
 	cur     *T
 }
 
-// read copies every frame the target sends into r.rx until the link closes.
+// read copies every frame the target sends, and every frame to a peer's
+// MAC (a device answering from a wrong source), into r.rx until the link
+// closes.
 func (r *runner) read() {
 	bufs := make([][]byte, 16)
 	for i := range bufs {
@@ -230,7 +236,7 @@ func (r *runner) read() {
 		}
 		for i := range n {
 			f := bufs[i][:sizes[i]]
-			if len(f) < wire.HeaderLen || wire.Frame(f).Src() != r.o.Target {
+			if len(f) < wire.HeaderLen || wire.Frame(f).Src() != r.o.Target && !r.listen[wire.Frame(f).Dst()] {
 				continue
 			}
 			select {
@@ -422,13 +428,17 @@ func (t *T) send(f []byte) {
 	}
 }
 
-// drain discards frames that arrived between cases (late replies).
+// drain discards frames that arrived after the previous exchange ended
+// (late replies), noting them in the case's detail.
 func (t *T) drain() {
-	for {
+	for n := 0; ; n++ {
 		select {
 		case f := <-t.r.rx:
 			t.record(false, f)
 		default:
+			if n > 0 {
+				t.Notef("%d frame(s) from the device arrived after the previous exchange had ended: %s", n, describe(t.res.Frames[len(t.res.Frames)-1].Frame))
+			}
 			return
 		}
 	}
@@ -530,6 +540,8 @@ func (t *T) checkReply(what string, f []byte, to wire.MAC, rid uint32, cmd wire.
 		t.Fatalf("%s: reply %s%s, want %s", what, wire.Frame(f).Cmd(), detail, cmd)
 	case wire.Frame(f).Dst() != to:
 		t.Fatalf("%s: reply to %v, want the requester %v", what, wire.Frame(f).Dst(), to)
+	case wire.Frame(f).Src() != t.Target():
+		t.Fatalf("%s: reply from %v, want the device's own MAC %v", what, wire.Frame(f).Src(), t.Target())
 	case wire.Frame(f).RequestID() != rid:
 		t.Fatalf("%s: reply carries Request ID %#08x, want the request's %#08x", what, wire.Frame(f).RequestID(), rid)
 	case len(f) != exact && !(pdu < wire.MinPayloadLen && len(f) == wire.MinFrameLen):
