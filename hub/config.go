@@ -13,6 +13,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
@@ -95,6 +96,12 @@ type DeviceConfig struct {
 	// TOML volatile nodes) are added to Retry.Volatile, so they are never
 	// retried.
 	Retry endpoint.RetryPolicy
+	// Transport is how the hub's endpoints reach the device (transport):
+	// v1 (the default), reliable (the reliable transport of
+	// docs/reliable.md beneath the endpoints; the device's peer entries
+	// need transport = "reliable") or auto (reliable if the device answers
+	// its handshake, else v1).
+	Transport rlink.Mode
 }
 
 // DeriveMAC is the default local MAC of kind k for a device: a locally
@@ -143,6 +150,7 @@ type fileDevice struct {
 	Deadline     string    `toml:"deadline"`
 	MinRTO       string    `toml:"min_rto"`
 	Volatile     []string  `toml:"volatile"`
+	Transport    string    `toml:"transport"`
 }
 
 type fileLocal struct {
@@ -164,7 +172,7 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, listen, token_file, metrics and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile and [device.local] rmem, dma_write, dma_read",
+		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, listen, token_file, metrics and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile, transport and [device.local] rmem, dma_write, dma_read",
 			path, strings.Join(keys, ", "))
 	}
 	c := Config{Socket: fc.Socket, Listen: fc.Listen, Metrics: fc.Metrics, HoldRoles: true}
@@ -231,6 +239,11 @@ func LoadConfig(path string) (Config, error) {
 		}
 		if d.BusyPoll, err = dur("busy_poll", fd.BusyPoll, 0); err != nil {
 			return Config{}, err
+		}
+		if fd.Transport != "" {
+			if d.Transport, err = rlink.ParseMode(fd.Transport); err != nil {
+				return Config{}, fmt.Errorf("%s: transport: %v", where, err)
+			}
 		}
 		d.Retry.Retries = fd.Retries
 		if d.Retry.Deadline, err = dur("deadline", fd.Deadline, 0); err != nil {
@@ -311,7 +324,7 @@ func (c *Config) Check() error {
 // PeerEntries returns, as `oetp serve` TOML [[peer]] tables, the peer table
 // entries each device needs for the hub's local MACs
 // (--print-peer-entries).
-func (c *Config) PeerEntries() string {
+func (c Config) PeerEntries() string {
 	var b strings.Builder
 	for i, d := range c.Devices {
 		if i > 0 {
@@ -321,6 +334,9 @@ func (c *Config) PeerEntries() string {
 		for k := range numKinds {
 			fmt.Fprintf(&b, "[[peer]]\nmac = %q\nmode = %q  # %s: %s\n", d.Local[k].String(),
 				modeName(Kind(k).DeviceMode()), Kind(k), kindUse(Kind(k)))
+			if d.Transport != rlink.V1 {
+				fmt.Fprintf(&b, "transport = %q\n", d.Transport.String())
+			}
 		}
 	}
 	return b.String()

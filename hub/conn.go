@@ -35,7 +35,8 @@ type conn struct {
 	in, out    []byte
 	batchOps   []batchOp
 	peekBuf    [1]byte
-	disconnect bool
+	disconnect bool // the client left: no reply, close
+	closeAfter bool // reply, then close (a refused HELLO)
 }
 
 func newConn(h *Hub, nc net.Conn, requireToken bool) *conn {
@@ -77,6 +78,10 @@ func (c *conn) serve() {
 			return
 		}
 		if _, err := c.bw.Write(c.out); err != nil {
+			return
+		}
+		if c.closeAfter {
+			c.bw.Flush()
 			return
 		}
 		if c.br.Buffered() == 0 {
@@ -170,7 +175,7 @@ func maybeExecuted(c wire.Code) bool { return c == wire.CodeTimeout }
 func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
 	if c.needAuth && !c.authed && hdr.Type != proto.Hello {
 		c.h.malformed.Add(1)
-		c.disconnect = true
+		c.closeAfter = true
 		return fail(out, hdr, proto.StatusAuth, "this listener needs HELLO with the shared-secret token first")
 	}
 	if c.h.isClosed() {
@@ -301,16 +306,17 @@ func (c *conn) hello(hdr proto.Header, body []byte, out []byte) []byte {
 	token := dec.Str16("HELLO token")
 	dec.End("HELLO")
 	if dec.Err != nil {
-		c.disconnect = c.needAuth && !c.authed
+		c.closeAfter = c.needAuth && !c.authed
 		return c.bad(out, hdr, dec.Err)
 	}
 	if ver != proto.Version {
 		return fail(out, hdr, proto.StatusVersion, "protocol version %d is not supported; this hub speaks version %d", ver, proto.Version)
 	}
 	if c.needAuth {
-		if c.h.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(c.h.cfg.Token)) != 1 {
+		want := c.h.token()
+		if want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
 			c.h.malformed.Add(1)
-			c.disconnect = true
+			c.closeAfter = true
 			time.Sleep(100 * time.Millisecond) // slow down guessing
 			return fail(out, hdr, proto.StatusAuth, "wrong or missing token")
 		}

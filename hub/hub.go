@@ -39,6 +39,7 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/wire"
 )
@@ -54,6 +55,7 @@ type Device struct {
 	eps    [numKinds]*endpoint.Endpoint
 	links  [numKinds]link.Link
 	roles  [numKinds]*role.Lock
+	rls    [numKinds]*rlink.Link // the reliable transport beneath each endpoint, nil for v1
 	table  *table // nil without an address table
 	m      devMetrics
 }
@@ -140,9 +142,24 @@ func (h *Hub) openEndpoint(d *Device, k Kind, open Opener) error {
 		cfg.MaxFrame = d.Config.MaxFrame
 	}
 	cfg.MaxFrame = min(cfg.MaxFrame, wire.MaxFrameLen)
-	ep, err := endpoint.New(l, nil, cfg)
+	epLink := l
+	var rl *rlink.Link
+	if d.Config.Transport != rlink.V1 {
+		// The reliable transport beneath the endpoint: its frames carry
+		// 24 bytes more, so the fragments are 24 bytes shorter.
+		if rl, err = rlink.New(l, rlink.Config{MAC: d.Config.Local[k]}); err == nil {
+			err = rl.SetPeer(d.Config.MAC, d.Config.Transport)
+		}
+		if err != nil {
+			l.Close()
+			return err
+		}
+		epLink = rl.Link()
+		cfg.MaxFragment = rlink.FragmentCeiling(cfg.MaxFrame)
+	}
+	ep, err := endpoint.New(epLink, nil, cfg)
 	if err != nil {
-		l.Close()
+		epLink.Close()
 		return err
 	}
 	if err := ep.SetPeer(0, endpoint.Peer{MAC: d.Config.MAC, Mode: k.localMode(), WindowSize: 1 << 32}); err != nil {
@@ -153,7 +170,21 @@ func (h *Hub) openEndpoint(d *Device, k Kind, open Opener) error {
 		ep.Close()
 		return err
 	}
-	d.eps[k], d.links[k] = ep, l
+	d.eps[k], d.links[k], d.rls[k] = ep, l, rl
+	if rl != nil {
+		// The handshake now, so that the first operation does not wait for
+		// it (and auto learns whether to fall back).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ok, err := rl.Open(ctx, d.Config.MAC)
+		cancel()
+		switch {
+		case err != nil:
+			h.log.Warn("the device does not answer the reliable transport's handshake; is its peer entry for this MAC set with transport = \"reliable\"?",
+				"device", d.Config.Name, "kind", k.String(), "mac", d.Config.Local[k].String(), "err", err)
+		case !ok:
+			h.log.Info("the device does not answer the reliable transport's handshake: using v1", "device", d.Config.Name, "kind", k.String())
+		}
+	}
 	return nil
 }
 
@@ -168,6 +199,21 @@ func (h *Hub) closeDevices() {
 			}
 		}
 	}
+}
+
+// SetToken sets the shared secret that listeners served with requireToken
+// check (Config.Token).
+func (h *Hub) SetToken(token string) {
+	h.mu.Lock()
+	h.cfg.Token = token
+	h.mu.Unlock()
+}
+
+// token returns the shared secret.
+func (h *Hub) token() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg.Token
 }
 
 // Devices returns the devices in configuration order.

@@ -21,6 +21,7 @@ import (
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
+	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
@@ -73,7 +74,20 @@ func newTestHubWith(t testing.TB, edit func(*hub.DeviceConfig)) *testHub {
 			t.Fatal(err)
 		}
 	}
-	dev, err := endpoint.New(port, m, endpoint.Config{Contexts: 4})
+	var boardLink link.Link = port
+	if tr := cfg.Devices[0].Transport; tr != rlink.V1 {
+		rl, err := rlink.New(port, rlink.Config{MAC: boardMAC})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mac := range cfg.Devices[0].Local {
+			if err := rl.SetPeer(mac, rlink.Reliable); err != nil {
+				t.Fatal(err)
+			}
+		}
+		boardLink = rl.Link()
+	}
+	dev, err := endpoint.New(boardLink, m, endpoint.Config{Contexts: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,5 +565,88 @@ func TestRetries(t *testing.T) {
 	wantOp(t, err, wire.CodeTimeout, true)
 	if r := th.h.Status().Devices[0].Endpoints["rmem"].Retries; r != 1 {
 		t.Errorf("a volatile node was retried: retries %d, want 1", r)
+	}
+}
+
+// With transport = reliable the hub's endpoints reach the device through
+// the reliable transport, which recovers a lost frame below the endpoint.
+func TestReliableTransport(t *testing.T) {
+	th := newTestHubWith(t, func(d *hub.DeviceConfig) { d.Transport = rlink.Reliable })
+	d := openDev(t, dial(t, th.path))
+	if err := th.sw.AddRule(mem.Rule{From: boardMAC, Action: mem.Drop, Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write(0x20, 0x5555, 0xFFFFFFFF); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := d.Read(0x20); err != nil || v != 0x5555 {
+		t.Fatalf("read %#x, %v", v, err)
+	}
+	blk := make([]byte, 50000)
+	rand.NewChaCha8([32]byte{3}).Read(blk)
+	if err := d.WriteBlock(0x100000, blk); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := d.ReadBlock(0x100000, len(blk)); err != nil || !bytes.Equal(back, blk) {
+		t.Fatalf("read_block: %v", err)
+	}
+	st := th.h.Status().Devices[0]
+	if st.Transport != "reliable" || st.Endpoints["rmem"].Retransmitted == 0 {
+		t.Errorf("status: transport %q, rmem retransmitted %d (a frame was dropped)", st.Transport, st.Endpoints["rmem"].Retransmitted)
+	}
+	if !strings.Contains(th.h.Config().PeerEntries(), `transport = "reliable"`) {
+		t.Errorf("peer entries lack the transport:\n%s", th.h.Config().PeerEntries())
+	}
+}
+
+func TestTCPToken(t *testing.T) {
+	if _, err := hub.ListenTCP("0.0.0.0:0", ""); err == nil || !strings.Contains(err.Error(), "token is required") {
+		t.Errorf("non-loopback without a token: %v", err)
+	}
+	l, err := hub.ListenTCP("0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(l.Addr().String(), "127.0.0.1:") {
+		t.Errorf("a bare port listens on %v, want loopback", l.Addr())
+	}
+	l.Close()
+	th := newTestHub(t)
+	th.h.SetToken("s3cret")
+	tl, err := hub.ListenTCP("0.0.0.0:0", "s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go th.h.Serve(tl, true)
+	_, port, _ := net.SplitHostPort(tl.Addr().String())
+	addr := "tcp://127.0.0.1:" + port
+	if _, err := client.DialOptions(client.Options{Path: addr, Token: "wrong"}); err == nil || !strings.Contains(err.Error(), "AUTH") {
+		t.Errorf("wrong token: %v", err)
+	}
+	// Without HELLO, a request is refused and the connection closed.
+	nc, err := net.Dial("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Write(proto.Finish(binary.LittleEndian.AppendUint32(proto.AppendHeader(nil, proto.Read, 1, 1), 0), 0))
+	_, st, _ := readReply(t, nc)
+	if st.Status != proto.StatusAuth {
+		t.Errorf("request without HELLO: %s", proto.StatusName(st.Status))
+	}
+	nc.Close()
+	c, err := client.DialOptions(client.Options{Path: addr, Token: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.Device("board1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write(0, 7, 0xFFFFFFFF); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := d.Read(0); err != nil || v != 7 {
+		t.Errorf("over TCP: %d %v", v, err)
 	}
 }

@@ -129,6 +129,8 @@ var (
 		"Retransmissions of operations and fragments by an endpoint of the hub (the device's retries policy).", []string{"device", "kind", "mac"}, nil)
 	descRTT = prometheus.NewDesc("oetp_hub_rtt_seconds",
 		"Round-trip time of an endpoint's successful first tries (min, mean, max since start; srtt, the RFC 6298 smoothed estimate).", []string{"device", "kind", "mac", "stat"}, nil)
+	descTransport = prometheus.NewDesc("oetp_hub_transport_retransmits_total",
+		"Retransmissions by the reliable transport beneath an endpoint (transport = reliable or auto).", []string{"device", "kind", "mac"}, nil)
 	descFrames = prometheus.NewDesc("oetp_hub_frames_total",
 		"Frames sent (tx) and received (rx) by an endpoint of the hub.", []string{"device", "kind", "mac", "dir"}, nil)
 )
@@ -140,6 +142,7 @@ func (c *linkCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descFrames
 	ch <- descRetries
 	ch <- descRTT
+	ch <- descTransport
 }
 
 func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
@@ -155,6 +158,9 @@ func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(st.DropLateResponse), lv...)
 			ch <- prometheus.MustNewConstMetric(descFrames, prometheus.CounterValue, float64(st.TxFrames), append(lv, "tx")...)
 			ch <- prometheus.MustNewConstMetric(descFrames, prometheus.CounterValue, float64(st.RxFrames), append(lv, "rx")...)
+			if rl := d.rls[k]; rl != nil {
+				ch <- prometheus.MustNewConstMetric(descTransport, prometheus.CounterValue, float64(rl.Stats().Retransmitted), lv...)
+			}
 			ps := ep.PeerStats(0)
 			ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(ps.Retries), lv...)
 			if ps.RTTSamples > 0 {

@@ -14,7 +14,7 @@ func (h *Hub) Status() proto.Status {
 		Accepted: h.accepted.Load(), Malformed: h.malformed.Load()}
 	for _, d := range h.devs {
 		ds := proto.DeviceStatus{Name: d.Config.Name, Iface: d.Config.Iface, MAC: d.Config.MAC.String(),
-			Local: map[string]string{}, AddressTable: d.Config.AddressTable,
+			Local: map[string]string{}, AddressTable: d.Config.AddressTable, Transport: d.Config.Transport.String(),
 			Ops: map[string]proto.OpStatus{}, Endpoints: map[string]proto.EndpointStat{}}
 		if d.table != nil {
 			ds.Nodes = len(d.table.nodes())
@@ -26,6 +26,9 @@ func (h *Hub) Status() proto.Status {
 				Timeouts: st.Timeouts, Late: st.DropLateResponse, Unmatched: st.DropUnmatchedResponse}
 			ps := d.eps[k].PeerStats(0)
 			es.Retries = ps.Retries
+			if rl := d.rls[k]; rl != nil {
+				es.Retransmitted = rl.Stats().Retransmitted
+			}
 			us := func(d time.Duration) float64 { return float64(d) / 1e3 }
 			es.RTTMinUS, es.RTTMeanUS, es.RTTMaxUS = us(ps.RTTMin), us(ps.RTTMean), us(ps.RTTMax)
 			if ls, ok := d.links[k].(linkStats); ok {

@@ -17,6 +17,7 @@ type DeviceStatus struct {
 	MAC          string                  `json:"mac"`
 	Local        map[string]string       `json:"local"`
 	AddressTable string                  `json:"address_table,omitempty"`
+	Transport    string                  `json:"transport"`
 	Nodes        int                     `json:"nodes,omitempty"`
 	Ops          map[string]OpStatus     `json:"ops"`
 	Endpoints    map[string]EndpointStat `json:"endpoints"`
@@ -40,6 +41,8 @@ type EndpointStat struct {
 	Unmatched   uint64 `json:"unmatched_responses"`
 	KernelDrops uint64 `json:"kernel_drops"`
 	Retries     uint64 `json:"retries"`
+	// Retransmitted counts the reliable transport's retransmissions (0 for v1).
+	Retransmitted uint64 `json:"transport_retransmitted"`
 	// RTT of the successful first tries, in µs (0 before any sample).
 	RTTMinUS  float64 `json:"rtt_min_us"`
 	RTTMeanUS float64 `json:"rtt_mean_us"`

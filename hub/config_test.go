@@ -1,0 +1,118 @@
+package hub_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/hub"
+	"github.com/openenoc/oetp/link/rlink"
+	"github.com/openenoc/oetp/wire"
+)
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "hub.toml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "token"), []byte("s3cret\n"), 0o600)
+	path := filepath.Join(dir, "hub.toml")
+	os.WriteFile(path, []byte(`socket = "/tmp/x.sock"
+listen = "7700"
+token_file = "token"
+metrics = "9110"
+
+[[device]]
+name = "board1"
+iface = "eth1"
+mac = "02:0e:0c:00:00:01"
+address_table = "tables/board.xml"
+timeout = "250ms"
+dma_timeout = "2s"
+max_frame = 1514
+retries = 3
+deadline = "3s"
+volatile = ["0x2000:4", "0x3000:0x100"]
+transport = "auto"
+
+[device.local]
+rmem = "02:0e:0c:00:01:01"
+dma_write = "02:0e:0c:00:01:02"
+dma_read = "02:0e:0c:00:01:03"
+
+[[device]]
+name = "board2"
+iface = "eth1"
+mac = "02:0e:0c:00:00:02"
+`), 0o644)
+	c, err := hub.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Socket != "/tmp/x.sock" || c.Listen != "7700" || c.Token != "s3cret" || c.Metrics != "9110" || !c.HoldRoles || len(c.Devices) != 2 {
+		t.Fatalf("%+v", c)
+	}
+	d := c.Devices[0]
+	want := hub.DeviceConfig{Name: "board1", Iface: "eth1", MAC: wire.MAC{2, 0xe, 0xc, 0, 0, 1},
+		AddressTable: filepath.Join(dir, "tables/board.xml"),
+		Local:        [3]wire.MAC{{2, 0xe, 0xc, 0, 1, 1}, {2, 0xe, 0xc, 0, 1, 2}, {2, 0xe, 0xc, 0, 1, 3}},
+		RMEMTimeout:  250 * time.Millisecond, DMATimeout: 2 * time.Second, MaxFrame: 1514,
+		Retry:     endpoint.RetryPolicy{Retries: 3, Deadline: 3 * time.Second, Volatile: []endpoint.AddrRange{{Base: 0x2000, Size: 4}, {Base: 0x3000, Size: 0x100}}},
+		Transport: rlink.Auto}
+	if d.Name != want.Name || d.AddressTable != want.AddressTable || d.Local != want.Local || d.RMEMTimeout != want.RMEMTimeout ||
+		d.DMATimeout != want.DMATimeout || d.MaxFrame != want.MaxFrame || d.Transport != want.Transport ||
+		d.Retry.Retries != 3 || d.Retry.Deadline != 3*time.Second || len(d.Retry.Volatile) != 2 || d.Retry.Volatile[1] != want.Retry.Volatile[1] {
+		t.Errorf("device 1:\n%+v\nwant\n%+v", d, want)
+	}
+	// Omitted local MACs are derived: unicast, locally administered, distinct, stable.
+	d2 := c.Devices[1]
+	seen := map[wire.MAC]bool{}
+	for k, m := range d2.Local {
+		if m.IsGroup() || m[0]&2 == 0 || seen[m] || m != hub.DeriveMAC(d2.MAC, "board2", hub.Kind(k)) {
+			t.Errorf("derived local MAC %d: %v", k, m)
+		}
+		seen[m] = true
+	}
+	if d2.RMEMTimeout != hub.DefaultTimeout || d2.Transport != rlink.V1 {
+		t.Errorf("defaults: %+v", d2)
+	}
+	pe := c.PeerEntries()
+	for _, w := range []string{"# device board1 (02:0e:0c:00:00:01 on eth1)", "mac = \"02:0e:0c:00:01:02\"\nmode = \"dma-write\"", `transport = "auto"`, "# device board2"} {
+		if !strings.Contains(pe, w) {
+			t.Errorf("peer entries lack %q:\n%s", w, pe)
+		}
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	dev := "[[device]]\nname = \"b\"\niface = \"eth0\"\nmac = \"02:00:00:00:00:01\"\n"
+	cases := []struct{ text, want string }{
+		{"", "no [[device]]"},
+		{dev + "colour = 1\n", "unknown key(s) device.colour"},
+		{"[[device]]\nname = \"b\"\niface = \"eth0\"\n", "mac is missing"},
+		{"[[device]]\niface = \"eth0\"\nmac = \"02:00:00:00:00:01\"\n", "name is missing"},
+		{"[[device]]\nname = \"b\"\nmac = \"02:00:00:00:00:01\"\n", "iface is missing"},
+		{dev + "timeout = \"fast\"\n", "timeout = \"fast\" is not a Go duration"},
+		{dev + "timeout = \"-1s\"\n", "negative"},
+		{dev + "volatile = [\"0x10\"]\n", "volatile = \"0x10\" is not BASE:SIZE"},
+		{dev + "transport = \"udp\"\n", "transport"},
+		{dev + "[device.local]\nrmem = \"03:00:00:00:00:01\"\n", "group address"},
+		{dev + "[device.local]\nrmem = \"02:00:00:00:00:09\"\ndma_read = \"02:00:00:00:00:09\"\n", "already used"},
+		{dev + dev, "defined twice"},
+	}
+	for _, c := range cases {
+		_, err := hub.LoadConfig(writeConfig(t, c.text))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("config %q: error %v, want %q", c.text, err, c.want)
+		}
+	}
+}
