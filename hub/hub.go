@@ -56,7 +56,7 @@ type Device struct {
 	links  [numKinds]link.Link
 	roles  [numKinds]*role.Lock
 	rls    [numKinds]*rlink.Link // the reliable transport beneath each endpoint, nil for v1
-	table  *table // nil without an address table
+	table  *table                // nil without an address table
 	m      devMetrics
 }
 
