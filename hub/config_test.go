@@ -116,3 +116,18 @@ func TestLoadConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// The example configuration parses, and its address table loads.
+func TestExampleConfig(t *testing.T) {
+	c, err := hub.LoadConfig("../examples/hub.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.Devices[0]
+	if d.Name != "board1" || d.Iface != "eth1" || d.RMEMTimeout != 100*time.Millisecond || d.Local[0] != (wire.MAC{2, 0xe, 0xc, 0, 1, 1}) {
+		t.Errorf("%+v", d)
+	}
+	if _, err := os.Stat(d.AddressTable); err != nil {
+		t.Errorf("address_table: %v", err)
+	}
+}
