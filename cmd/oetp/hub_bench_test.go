@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,6 +126,27 @@ func BenchmarkHub(b *testing.B) {
 		opsPerSec(b, 1)
 	})
 	b.Run("read/python", func(b *testing.B) { python(b, "single", max(b.N, 2000)) })
+
+	// A shell loop of one-shot reads: through the hub (found by $OETP_HUB),
+	// and each command with its own endpoint (--no-hub).
+	shellLoop := func(b *testing.B, command string) {
+		n := max(b.N, 20)
+		script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do %s %s >/dev/null || exit 1; i=$((i+1)); done`, n, f.bin, command)
+		cmd := f.tn.Host(1).Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), "OETP_HUB="+f.sock)
+		t0 := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("shell loop: %v %s", err, out)
+		}
+		dt := time.Since(t0)
+		b.ReportMetric(float64(dt.Nanoseconds())/float64(n), "ns/op")
+		b.ReportMetric(float64(n)/dt.Seconds(), "ops/s")
+	}
+	read := "rmem read --iface eth0 --peer " + netServer + " --addr 0x10"
+	b.Run("shell-rmem-read/hub", func(b *testing.B) { shellLoop(b, read) })
+	b.Run("shell-rmem-read/no-hub", func(b *testing.B) { shellLoop(b, read+" --no-hub --mac "+benchRMEMMAC.String()) })
+	// The floor: the same loop starting the binary for nothing else.
+	b.Run("shell-rmem-read/oetp-version", func(b *testing.B) { shellLoop(b, "version") })
 
 	b.Run("batch1000/in-process", func(b *testing.B) {
 		for b.Loop() {
