@@ -41,8 +41,12 @@ limit of the medium underneath, measured in the same run:
          on the other, default flags, unpinned, timed as the command reports
          it (--json seconds), against the raw AF_PACKET ping-pong of the same
          frames on the same veth pair, on one CPU and free, the faster one
-         counting (DMA target ≥ 0.90× from 1 MiB up); this binary runs
-         itself. Needs root and nsenter;
+         counting (DMA target ≥ 0.90× from 1 MiB up); the DMA commands
+         again with standard error a terminal, so that they draw their
+         progress bar ("(tty)" rows, from 1 MiB up); and an endpoint of the
+         bench process against the same serve ("engine→serve" rows: two
+         processes in steady state). This binary runs itself. Needs root
+         and nsenter;
   codec  encode and decode of RMEM frames and 8160-byte DMA frames, against a
          plain 8160-byte copy (ns/frame, MB/s, allocations);
   mem    the engine on the in-process switch (link/mem): RMEM read latency

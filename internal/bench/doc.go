@@ -1,6 +1,10 @@
 // Package bench measures oETP against the limit of the medium underneath it:
-// the codec on its own, the engine on the in-process switch (link/mem), and
-// the engine over a veth pair between two network namespaces, each next to a
+// what users run (scenario proc: `oetp serve` and the one-shot commands as
+// separate processes over a veth pair, default flags, unpinned, timed as
+// the commands report it, also with a terminal for the progress bar, and an
+// endpoint of this process against the same serve), the codec on its own,
+// the engine on the in-process switch (link/mem), and the engine over a
+// veth pair between two network namespaces in one process, each next to a
 // baseline measured in the same run on the same medium with the same frame
 // sizes and no protocol work at all.
 //
