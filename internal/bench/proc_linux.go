@@ -100,16 +100,8 @@ func newProcEnv(o *Options) (_ *procEnv, err error) {
 		}
 	}()
 	ha, hb := n.Host(0), n.Host(1)
-	p.raw = &vethRaw{nearMAC: ha.MAC(), farMAC: hb.MAC(), replies: map[wire.Cmd][]byte{}}
-	if p.raw.near, err = openRawOn(ha); err != nil {
+	if p.raw, err = newVethRaw(ha, hb); err != nil {
 		return nil, err
-	}
-	if p.raw.far, err = openRawOn(hb); err != nil {
-		return nil, err
-	}
-	for _, op := range engineOps {
-		req, rsp := rawFrames(op, p.raw.nearMAC, p.raw.farMAC)
-		p.raw.replies[wire.Cmd(req[15])] = retype(rsp)
 	}
 	if p.dir, err = os.MkdirTemp("", "oetp-bench-proc-"); err != nil {
 		return nil, err
@@ -491,12 +483,7 @@ func (p *procEnv) close() error {
 		}
 	}
 	if p.raw != nil {
-		if p.raw.near != nil {
-			p.raw.near.close()
-		}
-		if p.raw.far != nil {
-			p.raw.far.close()
-		}
+		p.raw.close()
 	}
 	if p.dir != "" {
 		errs = append(errs, os.RemoveAll(p.dir))

@@ -122,16 +122,8 @@ func newVethEnv(maxBlock int, io string, busyPoll time.Duration) (_ *vethEnv, er
 		}
 	}()
 	ha, hb := n.Host(0), n.Host(1)
-	v.raw = &vethRaw{nearMAC: ha.MAC(), farMAC: hb.MAC(), replies: map[wire.Cmd][]byte{}}
-	if v.raw.near, err = openRawOn(ha); err != nil {
+	if v.raw, err = newVethRaw(ha, hb); err != nil {
 		return nil, err
-	}
-	if v.raw.far, err = openRawOn(hb); err != nil {
-		return nil, err
-	}
-	for _, op := range engineOps {
-		req, rsp := rawFrames(op, v.raw.nearMAC, v.raw.farMAC)
-		v.raw.replies[wire.Cmd(req[15])] = retype(rsp)
 	}
 	la, err := openLink(ha, io, busyPoll)
 	if err != nil {
@@ -183,12 +175,7 @@ func (v *vethEnv) close() error {
 		v.p.close()
 	}
 	if v.raw != nil {
-		if v.raw.near != nil {
-			v.raw.near.close()
-		}
-		if v.raw.far != nil {
-			v.raw.far.close()
-		}
+		v.raw.close()
 	}
 	return v.n.Close()
 }
@@ -198,6 +185,30 @@ type vethRaw struct {
 	near, far       *rawSock
 	nearMAC, farMAC wire.MAC
 	replies         map[wire.Cmd][]byte
+}
+
+// newVethRaw opens the baseline's sockets on the veth pair of hosts ha
+// (near) and hb (far), with the echo's replies for every engine operation.
+func newVethRaw(ha, hb *netns.Host) (*vethRaw, error) {
+	v := &vethRaw{nearMAC: ha.MAC(), farMAC: hb.MAC(), replies: map[wire.Cmd][]byte{}}
+	var err error
+	if v.near, err = openRawOn(ha); err != nil {
+		return nil, err
+	}
+	if v.far, err = openRawOn(hb); err != nil {
+		v.near.close()
+		return nil, err
+	}
+	for _, op := range engineOps {
+		req, rsp := rawFrames(op, v.nearMAC, v.farMAC)
+		v.replies[wire.Cmd(req[15])] = retype(rsp)
+	}
+	return v, nil
+}
+
+func (v *vethRaw) close() {
+	v.near.close()
+	v.far.close()
 }
 
 // step returns the raw ping-pong of op's frame sizes with both threads
