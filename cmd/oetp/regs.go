@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/addrtable"
+	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
 )
@@ -34,6 +35,11 @@ A bitfield (a node with a mask) is written with ONE masked RMEM write
 read. A read returns the field shifted down. Permissions are enforced before
 anything is sent: writing a read-only node or reading a write-only one, an
 unknown node, or a value that does not fit its field is bad usage (exit 2).
+
+Like rmem, read and write go through a hub that serves --iface and --peer
+(--hub, --no-hub). A volatile node (a port) goes through the hub only if the
+hub's own address table has it as a port at the same address (the hub never
+retries those); otherwise the command runs its own endpoint, with a note.
 
 Exit status: 0 success, 1 the operation failed (the JSON error_code says why),
 2 bad usage (flags, table, node, permission or value).`,
@@ -189,7 +195,37 @@ func mustFlag(err error) {
 	}
 }
 
-// rmemDevice is what regs needs of an initiator: *endpoint.Endpoint.
+// sessionDevice is a one-shot session (its own endpoint, or the route
+// through a hub) as an rmemDevice; the peer is always the session's.
+type sessionDevice struct{ s *session }
+
+func (d sessionDevice) RMEMRead(ctx context.Context, _ int, addr uint32) (uint32, error) {
+	return d.s.rmemRead(ctx, addr)
+}
+
+func (d sessionDevice) RMEMWrite(ctx context.Context, _ int, addr, data, mask uint32) error {
+	return d.s.rmemWrite(ctx, addr, data, mask)
+}
+
+// hubKnowsVolatile reports whether the hub's device never retries n: its
+// own address table has a port (non-incremental) node of that name at n's
+// address, which the hub adds to the device's volatile ranges. (A TOML
+// volatile = true node cannot be told apart on the wire from a plain one,
+// so it never counts as known.)
+func hubKnowsVolatile(dev *client.Device, n addrtable.Node) bool {
+	if !dev.HasTable || !n.Mode.IsPort() {
+		return false
+	}
+	hn, err := dev.Node(n.Name)
+	if err != nil {
+		return false
+	}
+	m := addrtable.Mode(hn.Mode)
+	return hn.Address == n.Address && m.IsPort()
+}
+
+// rmemDevice is what regs needs of an initiator: *endpoint.Endpoint, or a
+// sessionDevice.
 type rmemDevice interface {
 	RMEMRead(ctx context.Context, peer int, addr uint32) (uint32, error)
 	RMEMWrite(ctx context.Context, peer int, addr, data, mask uint32) error
@@ -496,10 +532,24 @@ func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do
 	if err != nil {
 		return regsResult{}, f.openFailed(cmd, op, err)
 	}
+	if s.dev != nil && n.Volatile() && !hubKnowsVolatile(s.dev, n) {
+		// Through the hub the device's retry policy applies, and it spares
+		// only the volatile nodes of the hub's own table: a node it does
+		// not know as volatile could be sent twice. Run our own endpoint.
+		s.close()
+		if f.fs.Changed("hub") {
+			return regsResult{}, usagef("--hub: node %q is volatile and the hub's address table does not mark it so: the hub could retry it; drop --hub (or give the hub's device this table)", n.Name)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: note: node %q is volatile and the hub's table does not mark it so: this command runs its own endpoint on %s, so that it is never retried\n", n.Name, f.iface)
+		f.noHub = true
+		if s, err = f.open(endpoint.ModeRMEM); err != nil {
+			return regsResult{}, f.openFailed(cmd, op, err)
+		}
+	}
 	ctx, cancel := opContext(cmd)
 	defer cancel()
 	t0 := time.Now()
-	done, err := do(nodeContext(ctx, n), s.ep)
+	done, err := do(nodeContext(ctx, n), sessionDevice{s})
 	elapsed := time.Since(t0)
 	if cerr := s.close(); err == nil && cerr != nil {
 		return regsResult{}, cerr
