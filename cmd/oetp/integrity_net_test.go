@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,4 +260,191 @@ func buildOetpPlain(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// openRaw opens an AF_PACKET link on host h for the test to send frames
+// of its own.
+func openRaw(t *testing.T, h *netns.Host) *afpacket.Link {
+	t.Helper()
+	var l *afpacket.Link
+	if err := h.Do(func() (err error) { l, err = afpacket.Open("eth0", afpacket.Config{}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// waitFor polls cond for up to 20s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in 20s", what)
+		}
+	}
+}
+
+// TestKernelDropsOverVeth: frames the kernel drops at serve's full socket
+// queue show in rx_kernel_drops (stats line and JSON), with a warning, and
+// nothing vanishes: every frame sent was either read by the endpoint or
+// dropped by the kernel. serve is stopped (SIGSTOP) while a burst of DMA
+// writes from a MAC in no peer entry fills its queue; the unknown source
+// is logged with the --peer that would admit it.
+func TestKernelDropsOverVeth(t *testing.T) {
+	tn := netns.NewPair(t)
+	h1, h2 := tn.Host(0), tn.Host(1)
+	bin := buildOetp(t)
+	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--json-events")
+	if !strings.Contains(srv.stderr.String(), "no --peer: every request is dropped") {
+		t.Errorf("no warning about the empty peer table:\n%s", srv.stderr.String())
+	}
+	l := openRaw(t, h2)
+	src, dst := mustMAC(t, netNobody), mustMAC(t, netServer)
+	const burst = 4000 // 8 KiB frames: far more than serve's 4 MiB socket buffer holds
+	frames := make([][]byte, 32)
+	for i := range frames {
+		frames[i] = wire.AppendDMAWriteReq(nil, dst, src, uint32(i), 0, make([]byte, 8160))
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for sent := 0; sent < burst; sent += len(frames) {
+		if n, err := l.WriteBatch(frames); n != len(frames) || err != nil {
+			t.Fatalf("burst: %d, %v", n, err)
+		}
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	waitFor(t, "accounting of the burst", func() bool {
+		st = srv.stats()
+		return st["rx_frames"].(float64)+st["rx_kernel_drops"].(float64) >= burst
+	})
+	kd, rx := st["rx_kernel_drops"].(float64), st["rx_frames"].(float64)
+	t.Logf("burst of %d: rx_frames %v, rx_kernel_drops %v", burst, rx, kd)
+	if kd == 0 || rx+kd != burst || st["drop_unknown_source"] != rx {
+		t.Errorf("burst of %d: rx_frames %v + rx_kernel_drops %v, drop_unknown_source %v; want kernel drops, all %d frames accounted for, each read one dropped as unknown", burst, rx, kd, st["drop_unknown_source"], burst)
+	}
+	waitFor(t, "warnings", func() bool {
+		e := srv.stderr.String()
+		return strings.Contains(e, "the kernel dropped received frames") && strings.Contains(e, "admit_with=\"--peer "+netNobody+",mode=dma-write\"")
+	})
+	if !strings.Contains(srv.stderr.String(), "rx_kernel_drops=") {
+		t.Errorf("stats line lacks rx_kernel_drops:\n%s", srv.stderr.String())
+	}
+	if ev := srv.lastJSON(`"event":"kernel_drops"`); ev["rx_kernel_drops"] == nil {
+		t.Errorf("kernel_drops event %v", ev)
+	}
+	if ev := srv.lastJSON(`"event":"unknown_source"`); ev["src"] != netNobody || ev["cmd"] != "DMA_WRITE_REQ" || ev["fix"] != "--peer "+netNobody+",mode=dma-write" {
+		t.Errorf("unknown_source event %v", ev)
+	}
+}
+
+// TestLogBoundOverVeth: a flood of 100,000 failing requests from a known
+// peer's MAC (RMEM reads outside its window: an ERROR_RSP, a record and an
+// RMEM_ERROR event each) leaves less than 100 KB of stderr and of
+// --json-events output, while the counters account for every request.
+func TestLogBoundOverVeth(t *testing.T) {
+	tn := netns.NewPair(t)
+	h1, h2 := tn.Host(0), tn.Host(1)
+	bin := buildOetp(t)
+	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--peer", netClient+",mode=rmem,window=0:64K", "--json-events")
+	l := openRaw(t, h2)
+	src, dst := mustMAC(t, netClient), mustMAC(t, netServer)
+	const flood = 100000
+	frames := make([][]byte, 50)
+	start := time.Now()
+	for sent := 0; sent < flood; sent += len(frames) {
+		for i := range frames {
+			frames[i] = wire.AppendRMEMReadReq(frames[i][:0], dst, src, uint32(sent+i), 0x10000)
+		}
+		if n, err := l.WriteBatch(frames); n != len(frames) || err != nil {
+			t.Fatalf("flood: %d, %v", n, err)
+		}
+		// About 2 s in all: 50 frames per millisecond.
+		if ahead := time.Duration(sent/50)*time.Millisecond - time.Since(start); ahead > 0 {
+			time.Sleep(ahead)
+		}
+	}
+	var st map[string]any
+	waitFor(t, "accounting of the flood", func() bool {
+		st = srv.stats()
+		return st["rx_frames"].(float64)+st["rx_kernel_drops"].(float64) >= flood
+	})
+	if code := srv.stop(); code != 0 {
+		t.Errorf("serve exit %d", code)
+	}
+	st = srv.lastJSON(`"event":"stats"`)
+	rx, kd := st["rx_frames"].(float64), st["rx_kernel_drops"].(float64)
+	refused := st["responder_failures"].(float64) + st["drop_responder_busy"].(float64) + st["drop_event_pending"].(float64)
+	errs := st["errors_sent"].([]any)
+	t.Logf("flood of %d in %v: rx_frames %v, rx_kernel_drops %v, responder_failures %v, drop_responder_busy %v, drop_event_pending %v, ERROR_RSP(REMOTE_INVALID) %v; stderr %d bytes, stdout %d bytes",
+		flood, time.Since(start).Round(time.Millisecond), rx, kd, st["responder_failures"], st["drop_responder_busy"], st["drop_event_pending"], errs[1], len(srv.stderr.String()), len(srv.stdout.String()))
+	if rx+kd != flood || refused != rx || errs[1] != st["responder_failures"] {
+		t.Errorf("counters do not account for the %d requests: %v", flood, st)
+	}
+	if n := len(srv.stderr.String()); n >= 100_000 {
+		t.Errorf("stderr holds %d bytes after the flood, want < 100 KB", n)
+	}
+	if n := len(srv.stdout.String()); n >= 100_000 {
+		t.Errorf("--json-events output holds %d bytes after the flood, want < 100 KB", n)
+	}
+	if !strings.Contains(srv.stdout.String(), `"event":"suppressed"`) || !strings.Contains(srv.stderr.String(), "msg=\"event lines suppressed\"") {
+		t.Errorf("no summary of the suppressed event lines:\n%s", srv.stderr.String())
+	}
+}
+
+// TestGroupDMAWriteOverVeth: a group dma write says its delivery is
+// unconfirmed and how many frames it sent, in JSON and for people; --rate
+// paces it (and a unicast write) to the byte rate, and the member got every
+// fragment.
+func TestGroupDMAWriteOverVeth(t *testing.T) {
+	tn := netns.NewPair(t)
+	h1, h2 := tn.Host(0), tn.Host(1)
+	bin := buildOetp(t)
+	srv := startServe(t, bin, h1, "--iface", "eth0", "--group", netGroup, "--region", "0x100000:2M",
+		"--peer", netWriter+",mode=dma-write", "--peer", netReader+",mode=dma-read", "--json-events")
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i*7 + i>>12)
+	}
+	in := filepath.Join(t.TempDir(), "in.bin")
+	writeFile(t, in, data)
+	const frags = 129 // 1 MiB in 8160-byte fragments
+	// 1 MiB + 32 bytes per fragment at 10 MiB/s: at least 100 ms.
+	minSecs := float64(len(data)+32*frags)/float64(10<<20) - 0.001
+	out, errOut, code := oetpIn(t, bin, h2, "dma", "write", "--iface", "eth0", "--mac", netWriter, "--peer", netGroup, "--addr", "0x100000", "--in", in, "--rate", "10M", "--json")
+	checkResult(t, "group dma write", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netGroup, 0x100000,
+		"bytes", float64(len(data)), "fragments", float64(frags), "delivery", "unconfirmed", "frames_sent", float64(frags)))
+	if secs := lastLineJSON(t, out)["seconds"].(float64); secs < minSecs {
+		t.Errorf("--rate 10M: 1 MiB took %.3fs, want at least %.3fs", secs, minSecs)
+	}
+	waitFor(t, "the member's fragments", func() bool { return srv.stats()["served_dma_write"] == float64(frags) })
+	back := filepath.Join(t.TempDir(), "back.bin")
+	if _, errOut, code := oetpIn(t, bin, h2, "dma", "read", "--iface", "eth0", "--mac", netReader, "--peer", netServer, "--addr", "0x100000", "--length", "1M", "--out", back); code != 0 {
+		t.Fatalf("dma read: exit %d %s", code, errOut)
+	}
+	if got, err := os.ReadFile(back); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the member's memory differs from the paced group write (%v)", err)
+	}
+	// For people.
+	out, errOut, code = oetpIn(t, bin, h2, "dma", "write", "--iface", "eth0", "--mac", netWriter, "--peer", netGroup, "--addr", "0x100000", "--in", in)
+	if want := "delivery unconfirmed: 129 frame(s) sent to the group, and no member acknowledges a group write"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("group dma write: exit %d, stdout %q (want %q), stderr %q", code, out, want, errOut)
+	}
+	// A paced unicast write (its chained fragments are sent from the
+	// receive loop, which the pacer then holds): 256 KiB at 4 MiB/s.
+	writeFile(t, in, data[:256<<10])
+	out, errOut, code = oetpIn(t, bin, h2, "dma", "write", "--iface", "eth0", "--mac", netWriter, "--peer", netServer, "--addr", "0x100000", "--in", in, "--rate", "4M", "--json")
+	checkResult(t, "paced unicast dma write", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x100000,
+		"bytes", float64(256<<10), "fragments", float64(33)))
+	if secs, want := lastLineJSON(t, out)["seconds"].(float64), float64(256<<10+32*33)/float64(4<<20)-0.001; secs < want {
+		t.Errorf("--rate 4M: 256 KiB took %.3fs, want at least %.3fs", secs, want)
+	}
+	_, errOut, code = oetpIn(t, bin, h2, "dma", "write", "--iface", "eth0", "--peer", netGroup, "--addr", "0", "--in", in, "--rate", "x")
+	if code != 2 || !strings.Contains(errOut, "--rate") {
+		t.Errorf("--rate x: exit %d, %q", code, errOut)
+	}
 }
