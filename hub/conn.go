@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/wire"
@@ -139,8 +137,7 @@ func (c *conn) gone() bool {
 	}
 	eof := false
 	c.raw.Read(func(fd uintptr) bool {
-		n, _, err := unix.Recvfrom(int(fd), c.peekBuf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		eof = n == 0 && err == nil
+		eof = peekEOF(fd, c.peekBuf[:])
 		return true
 	})
 	return eof

@@ -239,7 +239,7 @@ func ListenUnix(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("socket lock: %w", err)
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockExclusive(lock); err != nil {
 		lock.Close()
 		pid := ""
 		if b, err := os.ReadFile(path + ".lock"); err == nil && len(b) > 0 {

@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -185,12 +184,4 @@ func lastLineJSON(t *testing.T, stdout string) map[string]any {
 		t.Fatalf("last line of stdout is not JSON: %v\n%s", err, stdout)
 	}
 	return m
-}
-
-// writeFile writes a test file.
-func writeFile(t testing.TB, path string, b []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

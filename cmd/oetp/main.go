@@ -82,7 +82,9 @@ specification lays the protocol out.
 Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       readBuildInfo().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd())
 	}

@@ -315,8 +315,10 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
+	if len(statsSignals) > 0 { // Notify without signals would relay every one
+		signal.Notify(usr1, statsSignals...)
+		defer signal.Stop(usr1)
+	}
 
 	out := &lineWriter{w: cmd.OutOrStdout()}
 	w := newWatch(ep, il.Link, log, out, s.JSONEvents)
