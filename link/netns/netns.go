@@ -56,7 +56,20 @@ type Topology struct {
 	MTU int
 	// IfName is the name of every host's interface; "" means DefaultIfName.
 	IfName string
+	// Relay joins two hosts through a namespace of their own that forwards
+	// nothing by itself: h1's interface is a veth to interface RelayIfA
+	// there, h2's a veth to RelayIfB, and no bridge joins them. A program
+	// in that namespace (Net.Relay) carries frames between the two, such
+	// as link/relay impairing them. Hosts must be 2.
+	Relay bool
 }
+
+// The interfaces of the relay namespace (Topology.Relay): RelayIfA faces
+// h1, RelayIfB faces h2.
+const (
+	RelayIfA = "p1"
+	RelayIfB = "p2"
+)
 
 // HostMAC is the deterministic MAC of host i (1-based): 02:0e:0c:00:00:<i>.
 func HostMAC(i int) wire.MAC { return wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, byte(i)} }
@@ -65,7 +78,17 @@ func HostMAC(i int) wire.MAC { return wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, byt
 // to delete everything it created.
 type Net struct {
 	hosts []*Host
-	sw    *Host // the bridge's namespace, nil for a direct veth pair
+	sw    *Host // the bridge's (or relay's) namespace, nil for a direct veth pair
+	relay bool  // sw is a relay namespace: ports without a bridge
+}
+
+// Relay returns the relay namespace of a Topology.Relay network (its
+// interfaces are RelayIfA and RelayIfB; IfName reports RelayIfA), or nil.
+func (n *Net) Relay() *Host {
+	if n.relay {
+		return n.sw
+	}
+	return nil
 }
 
 // Hosts returns the hosts in order; Hosts()[0] is h1.
@@ -140,6 +163,9 @@ func (h *Host) SetLinkUp(up bool) error { return h.ns.setUp(h.ifname, up) }
 
 // New builds the network described by topo. The caller must Close it.
 func New(topo Topology) (*Net, error) {
+	if topo.Relay && (topo.Hosts != 2 || topo.Bridge) {
+		return nil, fmt.Errorf("netns: Topology.Relay joins exactly 2 hosts without a bridge; Hosts is %d, Bridge %v", topo.Hosts, topo.Bridge)
+	}
 	if topo.Hosts < 2 || topo.Hosts > MaxHosts {
 		return nil, fmt.Errorf("netns: Topology.Hosts is %d: use 2 through %d", topo.Hosts, MaxHosts)
 	}
@@ -216,4 +242,11 @@ func NewPair(tb TB) *Net {
 func NewBridge(tb TB, n int) *Net {
 	tb.Helper()
 	return NewT(tb, Topology{Hosts: n, Bridge: true})
+}
+
+// NewRelay builds two hosts joined through a relay namespace
+// (Topology.Relay); see NewT.
+func NewRelay(tb TB) *Net {
+	tb.Helper()
+	return NewT(tb, Topology{Hosts: 2, Relay: true})
 }

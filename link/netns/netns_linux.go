@@ -262,7 +262,11 @@ func build(topo Topology) (n *Net, err error) {
 		}
 		n.hosts = append(n.hosts, &Host{name: name, ifname: topo.IfName, mac: HostMAC(i), ns: ns})
 	}
-	if topo.Hosts == 2 && !topo.Bridge {
+	if topo.Relay {
+		if err := buildRelay(n, topo); err != nil {
+			return nil, err
+		}
+	} else if topo.Hosts == 2 && !topo.Bridge {
 		a, b := n.hosts[0], n.hosts[1]
 		veth := &netlink.Veth{
 			LinkAttrs:        netlink.LinkAttrs{Name: topo.IfName, MTU: topo.MTU, HardwareAddr: hw(a.mac)},
@@ -300,8 +304,10 @@ func build(topo Topology) (n *Net, err error) {
 				return nil, err
 			}
 		}
-		if err := n.sw.ns.waitUp(bridgeName); err != nil {
-			return nil, err
+		if !n.relay {
+			if err := n.sw.ns.waitUp(bridgeName); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return n, nil
@@ -310,6 +316,33 @@ func build(topo Topology) (n *Net, err error) {
 const bridgeName = "br0"
 
 func portName(i int) string { return fmt.Sprintf("p%d", i) }
+
+// buildRelay creates the relay namespace and, for host i, a veth from the
+// host's interface to p<i> there (MAC 02:0e:0c:00:02:<i>), without a bridge.
+func buildRelay(n *Net, topo Topology) error {
+	ns, err := newNS("relay")
+	if err != nil {
+		return err
+	}
+	n.sw, n.relay = &Host{name: "relay", ifname: RelayIfA, ns: ns}, true
+	for i, h := range n.hosts {
+		port := portName(i + 1)
+		veth := &netlink.Veth{
+			LinkAttrs:        netlink.LinkAttrs{Name: h.ifname, MTU: topo.MTU, HardwareAddr: hw(h.mac)},
+			PeerName:         port,
+			PeerHardwareAddr: hw(wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x02, byte(i + 1)}),
+			PeerMTU:          uint32(topo.MTU),
+			PeerNamespace:    netlink.NsFd(ns.fd),
+		}
+		if err := h.ns.nl.LinkAdd(veth); err != nil {
+			return fmt.Errorf("netns: create veth %s/%s: %w", h.name, port, err)
+		}
+		if err := ns.setUp(port, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // buildBridge creates the bridge namespace with br0 (MAC 02:0e:0c:00:01:00)
 // and, for host i, a veth from the host's interface to bridge port p<i>
