@@ -77,7 +77,7 @@ type request struct {
 	expLen   uint32
 	fl       uint32        // DMA fragment length
 	timeout  time.Duration // this try's timer, 0 none
-	sent     time.Time     // when the link accepted the try; zero while it is written
+	sent     time.Time     // when the try was handed to the link (just before the write); zero without a timer
 	armed    bool          // the timer runs for this try
 	listen   bool          // the waiter sleeps listening to the timer
 	started  bool          // the timer was started for a try of this operation
@@ -380,6 +380,14 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code
 	}
 	r.state = reqWaiting
 	in.index.put(rid, r.idx)
+	if r.timeout > 0 || r.retries > 0 {
+		// The clock is read only for a try with a timer (or of an
+		// operation that may be retried, whose RTO needs samples). It
+		// is read before the write, so that a round trip is never
+		// measured short when the response is matched before the
+		// write has returned; the timer itself starts after the write.
+		r.sent = time.Now()
+	}
 	return f, rid, wire.CodeNone, nil
 }
 
@@ -407,11 +415,6 @@ func (in *initiator) send(r *request, frame []byte, rid uint32) error {
 		return nil
 	}
 	r.unknown = true
-	if r.timeout > 0 || r.retries > 0 {
-		// The clock is read only for a try with a timer (or an
-		// operation that may be retried, whose RTO needs samples).
-		r.sent = time.Now()
-	}
 	if r.timeout > 0 {
 		r.timer.Start(r.timeout)
 		r.armed, r.started = true, true
@@ -727,9 +730,9 @@ type deadliner interface {
 	Expired(deadline time.Time) bool
 }
 
-// pastDeadline reports whether r's outstanding try's time is up. A try
-// still being written has not started its time. A timer that cannot tell
-// (one substituted by tests) is taken at its word.
+// pastDeadline reports whether r's outstanding try's time is up: its
+// timeout has passed since it was handed to the link. A timer that cannot
+// tell (one substituted by tests) is taken at its word.
 func (r *request) pastDeadline() bool {
 	if r.sent.IsZero() {
 		return false

@@ -44,6 +44,15 @@ Commands on one interface and MAC take turns: each holds its initiator role
 while it runs (--wait), and starts its Request IDs at a random value, so a late
 reply to an earlier command is never taken for its own.
 
+With --retries N a fragment whose try times out, or is answered with a
+malformed response, is sent again as a new request with a new Request ID, up to
+N times and within --deadline per fragment (the block may take longer); its
+timeout follows the measured round trip (RFC 6298 SRTT + 4*RTTVAR, at least
+10ms, doubled per retry, at most --timeout). A valid ERROR_RSP is never retried.
+A failed block reports in the JSON the bytes and fragments completed and
+"failed_addr", the remote address of the fragment that failed, from where it
+can be resumed; "outcome_unknown" says whether that fragment may have executed.
+
 Exit status: 0 success, 1 the operation was attempted and failed (the JSON
 error_code says why), 2 bad usage or configuration, refused before anything is
 sent (with --json the result still says LOCAL_INVALID).`,
@@ -130,6 +139,7 @@ sent, with no reply (delivery to the members is best effort and unconfirmed).`,
 			}
 			r := newResult("dma write", &f.opFlags, err, elapsed)
 			r.setTransfer(tr)
+			r.addSession(s)
 			human := fmt.Sprintf("dma write %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s",
 				f.peer.m, f.addr.v, humanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS)
 			if f.peer.m.IsGroup() {
@@ -211,6 +221,7 @@ unicast.`,
 			}
 			r := newResult("dma read", &f.opFlags, err, elapsed)
 			r.setTransfer(tr)
+			r.addSession(s)
 			human := fmt.Sprintf("dma read %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s -> %s",
 				f.peer.m, f.addr.v, humanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS, out)
 			if r.OK && out == "-" {

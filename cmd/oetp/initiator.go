@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,9 +55,12 @@ type opFlags struct {
 	rate      uint64         // --rate of dma write: bytes of frames per second; 0 unpaced
 
 	// Set by open, for the TIMEOUT checklist.
-	own     wire.MAC      // this endpoint's MAC
-	ceiling int           // the frame ceiling in force
-	mode    endpoint.Mode // the local peer entry's mode
+	own      wire.MAC      // this endpoint's MAC
+	ceiling  int           // the frame ceiling in force
+	mode     endpoint.Mode // the local peer entry's mode
+	retries  intFlag
+	deadline time.Duration
+	volatile bool // rmem --volatile: the operation gets one try
 }
 
 func (f *opFlags) register(cmd *cobra.Command) {
@@ -76,6 +80,9 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.hub, "hub", "", hubUsage)
 	fs.BoolVar(&f.noHub, "no-hub", false, noHubUsage)
 	f.fs = fs
+	fs.Var(&f.retries, "retries", "retransmit an RMEM operation or DMA fragment up to `N` times when its try times out or is answered malformed, "+
+		"each time with a new Request ID and an RTT-adaptive timeout (at most --timeout); never after an ERROR_RSP. 0 sends one try, exactly as v1")
+	fs.DurationVar(&f.deadline, "deadline", endpoint.DefaultDeadline, "with --retries, bound one RMEM operation or one DMA fragment with all its tries to `D`")
 	for _, name := range []string{"iface", "peer", "addr"} {
 		if err := cmd.MarkFlagRequired(name); err != nil {
 			panic(err)
@@ -129,6 +136,12 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 		return nil, usagef("--transport %s with the group --peer %v: the reliable transport is unicast only; group writes are v1 (leave --transport out)", tmode, f.peer.m)
 	}
 	f.mode = mode
+	if f.retries.v > endpoint.MaxRetries {
+		return nil, usagef("--retries %d is out of range: use 0..%d (0: one try)", f.retries.v, endpoint.MaxRetries)
+	}
+	if f.deadline <= 0 {
+		return nil, usagef("--deadline %v is not positive: use a duration such as 5s", f.deadline)
+	}
 	if s, err := f.hubSession(f.fs, mode); s != nil || err != nil {
 		if s != nil && s.dev != nil {
 			f.own = s.dev.Local[map[endpoint.Mode]int{endpoint.ModeRMEM: 0, endpoint.ModeDMARead: 1, endpoint.ModeDMAWrite: 2}[mode]]
@@ -202,6 +215,18 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 		il.finish()
 		lock.Release()
 		return nil, usagef("--peer %v: %v", f.peer.m, err)
+	}
+	if f.retries.v > 0 {
+		pol := endpoint.RetryPolicy{Retries: f.retries.v, Deadline: f.deadline}
+		if f.volatile {
+			pol.Volatile = []endpoint.AddrRange{{Base: f.addr.v, Size: 4}}
+		}
+		if err := ep.SetRetryPolicy(0, pol); err != nil {
+			ep.Close()
+			il.finish()
+			lock.Release()
+			return nil, usagef("--retries/--deadline: %v", err)
+		}
 	}
 	s := &session{link: il, ep: ep, role: lock, rl: rl}
 	if rl != nil {
@@ -294,6 +319,18 @@ type opResult struct {
 	// of frames sent.
 	Delivery   string `json:"delivery,omitempty"`
 	FramesSent *int   `json:"frames_sent,omitempty"`
+	// Retries is the number of retransmissions made (--retries).
+	Retries int `json:"retries"`
+	// OutcomeUnknown, on every failure, says whether the operation may have
+	// executed at the peer (a try was sent and not answered validly) or
+	// certainly did not (refused before sending, or refused by the peer).
+	OutcomeUnknown *bool `json:"outcome_unknown,omitempty"`
+	// FailedAddr is the remote address of a failed block's first failed
+	// fragment: with bytes and fragments completed, where to resume.
+	FailedAddr *uint32 `json:"failed_addr,omitempty"`
+	// Link is the initiator's view of the peer's link on a failure of an
+	// attempted operation: round trips, retries and timeouts.
+	Link *linkResult `json:"link,omitempty"`
 
 	err error // the operation's error
 }
@@ -311,6 +348,43 @@ func groupNote(frames int) string {
 		"(check each member's counters, e.g. oetp serve's rx_kernel_drops; pace with --rate)", frames)
 }
 
+// linkResult is the per-peer figures of endpoint.PeerStats in JSON.
+type linkResult struct {
+	RTTSamples   uint64  `json:"rtt_samples"`
+	RTTMinMs     float64 `json:"rtt_min_ms"`
+	RTTMeanMs    float64 `json:"rtt_mean_ms"`
+	RTTMaxMs     float64 `json:"rtt_max_ms"`
+	SRTTMs       float64 `json:"srtt_ms"`
+	RTOMs        float64 `json:"rto_ms"`
+	Retries      uint64  `json:"retries"`
+	ExpiredTries uint64  `json:"expired_tries"`
+	Timeouts     uint64  `json:"timeouts"`
+
+	text string
+}
+
+func newLinkResult(ps endpoint.PeerStats) *linkResult {
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	return &linkResult{RTTSamples: ps.RTTSamples, RTTMinMs: ms(ps.RTTMin), RTTMeanMs: ms(ps.RTTMean), RTTMaxMs: ms(ps.RTTMax),
+		SRTTMs: ms(ps.SRTT), RTOMs: ms(ps.RTO), Retries: ps.Retries, ExpiredTries: ps.ExpiredTries, Timeouts: ps.Timeouts, text: ps.String()}
+}
+
+// addSession adds what the session's figures tell: the retransmissions of
+// a successful operation, and the link's figures after a failed attempt.
+func (r *opResult) addSession(s *session) {
+	if s.ep == nil {
+		return // through a hub: its device keeps the figures (oetp hub status)
+	}
+	ps := s.ep.PeerStats(0)
+	if r.err == nil {
+		r.Retries = int(ps.Retries)
+		return
+	}
+	if !errors.Is(r.err, endpoint.ErrInvalid) {
+		r.Link = newLinkResult(ps)
+	}
+}
+
 // newResult fills the fields every result has from the operation's error.
 func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult {
 	code := endpoint.CodeOf(err)
@@ -318,6 +392,12 @@ func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult
 		Peer: f.peer.m.String(), Addr: f.addr.v, Seconds: elapsed.Seconds(), err: err}
 	if err != nil {
 		r.Message = endpoint.Outcome(err)
+		unknown := false
+		var oe *endpoint.OpError
+		if errors.As(err, &oe) {
+			r.Retries, unknown = oe.Retries, oe.OutcomeUnknown
+		}
+		r.OutcomeUnknown = &unknown
 	}
 	return r
 }
@@ -325,6 +405,12 @@ func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult
 // setTransfer adds a DMA transfer's figures.
 func (r *opResult) setTransfer(t endpoint.Transfer) {
 	r.Bytes, r.Fragments = &t.Bytes, &t.Fragments
+	r.Retries = t.Retries
+	var oe *endpoint.OpError
+	if errors.As(r.err, &oe) && !errors.Is(r.err, endpoint.ErrInvalid) {
+		a := oe.Addr
+		r.FailedAddr = &a
+	}
 	mbps := 0.0
 	if r.Seconds > 0 {
 		mbps = float64(t.Bytes) / r.Seconds / 1e6
@@ -343,7 +429,21 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 	if r.OK {
 		return nil
 	}
-	err := fmt.Errorf("%s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Addr, r.Message)
+	msg := r.Message
+	if r.OutcomeUnknown != nil {
+		if *r.OutcomeUnknown {
+			msg += "; it may have executed (sent, not answered)"
+		} else if r.ErrorCode <= uint8(wire.CodeLocalAXIWrDecerr) {
+			msg += "; it did not execute (refused before sending)"
+		}
+	}
+	if r.FailedAddr != nil {
+		msg += fmt.Sprintf("; failed fragment at 0x%08x after %d bytes in %d fragments", *r.FailedAddr, *r.Bytes, *r.Fragments)
+	}
+	if r.Link != nil {
+		msg += "; link: " + r.Link.text
+	}
+	err := fmt.Errorf("%s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Addr, msg)
 	if endpoint.CodeOf(r.err) == wire.CodeTimeout && !errors.Is(r.err, context.Canceled) {
 		err = fmt.Errorf("%w\n%s", err, f.timeoutChecklist())
 	}
@@ -427,9 +527,29 @@ func progress(ctx context.Context, cmd *cobra.Command, what string, n int64) (co
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
-	fn := func(done uint64) { bar.Set64(int64(done)) }
+	// The endpoint reports from its receive loop: only store the figure
+	// there, and draw the bar from a goroutine of its own, so that a slow
+	// terminal never holds up the transfer.
+	var done atomic.Uint64
+	fn := func(d uint64) { done.Store(d) }
 	ctx = context.WithValue(endpoint.WithProgress(ctx, fn), progressKey{}, fn)
-	return ctx, func() { bar.Finish() }
+	stop := make(chan struct{})
+	drawn := make(chan struct{})
+	go func() {
+		defer close(drawn)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				bar.Set64(int64(done.Load()))
+				return
+			case <-t.C:
+				bar.Set64(int64(done.Load()))
+			}
+		}
+	}()
+	return ctx, func() { close(stop); <-drawn; bar.Finish() }
 }
 
 // progressKey holds the bar's function in a progress context, for blocks

@@ -34,6 +34,17 @@ Commands on one interface and MAC take turns: each holds its initiator role
 while it runs (--wait), and starts its Request IDs at a random value, so a late
 reply to an earlier command is never taken for its own.
 
+With --retries N a try that times out, or is answered with a malformed
+response, is sent again as a new request with a new Request ID, up to N times
+and within --deadline; its timeout follows the measured round trip (RFC 6298
+SRTT + 4*RTTVAR, at least 10ms, doubled per retry, at most --timeout). A valid
+ERROR_RSP is never retried: it is the device's answer. A retry can repeat a
+write whose response was lost; mark a register with side effects (a FIFO, a
+clear-on-read register) --volatile and it gets exactly one try. Every failure
+says in the JSON "outcome_unknown" whether it may have executed (sent, not
+answered: true) or certainly did not (false); "retries" counts the
+retransmissions, and "link" gives the round trips measured.
+
 Exit status: 0 success, 1 the operation was attempted and failed (the JSON
 error_code says why: 8 TIMEOUT, 9..15 an ERROR_RSP from the peer), 2 bad usage
 or configuration, refused before anything is sent (an unaligned --addr, a group
@@ -53,7 +64,9 @@ func newRMEMReadCmd() *cobra.Command {
 --peer is refused before anything is sent (LOCAL_INVALID, code 1, exit 2): reads are
 unicast only.`,
 		Example: `  oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x1000
-  oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x1000 --json`,
+  oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x1000 --json
+  oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x1000 --retries 5 --timeout 200ms
+  oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x2000 --retries 5 --volatile   # a FIFO: one try`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := f.open(endpoint.ModeRMEM)
@@ -69,6 +82,7 @@ unicast only.`,
 				return cerr
 			}
 			r := newResult("rmem read", f, err, elapsed)
+			r.addSession(s)
 			if err == nil {
 				r.Data = &v
 			}
@@ -76,8 +90,12 @@ unicast only.`,
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&f.volatile, "volatile", false, volatileUsage)
 	return cmd
 }
+
+// volatileUsage is the help of rmem --volatile.
+const volatileUsage = "the address has side effects (a FIFO, a clear-on-read register): never retry it, whatever --retries says"
 
 func newRMEMWriteCmd() *cobra.Command {
 	f := &opFlags{}
@@ -108,6 +126,7 @@ reply and no timer (delivery is best effort). A zero mask is a valid no-op.`,
 				return cerr
 			}
 			r := newResult("rmem write", f, err, elapsed)
+			r.addSession(s)
 			human := fmt.Sprintf("rmem write %s 0x%08x = 0x%08x mask 0x%08x: ok", f.peer.m, f.addr.v, data.v, mask.v)
 			if f.peer.m.IsGroup() {
 				sent := 0
@@ -123,6 +142,7 @@ reply and no timer (delivery is best effort). A zero mask is a valid no-op.`,
 	f.register(cmd)
 	cmd.Flags().Var(data, "data", "the word `D` to write (decimal or 0x hex)")
 	cmd.Flags().Var(mask, "mask", "BitEnable `M`: bit i enables data bit i")
+	cmd.Flags().BoolVar(&f.volatile, "volatile", false, volatileUsage)
 	if err := cmd.MarkFlagRequired("data"); err != nil {
 		panic(err)
 	}

@@ -92,6 +92,17 @@ func checkResult(t *testing.T, what, stdout, stderr string, code, wantCode int, 
 			delete(got, k)
 		}
 	}
+	if l, ok := got["link"]; ok {
+		// The link's figures after a failed attempt vary with the run;
+		// their shape does not.
+		lm, isMap := l.(map[string]any)
+		for _, k := range []string{"rtt_samples", "rtt_min_ms", "rtt_mean_ms", "rtt_max_ms", "srtt_ms", "rto_ms", "retries", "expired_tries", "timeouts"} {
+			if v, isNum := lm[k].(float64); !isMap || !isNum || v < 0 {
+				t.Errorf("%s: link %v: %s missing or negative", what, l, k)
+			}
+		}
+		delete(got, "link")
+	}
 	if _, ok := want["bytes"]; ok {
 		if _, ok := lastLineJSON(t, stdout)["mb_per_s"]; !ok {
 			t.Errorf("%s: no mb_per_s in %s", what, stdout)
@@ -104,7 +115,13 @@ func checkResult(t *testing.T, what, stdout, stderr string, code, wantCode int, 
 
 // res builds an expected result.
 func res(ok bool, code int, mnemonic, op, peer string, addr uint32, extra ...any) map[string]any {
-	m := map[string]any{"ok": ok, "error_code": float64(code), "error": mnemonic, "op": op, "peer": peer, "addr": float64(addr)}
+	m := map[string]any{"ok": ok, "error_code": float64(code), "error": mnemonic, "op": op, "peer": peer, "addr": float64(addr),
+		"retries": float64(0)}
+	if !ok {
+		// A timeout was sent and not answered: it may have executed. Any
+		// other failure here was refused, by this side or by the peer.
+		m["outcome_unknown"] = code == 8
+	}
 	for i := 0; i < len(extra); i += 2 {
 		m[extra[i].(string)] = extra[i+1]
 	}
@@ -195,13 +212,13 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 			want map[string]any
 		}{
 			{"slverr", []string{"dma", "write", "--mac", netWriter, "--peer", netServer, "--addr", "0x200000", "--in", in},
-				res(false, 14, "REMOTE_AXI_WR_SLVERR", "dma write", netServer, 0x200000, "bytes", float64(0), "fragments", float64(0),
+				res(false, 14, "REMOTE_AXI_WR_SLVERR", "dma write", netServer, 0x200000, "bytes", float64(0), "fragments", float64(0), "failed_addr", float64(0x200000),
 					"message", "REMOTE_AXI_WR_SLVERR (14)")},
 			{"hole", []string{"dma", "write", "--mac", netWriter, "--peer", netServer, "--addr", "0x201000", "--in", in},
-				res(false, 15, "REMOTE_AXI_WR_DECERR", "dma write", netServer, 0x201000, "bytes", float64(0), "fragments", float64(0),
+				res(false, 15, "REMOTE_AXI_WR_DECERR", "dma write", netServer, 0x201000, "bytes", float64(0), "fragments", float64(0), "failed_addr", float64(0x201000),
 					"message", "REMOTE_AXI_WR_DECERR (15)")},
 			{"outside window", []string{"dma", "write", "--mac", netWriter, "--peer", netServer, "--addr", "0x300000", "--in", in},
-				res(false, 9, "REMOTE_INVALID", "dma write", netServer, 0x300000, "bytes", float64(0), "fragments", float64(0),
+				res(false, 9, "REMOTE_INVALID", "dma write", netServer, 0x300000, "bytes", float64(0), "fragments", float64(0), "failed_addr", float64(0x300000),
 					"message", "REMOTE_INVALID (9)")},
 			{"rmem outside window", []string{"rmem", "read", "--peer", netServer, "--addr", "0x10000"},
 				res(false, 9, "REMOTE_INVALID", "rmem read", netServer, 0x10000, "message", "REMOTE_INVALID (9)")},

@@ -153,6 +153,18 @@ func (r *Relay) Stats() (aToB, bToA Stats) {
 	return r.dirs[0].st.snapshot(), r.dirs[1].st.snapshot()
 }
 
+// Drop makes the direction a -> b (aToB) or b -> a drop its next n frames
+// whatever the configured impairments, counted as Dropped: a test loses
+// exactly the frame it means to (the response of a volatile read, the first
+// try of an operation after warm-up).
+func (r *Relay) Drop(aToB bool, n int) {
+	d := r.dirs[1]
+	if aToB {
+		d = r.dirs[0]
+	}
+	d.dropNext.Add(int64(n))
+}
+
 // Close stops the relay, closes both links and waits for its goroutines.
 // Frames still held or delayed are discarded.
 func (r *Relay) Close() error {
@@ -201,6 +213,7 @@ type direction struct {
 	start    time.Time
 	st       counters
 	bufLen   int
+	dropNext atomic.Int64 // frames to drop at once (Relay.Drop)
 
 	mu      sync.Mutex
 	sched   schedule
@@ -262,6 +275,10 @@ func (d *direction) read(done <-chan struct{}) {
 func (d *direction) frame(f []byte) {
 	c := &d.cfg
 	d.st.received.Add(1)
+	if d.dropNext.Load() > 0 && d.dropNext.Add(-1) >= 0 {
+		d.st.dropped.Add(1)
+		return
+	}
 	if d.chance(c.Loss) {
 		d.st.dropped.Add(1)
 		return

@@ -259,3 +259,13 @@ func TestBadConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestDrop(t *testing.T) {
+	g := newRig(t, relay.Config{})
+	g.r.Drop(true, 2)
+	g.send(t, 1, 2, 3)
+	eq(t, "frames", []int{3}, g.recv(t, 1))
+	if ab, _ := g.r.Stats(); ab.Dropped != 2 || ab.Sent != 1 {
+		t.Fatalf("stats %+v", ab)
+	}
+}
