@@ -530,6 +530,7 @@ func progress(ctx context.Context, cmd *cobra.Command, what string, n int64) (co
 	// The endpoint reports from its receive loop: only store the figure
 	// there, and draw the bar from a goroutine of its own, so that a slow
 	// terminal never holds up the transfer.
+	bar.RenderBlank() // the bar shows at once, also for a block faster than a tick
 	var done atomic.Uint64
 	fn := func(d uint64) { done.Store(d) }
 	ctx = context.WithValue(endpoint.WithProgress(ctx, fn), progressKey{}, fn)

@@ -265,6 +265,11 @@ func TestDrop(t *testing.T) {
 	g.r.Drop(true, 2)
 	g.send(t, 1, 2, 3)
 	eq(t, "frames", []int{3}, g.recv(t, 1))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if ab, _ := g.r.Stats(); ab.Sent == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if ab, _ := g.r.Stats(); ab.Dropped != 2 || ab.Sent != 1 {
 		t.Fatalf("stats %+v", ab)
 	}
