@@ -45,6 +45,10 @@ base = 0x200000
 size = 4096
 resp = "slverr"
 
+[[region]]
+base = 0x800000
+size = "4M"
+
 `
 
 // hubFixture is a board and a hub in two namespaces.

@@ -49,6 +49,10 @@ class HubTest(unittest.TestCase):
         self.assertEqual(d.read_block(0x100000, len(data)), data)
         d.write_block(0x100000, bytearray(b"\x01\x02\x03\x04"))
         self.assertEqual(d.read(0x100000), 0x04030201)
+        # A block of 1 MiB or more is streamed by the hub into one DMA write.
+        big = os.urandom(3 << 20)
+        d.write_block(0x800000, big)
+        self.assertEqual(d.read_block(0x800000, len(big)), big)
 
     def test_op_errors(self):
         d = self.dev
