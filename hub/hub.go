@@ -393,10 +393,22 @@ func (h *Hub) Close() error {
 		c.nc.Close()
 	}
 	h.mu.Unlock()
-	h.wg.Wait()
+	// Operations in progress finish first; one that waits without a
+	// timeout (timeout = "0") is aborted by closing the endpoints after a
+	// grace period.
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeGrace):
+	}
 	h.closeDevices()
+	<-done
 	return nil
 }
+
+// closeGrace is how long Close lets operations in progress finish.
+const closeGrace = 2 * time.Second
 
 // ctx is the context of operations: the endpoints' own timeouts bound them.
 var opCtx = context.Background()

@@ -650,3 +650,24 @@ func TestTCPToken(t *testing.T) {
 		t.Errorf("over TCP: %d %v", v, err)
 	}
 }
+
+// Close does not hang on an operation that waits forever (timeout 0): the
+// endpoints are closed after a grace period, which aborts it.
+func TestCloseAbortsWaitingOperation(t *testing.T) {
+	th := newTestHubWith(t, func(d *hub.DeviceConfig) { d.RMEMTimeout = 0 })
+	d := openDev(t, dial(t, th.path))
+	th.dev.SetPeer(0, endpoint.Peer{}) // the board never answers
+	errc := make(chan error, 1)
+	go func() { _, err := d.Read(0); errc <- err }()
+	time.Sleep(100 * time.Millisecond)
+	done := make(chan struct{})
+	go func() { th.h.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs on an operation without a timeout")
+	}
+	if err := <-errc; err == nil {
+		t.Error("the aborted read succeeded")
+	}
+}

@@ -227,8 +227,8 @@ func newHubStatusCmd() *cobra.Command {
 			fmt.Fprintf(out, "hub %s: pid %d, up %s, %d client(s), %d connection(s), %d malformed request(s)\n",
 				c.Path, st.PID, (time.Duration(st.UptimeS) * time.Second).String(), st.Clients, st.Accepted, st.Malformed)
 			for _, d := range st.Devices {
-				fmt.Fprintf(out, "device %s: %s on %s; local rmem %s, dma_write %s, dma_read %s\n",
-					d.Name, d.MAC, d.Iface, d.Local["rmem"], d.Local["dma_write"], d.Local["dma_read"])
+				fmt.Fprintf(out, "device %s: %s on %s; local rmem %s, dma_write %s, dma_read %s; transport %s\n",
+					d.Name, d.MAC, d.Iface, d.Local["rmem"], d.Local["dma_write"], d.Local["dma_read"], d.Transport)
 				if d.AddressTable != "" {
 					fmt.Fprintf(out, "  address table %s (%d nodes)\n", d.AddressTable, d.Nodes)
 				}
