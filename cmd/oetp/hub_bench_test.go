@@ -109,7 +109,22 @@ func BenchmarkHub(b *testing.B) {
 		b.ReportMetric(float64(b.N*perOp)/b.Elapsed().Seconds(), "ops/s")
 	}
 
-	b.Run("read/in-process", func(b *testing.B) {
+	data := make([]byte, 64<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	in := filepath.Join(f.dir, "64m.bin")
+	writeFile(b, in, data)
+	mbps := func(b *testing.B, n int) {
+		b.ReportMetric(float64(n)*float64(len(data))/b.Elapsed().Seconds()/1e6, "MB/s")
+	}
+	type row struct {
+		name string
+		fn   func(b *testing.B)
+	}
+	var rows []row
+	run := func(name string, fn func(b *testing.B)) { rows = append(rows, row{name, fn}) }
+	run("read/in-process", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := rmemEP.RMEMRead(ctx, 0, 0x10); err != nil {
 				b.Fatal(err)
@@ -117,7 +132,7 @@ func BenchmarkHub(b *testing.B) {
 		}
 		opsPerSec(b, 1)
 	})
-	b.Run("read/go-client", func(b *testing.B) {
+	run("read/go-client", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := dev.Read(0x10); err != nil {
 				b.Fatal(err)
@@ -125,7 +140,7 @@ func BenchmarkHub(b *testing.B) {
 		}
 		opsPerSec(b, 1)
 	})
-	b.Run("read/python", func(b *testing.B) { python(b, "single", max(b.N, 2000)) })
+	run("read/python", func(b *testing.B) { python(b, "single", max(b.N, 2000)) })
 
 	// A shell loop of one-shot reads: through the hub (found by $OETP_HUB),
 	// and each command with its own endpoint (--no-hub).
@@ -143,12 +158,12 @@ func BenchmarkHub(b *testing.B) {
 		b.ReportMetric(float64(n)/dt.Seconds(), "ops/s")
 	}
 	read := "rmem read --iface eth0 --peer " + netServer + " --addr 0x10"
-	b.Run("shell-rmem-read/hub", func(b *testing.B) { shellLoop(b, read) })
-	b.Run("shell-rmem-read/no-hub", func(b *testing.B) { shellLoop(b, read+" --no-hub --mac "+benchRMEMMAC.String()) })
+	run("shell-rmem-read/hub", func(b *testing.B) { shellLoop(b, read) })
+	run("shell-rmem-read/no-hub", func(b *testing.B) { shellLoop(b, read+" --no-hub --mac "+benchRMEMMAC.String()) })
 	// The floor: the same loop starting the binary for nothing else.
-	b.Run("shell-rmem-read/oetp-version", func(b *testing.B) { shellLoop(b, "version") })
+	run("shell-rmem-read/oetp-version", func(b *testing.B) { shellLoop(b, "version") })
 
-	b.Run("batch1000/in-process", func(b *testing.B) {
+	run("batch1000/in-process", func(b *testing.B) {
 		for b.Loop() {
 			for i := range 1000 {
 				if _, err := rmemEP.RMEMRead(ctx, 0, uint32(4*(i%256))); err != nil {
@@ -158,7 +173,7 @@ func BenchmarkHub(b *testing.B) {
 		}
 		opsPerSec(b, 1000)
 	})
-	b.Run("batch1000/go-client", func(b *testing.B) {
+	run("batch1000/go-client", func(b *testing.B) {
 		for b.Loop() {
 			bt := dev.NewBatch()
 			for i := range 1000 {
@@ -170,18 +185,9 @@ func BenchmarkHub(b *testing.B) {
 		}
 		opsPerSec(b, 1000)
 	})
-	b.Run("batch1000/python", func(b *testing.B) { python(b, "batch", max(b.N, 5)) })
+	run("batch1000/python", func(b *testing.B) { python(b, "batch", max(b.N, 5)) })
 
-	data := make([]byte, 64<<20)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	in := filepath.Join(f.dir, "64m.bin")
-	writeFile(b, in, data)
-	mbps := func(b *testing.B, n int) {
-		b.ReportMetric(float64(n)*float64(len(data))/b.Elapsed().Seconds()/1e6, "MB/s")
-	}
-	b.Run("write64MiB/in-process", func(b *testing.B) {
+	run("write64MiB/in-process", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := dmaEP.DMAWrite(ctx, 0, 0x1000000, data); err != nil {
 				b.Fatal(err)
@@ -189,7 +195,7 @@ func BenchmarkHub(b *testing.B) {
 		}
 		mbps(b, b.N)
 	})
-	b.Run("write64MiB/oetp-dma-write", func(b *testing.B) {
+	run("write64MiB/oetp-dma-write", func(b *testing.B) {
 		for b.Loop() {
 			out, errOut, code := oetpIn(b, f.bin, f.tn.Host(1), "dma", "write", "--iface", "eth0", "--mac", benchDMAMAC.String(),
 				"--peer", netServer, "--addr", "0x1000000", "--in", in, "--timeout", "1s")
@@ -199,7 +205,7 @@ func BenchmarkHub(b *testing.B) {
 		}
 		mbps(b, b.N)
 	})
-	b.Run("write64MiB/go-client", func(b *testing.B) {
+	run("write64MiB/go-client", func(b *testing.B) {
 		for b.Loop() {
 			if err := dev.WriteBlock(0x1000000, data); err != nil {
 				b.Fatal(err)
@@ -207,8 +213,17 @@ func BenchmarkHub(b *testing.B) {
 		}
 		mbps(b, b.N)
 	})
-	b.Run("write64MiB/python", func(b *testing.B) {
+	run("write64MiB/python", func(b *testing.B) {
 		secs := python(b, "write_block", b.N)
 		b.ReportMetric(float64(b.N)*float64(len(data))/secs/1e6, "MB/s")
 	})
+	rounds := 1
+	if v, err := strconv.Atoi(os.Getenv("OETP_BENCH_ROUNDS")); err == nil && v > 1 {
+		rounds = v
+	}
+	for range rounds {
+		for _, r := range rows {
+			b.Run(r.name, r.fn)
+		}
+	}
 }
