@@ -360,46 +360,53 @@ class Result:
         return "<oetp.Result done=%s value=%r>" % (self.done, self.value)
 
 
+_OP_READ = struct.Struct("<BI")
+_OP_WRITE = struct.Struct("<BIII")
+_OP_BLOCK = struct.Struct("<BII")
+
+
 class Batch:
     """Operations collected and run in one BATCH request (see Device.batch)."""
 
     def __init__(self, dev):
         self._dev = dev
-        self._parts = []
+        self._buf = bytearray(4)
         self._results = []
 
     def __len__(self):
         return len(self._results)
 
     def read(self, addr):
-        self._parts.append(struct.pack("<BI", READ, addr))
+        self._buf += _OP_READ.pack(READ, addr)
         r = Result(READ)
         self._results.append(r)
         return r
 
     def write(self, addr, value, mask=0xFFFFFFFF):
-        self._parts.append(struct.pack("<BIII", WRITE, addr, value & 0xFFFFFFFF, mask & 0xFFFFFFFF))
+        self._buf += _OP_WRITE.pack(WRITE, addr, value & 0xFFFFFFFF, mask & 0xFFFFFFFF)
         r = Result(WRITE)
         self._results.append(r)
         return r
 
     def read_block(self, addr, n):
-        self._parts.append(struct.pack("<BII", READ_BLOCK, addr, n))
+        self._buf += _OP_BLOCK.pack(READ_BLOCK, addr, n)
         r = Result(READ_BLOCK, n)
         self._results.append(r)
         return r
 
     def write_block(self, addr, data):
-        data = bytes(data)
-        self._parts.append(struct.pack("<BII", WRITE_BLOCK, addr, len(data)) + data)
+        data = memoryview(data).cast("B")
+        self._buf += _OP_BLOCK.pack(WRITE_BLOCK, addr, len(data))
+        self._buf += data
         r = Result(WRITE_BLOCK)
         self._results.append(r)
         return r
 
     def run(self):
         """Send the batch and fill the results; raises OpError on failure."""
-        body = _U32.pack(len(self._results)) + b"".join(self._parts)
-        self._parts = []
+        body = self._buf
+        _U32.pack_into(body, 0, len(self._results))
+        self._buf = bytearray(4)
         try:
             res = self._dev._hub._call(BATCH, self._dev.handle, body)
             err = None
@@ -407,9 +414,10 @@ class Batch:
             res, err = e._result, e
         done, failed = struct.unpack_from("<II", res)
         off = 8
+        unpack = _U32.unpack_from
         for r in self._results[:done]:
             if r.kind == READ:
-                (r.value,) = _U32.unpack_from(res, off)
+                (r.value,) = unpack(res, off)
                 off += 4
             elif r.kind == READ_BLOCK:
                 (n,) = _U32.unpack_from(res, off)
