@@ -102,6 +102,8 @@ const (
 	DefaultEventQueue = 64
 	// MaxContexts is the largest Config.Contexts.
 	MaxContexts = 1024
+	// MaxOutstanding is the largest Config.Outstanding.
+	MaxOutstanding = 1024
 	// MaxQueue is the largest Config.RawQueue and Config.EventQueue.
 	MaxQueue = 1 << 16
 	// MaxPeers is the number of peer table entries, indices 0..MaxPeers-1.
@@ -168,6 +170,19 @@ type Config struct {
 	// when all are busy is dropped without a reply, without memory access,
 	// and counted. Zero selects 1, like the hardware. At most MaxContexts.
 	Contexts int
+
+	// Outstanding is how many requests the initiator may have outstanding
+	// at once: RMEM operations of concurrent callers, and the fragments of
+	// a DMA block, which then keeps that many in flight. Zero selects 1,
+	// the specification's single initiating context: the next request is
+	// sent only when the current one has completed, which is what a v1
+	// device expects. More is for peers reached through a transport that
+	// carries several requests in flight beneath the endpoint, such as the
+	// reliable transport (link/rlink, docs/reliable.md), whose window it
+	// should not exceed. At most MaxOutstanding. The initiator's table is
+	// sized by the value given to New; SetConfig may change it within
+	// 1..that value (a change applies to requests accepted afterwards).
+	Outstanding int
 
 	// RawQueue is the length, in frames, of the queue read by RecvRaw; a
 	// frame arriving at a full queue is dropped and counted. Zero selects
@@ -246,6 +261,13 @@ func resolve(c Config, linkMAC wire.MAC, linkMax int, cur *Config) (Config, erro
 	if c.Contexts == 0 {
 		c.Contexts = 1
 	}
+	if c.Outstanding == 0 {
+		c.Outstanding = 1
+	}
+	if c.Outstanding < 1 || c.Outstanding > MaxOutstanding {
+		return c, fmt.Errorf("endpoint: Config.Outstanding %d is out of range; use 1..%d, or 0 for 1 (v1)", c.Outstanding, MaxOutstanding)
+	}
+
 	if c.Contexts < 1 || c.Contexts > MaxContexts {
 		return c, fmt.Errorf("endpoint: Config.Contexts %d is out of range; use 1..%d, or 0 for 1", c.Contexts, MaxContexts)
 	}

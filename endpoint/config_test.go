@@ -15,7 +15,7 @@ import (
 func TestConfigDefaults(t *testing.T) {
 	sw := newSwitch(t, mem.Config{MaxFrame: 1514})
 	e := newEP(t, sw, macA, newRAM(t), endpoint.Config{})
-	diff(t, "defaults", endpoint.Config{MAC: macA, MaxFrame: 1514, MaxFragment: 1480, Contexts: 1, RawQueue: 64, EventQueue: 64}, e.Config())
+	diff(t, "defaults", endpoint.Config{MAC: macA, MaxFrame: 1514, MaxFragment: 1480, Contexts: 1, Outstanding: 1, RawQueue: 64, EventQueue: 64}, e.Config())
 	small := newEP(t, newSwitch(t, mem.Config{}), macB, newRAM(t), endpoint.Config{MaxFrame: 36})
 	if got := small.Config().MaxFragment; got != 4 {
 		t.Fatalf("MaxFragment for MaxFrame 36 = %d, want 4", got)
@@ -76,7 +76,7 @@ func TestConfigErrors(t *testing.T) {
 	if err := e.SetConfig(endpoint.Config{Contexts: 3, MaxFrame: 1514}); err != nil {
 		t.Fatal(err)
 	}
-	diff(t, "after SetConfig", endpoint.Config{MAC: macA, MaxFrame: 1514, MaxFragment: 0, Contexts: 3, RawQueue: 64, EventQueue: 64}, e.Config())
+	diff(t, "after SetConfig", endpoint.Config{MAC: macA, MaxFrame: 1514, MaxFragment: 0, Contexts: 3, Outstanding: 1, RawQueue: 64, EventQueue: 64}, e.Config())
 }
 
 // TestPeerTable: SetPeer validates entries; a unicast MAC may appear once,

@@ -116,7 +116,8 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 	e.rid.Store(c.InitialRequestID)
 	e.peers.Store(&peerTable{bySrc: map[wire.MAC]int{}})
 	e.dmaTok <- struct{}{}
-	e.in.init(e, 1, c.MaxFrame) // v1: one initiating context
+	e.in.init(e, c.Outstanding, c.MaxFrame) // v1: one initiating context
+	e.slot.setCap(c.Outstanding)
 	e.rx.init(e.bufLen)
 	e.cfgMu.Lock()
 	defer e.cfgMu.Unlock()
@@ -218,10 +219,14 @@ func (e *Endpoint) SetConfig(c Config) error {
 	if err != nil {
 		return err
 	}
+	if n := len(e.in.reqs); r.Outstanding > n {
+		return fmt.Errorf("endpoint: Config.Outstanding %d exceeds the %d the endpoint was created with; lower it, or create a new Endpoint", r.Outstanding, n)
+	}
 	if err := e.applyFilter(&r); err != nil {
 		return err
 	}
 	e.cfg.Store(&r)
+	e.slot.setCap(r.Outstanding)
 	e.startWorkers(r.Contexts + 1)
 	return nil
 }

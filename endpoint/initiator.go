@@ -76,6 +76,7 @@ type request struct {
 	expect   wire.Cmd
 	expLen   uint32
 	fl       uint32        // DMA fragment length
+	off      uint64        // DMA fragment's offset in the block
 	timeout  time.Duration // this try's timer, 0 none
 	sent     time.Time     // when the try was handed to the link (just before the write); zero without a timer
 	armed    bool          // the timer runs for this try
@@ -114,6 +115,9 @@ type block struct {
 	remote   uint32
 	n        uint64 // block length
 	done     uint64 // bytes of completed fragments
+	issued   uint64 // block offset of the next fragment to issue
+	stop     bool   // a fragment failed: issue no more
+	failOff  uint64 // block offset of the fragment that failed first
 	frags    int    // completed fragments
 	retries  int    // retransmissions made
 	mfs      uint32
@@ -145,9 +149,10 @@ type initiator struct {
 	late  [lateRing]lateID
 	lateN int
 
-	blk  block
-	pols policyTable
-	rtt  [MaxPeers]peerRTT
+	blk    block
+	chains []*request // runBlock's requests, one per fragment in flight
+	pols   policyTable
+	rtt    [MaxPeers]peerRTT
 }
 
 func (in *initiator) init(e *Endpoint, outstanding, maxFrame int) {
@@ -163,6 +168,7 @@ func (in *initiator) init(e *Endpoint, outstanding, maxFrame int) {
 		in.free = append(in.free, outstanding-1-i)
 	}
 	in.index.init(outstanding)
+	in.chains = make([]*request, 0, outstanding)
 }
 
 // takeLocked returns a free entry. The caller holds an initiating slot, so
@@ -230,6 +236,11 @@ func (in *initiator) isLateLocked(src wire.MAC, rid uint32) bool {
 // index already.
 func (in *initiator) settleLocked(r *request, code wire.Code, err error) {
 	r.state, r.code, r.err = reqDone, code, err
+	if blk := r.blk; blk != nil && code != wire.CodeNone && !blk.stop {
+		// The block's other fragments in flight complete, and no
+		// further one is issued.
+		blk.stop, blk.failOff = true, r.off
+	}
 	if r.armed {
 		r.timer.Stop()
 		r.armed = false
@@ -283,7 +294,7 @@ func malformedCode(f []byte, cmd wire.Cmd, r *request) wire.Code {
 	if r.blk != nil {
 		present := min(uint64(r.expLen), uint64(max(len(f)-(wire.ParamOffset+4), 0)))
 		if present > 0 {
-			switch r.blk.b.probeWrite(r.blk.done, int(present)) {
+			switch r.blk.b.probeWrite(r.off, int(present)) {
 			case memory.SLVERR:
 				return wire.CodeLocalAXIWrSlverr
 			case memory.DECERR:
@@ -336,8 +347,10 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code
 		blk := r.blk
 		if r.tries == 0 {
 			r.cfg = e.cfg.Load()
-			r.fl = uint32(min(uint64(blk.mfs), blk.n-blk.done))
-			r.addr = blk.remote + uint32(blk.done)
+			r.off = blk.issued
+			r.fl = uint32(min(uint64(blk.mfs), blk.n-blk.issued))
+			r.addr = blk.remote + uint32(r.off)
+			blk.issued += uint64(r.fl)
 			r.retries = 0
 			if r.pol != nil && !blk.group && !r.pol.volatile(r.addr, uint64(r.fl)) {
 				r.retries = r.pol.Retries
@@ -346,8 +359,8 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code
 		if r.op == opDMAWrite {
 			var data []byte
 			f, data = wire.GrowDMAWriteReq(b, r.dst, r.cfg.MAC, rid, r.addr, r.fl)
-			if resp := blk.b.read(data, blk.done); resp != memory.OKAY {
-				code, err := memCode(resp, false, r.fl, blk.done)
+			if resp := blk.b.read(data, r.off); resp != memory.OKAY {
+				code, err := memCode(resp, false, r.fl, r.off)
 				return nil, rid, code, err
 			}
 			r.expect, r.expLen = wire.DMAWriteRsp, 0
@@ -521,8 +534,8 @@ func (in *initiator) deliver(f []byte, cls wire.Class) bool {
 func (in *initiator) nextFragmentLocked(r *request, fr wire.Frame) bool {
 	blk := r.blk
 	if r.op == opDMARead {
-		if resp := blk.b.write(fr.Payload(r.fl), blk.done); resp != memory.OKAY {
-			code, err := memCode(resp, true, r.fl, blk.done)
+		if resp := blk.b.write(fr.Payload(r.fl), r.off); resp != memory.OKAY {
+			code, err := memCode(resp, true, r.fl, r.off)
 			r.unknown = false
 			in.settleLocked(r, code, err)
 			return false
@@ -541,7 +554,9 @@ func (in *initiator) nextFragmentLocked(r *request, fr wire.Frame) bool {
 			return true // aborted meanwhile: the waiter has been told
 		}
 	}
-	if blk.done >= blk.n {
+	if blk.done >= blk.n || blk.issued >= blk.n || blk.stop {
+		// The block is complete, or every fragment is issued (other
+		// requests carry the rest), or another fragment failed.
 		in.settleLocked(r, wire.CodeNone, nil)
 		return false
 	}
@@ -595,9 +610,9 @@ func (in *initiator) nextFragmentLocked(r *request, fr wire.Frame) bool {
 func (r *request) ahead() (off, n uint64) {
 	blk := r.blk
 	if r.op == opDMARead {
-		return blk.done, uint64(r.fl)
+		return r.off, uint64(r.fl)
 	}
-	off = blk.done + uint64(r.fl)
+	off = r.off + uint64(r.fl)
 	if off >= blk.n {
 		return off, 0
 	}

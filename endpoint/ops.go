@@ -327,20 +327,88 @@ func (e *Endpoint) dma(ctx context.Context, op string, peer int, remote uint32, 
 		code, err, unknown := e.runBlock(ctx, blk, pol)
 		t = Transfer{Bytes: blk.done, Fragments: blk.frags, Retries: blk.retries}
 		if code != wire.CodeNone {
-			return t, e.dmaDone(op, peer, remote+uint32(blk.done), blk.retries, unknown, code, err)
+			return t, e.dmaDone(op, peer, remote+uint32(blk.failOff), blk.retries, unknown, code, err)
 		}
 	}
 	t = Transfer{Bytes: blk.done, Fragments: blk.frags, Retries: blk.retries}
 	return t, e.dmaDone(op, peer, remote, blk.retries, false, wire.CodeNone, nil)
 }
 
-// runBlock sends the fragments of blk from blk.done on while it holds the
-// initiating slot, until the block is complete, a fragment failed (its code
-// and error, and whether it may have executed), or a waiting RMEM operation is
-// due (CodeNone with blk.done short of blk.n: dma calls it again once the
-// RMEM operation has had the slot). A unicast block is chained: the first
-// fragment is sent here, the rest by the receive loop (deliver).
+// runBlock sends the fragments of blk from blk.issued on while it holds
+// initiating slots, until the block is complete, a fragment failed (its
+// code and error, and whether it may have executed), or a waiting RMEM
+// operation is due (CodeNone with blk.done short of blk.n: dma calls it
+// again once the RMEM operation has had a slot). A unicast block is
+// chained: each request's first fragment is sent here, the rest by the
+// receive loop (deliver). With Config.Outstanding above 1 it runs that many
+// chains at once, as far as slots are free: the window of fragments in
+// flight stays full. A failure stops the issuing of further fragments; the
+// ones in flight complete first.
 func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (code wire.Code, err error, unknown bool) {
+	if blk.group {
+		return e.runGroupBlock(ctx, blk, pol)
+	}
+	if err := e.slot.acquire(ctx, false, e.done); err != nil {
+		return wire.CodeTimeout, err, false
+	}
+	in := &e.in
+	in.mu.Lock()
+	if e.epoch.Load() != blk.epoch {
+		in.mu.Unlock()
+		e.slot.release()
+		return wire.CodeTimeout, ErrReset, false
+	}
+	blk.yield, blk.stop = false, false
+	frags := (blk.n - blk.issued + uint64(blk.mfs) - 1) / uint64(blk.mfs)
+	chains := append(in.chains[:0], in.takeLocked())
+	in.mu.Unlock()
+	for uint64(len(chains)) < frags && len(chains) < cap(in.chains) && e.slot.tryAcquire() {
+		in.mu.Lock()
+		chains = append(chains, in.takeLocked())
+		in.mu.Unlock()
+	}
+	defer func() {
+		for _, r := range chains {
+			in.put(r)
+			e.slot.release()
+		}
+	}()
+	started := 0
+	for _, r := range chains {
+		r.op, r.peerIdx, r.dst, r.blk, r.pol, r.epoch = blk.op, blk.peerIdx, blk.dst, blk, pol, blk.epoch
+		in.mu.Lock()
+		if blk.stop || blk.issued >= blk.n {
+			in.mu.Unlock()
+			break
+		}
+		r.tries = 0
+		frame, rid, c, err := in.issueLocked(r, bufCaller)
+		if c != wire.CodeNone {
+			in.settleLocked(r, c, err)
+			in.mu.Unlock()
+			if code == wire.CodeNone {
+				code, unknown = c, r.unknown
+				blk.failOff = r.off
+			}
+			break
+		}
+		in.mu.Unlock()
+		in.send(r, frame, rid)
+		started++
+	}
+	for _, r := range chains[:started] {
+		c, err2 := in.wait(ctx, r)
+		if c != wire.CodeNone && code == wire.CodeNone {
+			code, err, unknown = c, err2, r.unknown
+		}
+	}
+	// complete, failed, or yielding to an RMEM operation
+	return code, err, unknown
+}
+
+// runGroupBlock sends the fragments of a group block one after the other:
+// each completes when the link has accepted it.
+func (e *Endpoint) runGroupBlock(ctx context.Context, blk *block, pol *RetryPolicy) (code wire.Code, err error, unknown bool) {
 	if err := e.slot.acquire(ctx, false, e.done); err != nil {
 		return wire.CodeTimeout, err, false
 	}
@@ -362,19 +430,13 @@ func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (
 		frame, rid, code, err := in.issueLocked(r, bufCaller)
 		in.mu.Unlock()
 		if code != wire.CodeNone {
+			blk.failOff = r.off
 			return code, err, r.unknown
 		}
-		if err := in.send(r, frame, rid); err != nil { // a group destination
+		if err := in.send(r, frame, rid); err != nil {
+			blk.failOff = r.off
 			return wire.CodeLocalAXIS, err, false
 		}
-		if !blk.group {
-			code, err := in.wait(ctx, r)
-			if code != wire.CodeNone {
-				return code, err, r.unknown
-			}
-			return wire.CodeNone, nil, false // complete, or yielding to an RMEM operation
-		}
-		// A group fragment completes when the link has accepted it.
 		blk.done += uint64(r.fl)
 		blk.frags++
 		if blk.progress != nil {
@@ -384,6 +446,7 @@ func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (
 			return wire.CodeNone, nil, false
 		}
 		if err := ctx.Err(); err != nil {
+			blk.failOff = blk.done
 			return wire.CodeTimeout, err, false
 		}
 		if rmem, _ := e.slot.waiting(); rmem > 0 {

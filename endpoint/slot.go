@@ -5,15 +5,36 @@ import (
 	"sync"
 )
 
-// slot is the single initiating slot shared by RMEM operations and DMA
-// fragments. When it is released, a waiting RMEM operation goes first, then
-// a waiting DMA fragment; among equals, first come first served. Ownership
-// passes directly to the chosen waiter.
+// slot is the set of initiating slots shared by RMEM operations and DMA
+// fragments: one, the specification's single initiating context, or
+// Config.Outstanding. When one is released, a waiting RMEM operation goes
+// first, then a waiting DMA block; among equals, first come first served.
+// Ownership passes directly to the chosen waiter.
 type slot struct {
 	mu    sync.Mutex
-	busy  bool
+	used  int // slots taken
+	cap   int // slots in all (Config.Outstanding)
 	rmemQ []chan struct{}
 	dmaQ  []chan struct{}
+}
+
+// setCap sets the number of slots. Lowering it takes effect as taken
+// slots are released.
+func (s *slot) setCap(n int) {
+	s.mu.Lock()
+	s.cap = max(n, 1)
+	s.mu.Unlock()
+}
+
+// tryAcquire takes a slot if one is free and nobody waits for one.
+func (s *slot) tryAcquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used >= s.cap || len(s.rmemQ) > 0 || len(s.dmaQ) > 0 {
+		return false
+	}
+	s.used++
+	return true
 }
 
 // acquire takes the slot, waiting if it is busy. It fails with ctx.Err() or
@@ -24,8 +45,8 @@ func (s *slot) acquire(ctx context.Context, rmem bool, done <-chan struct{}) err
 		return err
 	}
 	s.mu.Lock()
-	if !s.busy {
-		s.busy = true
+	if s.used < s.cap {
+		s.used++
 		s.mu.Unlock()
 		return nil
 	}
@@ -73,12 +94,15 @@ func (s *slot) release() {
 	defer s.mu.Unlock()
 	var q *[]chan struct{}
 	switch {
+	case s.used > s.cap:
+		s.used-- // the number of slots was lowered
+		return
 	case len(s.rmemQ) > 0:
 		q = &s.rmemQ
 	case len(s.dmaQ) > 0:
 		q = &s.dmaQ
 	default:
-		s.busy = false
+		s.used--
 		return
 	}
 	ch := (*q)[0]

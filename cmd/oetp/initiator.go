@@ -202,6 +202,9 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 		}
 		epLink = rl.Link()
 		cfg.MaxFragment = rlink.FragmentCeiling(il.ceiling)
+		// The transport's window: a DMA block keeps that many fragments
+		// in flight (v1 again, one, if auto falls back).
+		cfg.Outstanding = transport.DefaultDepth
 	}
 	ep, err := endpoint.New(epLink, nil, cfg)
 	if err != nil {
@@ -242,6 +245,12 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 				f.peer.m, transport.DefaultInitialRTO)
 		case !ok:
 			fmt.Fprintf(os.Stderr, "oetp: note: %v does not answer the reliable transport's handshake within 3 RTOs: using v1\n", f.peer.m)
+			c := ep.Config()
+			c.Outstanding = 1 // v1: one request at a time
+			if err := ep.SetConfig(c); err != nil {
+				s.close()
+				return nil, err
+			}
 		}
 	}
 	return s, nil

@@ -49,9 +49,16 @@ type pair struct {
 // with maxBlock bytes of memory to move. It takes ownership of both links:
 // on failure they are closed.
 func newPair(la, lb link.Link, maxBlock int) (*pair, error) {
+	return newPairOutstanding(la, lb, maxBlock, 1)
+}
+
+// newPairOutstanding is newPair with an initiator that may have up to
+// outstanding requests in flight (endpoint.Config.Outstanding; SetConfig
+// may lower it).
+func newPairOutstanding(la, lb link.Link, maxBlock, outstanding int) (*pair, error) {
 	p := &pair{amac: la.Addr(), bmac: lb.Addr(), ctx: context.Background()}
 	// The default configuration but for the timeouts, which bound the run.
-	cfg := endpoint.Config{RMEMTimeout: engineTimeout, DMATimeout: engineTimeout}
+	cfg := endpoint.Config{RMEMTimeout: engineTimeout, DMATimeout: engineTimeout, Outstanding: outstanding}
 	var err error
 	if p.ram, err = memory.NewRAM(remoteBase, uint64(maxBlock)); err != nil {
 		la.Close()

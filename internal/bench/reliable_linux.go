@@ -18,6 +18,7 @@ import (
 	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/transport"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -50,8 +51,8 @@ func runReliable(o *Options) ([]Result, error) {
 		return nil, err
 	}
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
-		"%s: the engine through the reliable transport (link/rlink: PSN, ACK/NAK, CRC32C, replay cache; fragments of %d bytes) on a veth pair, next to the same engine and wrapper with the peer set to v1, the raw ping-pong and TCP bulk transfers (one connection, 10.213.0.0/30) over the same veth pair; every thread free on any CPU",
-		ScenarioReliable, rlink.FragmentCeiling(wire.MaxFrameLen)))
+		"%s: the engine through the reliable transport (link/rlink: PSN, ACK/NAK, CRC32C, replay cache; fragments of %d bytes, %d requests in flight) on a veth pair, next to the same engine and wrapper with the peer set to v1, the raw ping-pong and TCP bulk transfers (one connection, 10.213.0.0/30) over the same veth pair; every thread free on any CPU",
+		ScenarioReliable, rlink.FragmentCeiling(wire.MaxFrameLen), transport.DefaultDepth))
 	out, err := runEnv(o, e)
 	if err != nil {
 		return out, err
@@ -108,7 +109,7 @@ func newReliableEnv(maxBlock int, io string) (_ *reliableEnv, err error) {
 	if err := e.lb.SetPeer(ha.MAC(), rlink.Reliable); err != nil {
 		return nil, err
 	}
-	if e.rel, err = newPair(e.la.Link(), e.lb.Link(), maxBlock); err != nil {
+	if e.rel, err = newPairOutstanding(e.la.Link(), e.lb.Link(), maxBlock, transport.DefaultDepth); err != nil {
 		return nil, err
 	}
 	c := e.rel.a.Config()
@@ -195,9 +196,9 @@ func (e *reliableEnv) setMode(m rlink.Mode) error {
 		return err
 	}
 	c := e.rel.a.Config()
-	c.MaxFragment = rlink.FragmentCeiling(wire.MaxFrameLen)
+	c.MaxFragment, c.Outstanding = rlink.FragmentCeiling(wire.MaxFrameLen), transport.DefaultDepth
 	if m == rlink.V1 {
-		c.MaxFragment = wire.MaxFragment
+		c.MaxFragment, c.Outstanding = wire.MaxFragment, 1
 	}
 	if err := e.rel.a.SetConfig(c); err != nil {
 		return err
@@ -423,7 +424,7 @@ func runFanIn(o *Options) ([]Result, error) {
 			return nil, err
 		}
 		ep, err := endpoint.New(rl.Link(), nil, endpoint.Config{DMATimeout: engineTimeout,
-			MaxFragment: rlink.FragmentCeiling(wire.MaxFrameLen)})
+			MaxFragment: rlink.FragmentCeiling(wire.MaxFrameLen), Outstanding: transport.DefaultDepth})
 		if err != nil {
 			rl.Close()
 			return nil, err

@@ -493,6 +493,12 @@ func (l *Link) handle(f, dst []byte, size *int) (deliver, stop bool) {
 	}
 	p := l.peer(wire.MAC(f[6:12]))
 	if p == nil {
+		if !reliable.CheckCRC(f, h) {
+			// Damaged on the way (most likely in its source MAC, which
+			// now names no peer): a CRC drop like any other.
+			l.c.crc.Add(1)
+			return false, false
+		}
 		// Not a reliable peer: to the endpoint, whose raw policy judges
 		// it as on a v1 engine.
 		l.c.passed.Add(1)

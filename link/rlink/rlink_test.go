@@ -3,6 +3,7 @@ package rlink_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,13 @@ type pair struct {
 // mode m (A) and Reliable (B).
 func newPair(t *testing.T, m rlink.Mode, bReliable bool, tc transport.Config, rules ...mem.Rule) *pair {
 	t.Helper()
+	return newPairN(t, m, bReliable, tc, 1, rules...)
+}
+
+// newPairN is newPair with an initiator that has outstanding requests in
+// flight at once (endpoint.Config.Outstanding).
+func newPairN(t *testing.T, m rlink.Mode, bReliable bool, tc transport.Config, outstanding int, rules ...mem.Rule) *pair {
+	t.Helper()
 	sw, err := mem.NewSwitch(mem.Config{Seed: 7, QueueLen: 1024})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +97,8 @@ func newPair(t *testing.T, m rlink.Mode, bReliable bool, tc transport.Config, ru
 		t.Fatal(err)
 	}
 	a, err := endpoint.New(la.Link(), nil, endpoint.Config{
-		RMEMTimeout: 2 * time.Second, DMATimeout: 2 * time.Second, MaxFragment: rlink.FragmentCeiling(8192)})
+		RMEMTimeout: 2 * time.Second, DMATimeout: 2 * time.Second, MaxFragment: rlink.FragmentCeiling(8192),
+		Outstanding: outstanding})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,4 +373,72 @@ func TestZeroAllocsPerFrame(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocations per request and response", allocs)
 	}
+}
+
+// With Outstanding above 1 the endpoint keeps that many requests in flight
+// through the transport: DMA blocks fill the window and come back
+// byte-exact through loss, and RMEM reads from 32 goroutines each execute
+// exactly once.
+func TestWindowThroughTransport(t *testing.T) {
+	p := newPairN(t, rlink.Reliable, true, transport.Config{MinRTO: time.Millisecond}, 16,
+		mem.Rule{Action: mem.Drop, Prob: 0.02, Match: reliable.IsReliable})
+	ctx := context.Background()
+	if ok, err := p.la.Open(ctx, macB); !ok || err != nil {
+		t.Fatalf("Open: %v %v", ok, err)
+	}
+	p.setMode(t, endpoint.ModeDMARead, endpoint.ModeDMAWrite)
+	src := make([]byte, 2<<20+123)
+	for i := range src {
+		src[i] = byte(i*11 + i>>10)
+	}
+	tr, err := p.a.DMAWrite(ctx, 0, 0x10000, src)
+	if err != nil || tr.Bytes != uint64(len(src)) {
+		t.Fatalf("DMAWrite: %v %+v", err, tr)
+	}
+	got := make([]byte, len(src))
+	p.mem.RAM.ReadAt(got, 0x10000)
+	if !bytes.Equal(got, src) {
+		t.Fatal("memory differs after the windowed DMA write")
+	}
+	p.setMode(t, endpoint.ModeDMAWrite, endpoint.ModeDMARead)
+	back := make([]byte, len(src))
+	if tr, err := p.a.DMARead(ctx, 0, 0x10000, back); err != nil || tr.Fragments != (len(src)+8135)/8136 {
+		t.Fatalf("DMARead: %v %+v", err, tr)
+	}
+	if !bytes.Equal(back, src) {
+		t.Fatal("windowed read back differs")
+	}
+	if pi, _ := p.la.Peer(macB); pi.Cwnd < 2 {
+		t.Errorf("cwnd %v: the window never opened", pi.Cwnd)
+	}
+
+	p.setMode(t, endpoint.ModeRMEM, endpoint.ModeRMEM)
+	const workers, each = 32, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr := uint32(0x1000 + 4*w)
+			for i := 1; i <= each; i++ {
+				v, err := p.a.RMEMRead(ctx, 0, addr)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if v != uint32(i) {
+					errs <- fmt.Errorf("word %#x: read %d returned %d", addr, i, v)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	t.Logf("A %+v", p.la.Stats())
+	t.Logf("B %+v", p.lb.Stats())
 }
