@@ -460,7 +460,7 @@ func TestNativeErrors(t *testing.T) {
 		{"bit 32", "[[node]]\nname = \"a\"\naddress = 0\nbits = \"32\"\n", `bits 0..31`},
 		{"split mask", "[[node]]\nname = \"a\"\naddress = 0\nmask = 0x101\n", `not one contiguous run`},
 		{"negative", "[[node]]\nname = \"a\"\naddress = -4\n", `does not fit 32 bits unsigned`},
-		{"string number", "[[node]]\nname = \"a\"\naddress = \"0x1g\"\n", `"0x1g" is not a number`},
+		{"string number", "[[node]]\nname = \"a\"\naddress = \"0x1z\"\n", `"0x1z" is not a number`},
 		{"size on single", "[[node]]\nname = \"a\"\naddress = 0\nsize = 8\n", `size: 8 bytes on a single node`},
 		{"block no size", "[[node]]\nname = \"a\"\naddress = 0\nmode = \"block\"\n", `size: missing: mode "block" needs a size in bytes`},
 		{"block odd size", "[[node]]\nname = \"a\"\naddress = 0\nmode = \"block\"\nsize = 6\n", `a positive multiple of 4 bytes`},

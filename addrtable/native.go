@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/openenoc/oetp/internal/num"
 	"strconv"
 	"strings"
 
@@ -29,8 +30,8 @@ type nativeNode struct {
 	Description string     `toml:"description"`
 }
 
-// nativeNum is a TOML integer (0x hex is TOML's own) or a string holding a
-// decimal or 0x hex number; at most 32 bits.
+// nativeNum is a TOML integer (0x hex is TOML's own) or a string in oetp's
+// number syntax ("0x1000", "64K"); at most 32 bits.
 type nativeNum struct{ v uint32 }
 
 func (n *nativeNum) UnmarshalTOML(v any) error {
@@ -41,7 +42,9 @@ func (n *nativeNum) UnmarshalTOML(v any) error {
 		}
 		n.v = uint32(x)
 	case string:
-		u, err := parseNumber(x)
+		// oetp's own format: the one number syntax of every flag and
+		// configuration value (decimal, 0x hex, K/M/G, KiB/MiB/GiB).
+		u, err := num.Uint32(x)
 		if err != nil {
 			return err
 		}
