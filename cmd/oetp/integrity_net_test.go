@@ -27,6 +27,7 @@ import (
 // rmem whose MAC's initiator role is held waits for it (--wait), and exits
 // 2 naming the holder when the wait ends.
 func TestRolesOverVeth(t *testing.T) {
+	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
 	bin := buildOetp(t)
@@ -81,6 +82,7 @@ func TestRolesOverVeth(t *testing.T) {
 // initiator role and random Request IDs, each process took replies meant
 // for the others.)
 func TestConcurrentOneShotsOverVeth(t *testing.T) {
+	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
 	// Without the race detector, whose start-up (about a second here)
@@ -179,6 +181,7 @@ func (r *testResponder) send(t *testing.T, f []byte) {
 // its own reply, or TIMEOUT when there is none), and its late reply to a
 // write does not acknowledge a later write that never reached it.
 func TestStaleReplyOverVeth(t *testing.T) {
+	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
 	bin := buildOetp(t)
@@ -291,6 +294,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // writes from a MAC in no peer entry fills its queue; the unknown source
 // is logged with the --peer that would admit it.
 func TestKernelDropsOverVeth(t *testing.T) {
+	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
 	bin := buildOetp(t)
@@ -347,6 +351,7 @@ func TestKernelDropsOverVeth(t *testing.T) {
 // RMEM_ERROR event each) leaves less than 100 KB of stderr and of
 // --json-events output, while the counters account for every request.
 func TestLogBoundOverVeth(t *testing.T) {
+	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
 	bin := buildOetp(t)
@@ -401,6 +406,7 @@ func TestLogBoundOverVeth(t *testing.T) {
 // paces it (and a unicast write) to the byte rate, and the member got every
 // fragment.
 func TestGroupDMAWriteOverVeth(t *testing.T) {
+	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
 	bin := buildOetp(t)
@@ -446,5 +452,66 @@ func TestGroupDMAWriteOverVeth(t *testing.T) {
 	_, errOut, code = oetpIn(t, bin, h2, "dma", "write", "--iface", "eth0", "--peer", netGroup, "--addr", "0", "--in", in, "--rate", "x")
 	if code != 2 || !strings.Contains(errOut, "--rate") {
 		t.Errorf("--rate x: exit %d, %q", code, errOut)
+	}
+}
+
+// TestGroupRateSweep measures, when OETP_RATE_SWEEP is set, the --rate at
+// which the three members of a bridge (the topology of oetp bench's
+// multicast rows), each an `oetp serve`, receive every fragment of a group
+// dma write (16 MiB, or OETP_RATE_SWEEP_MIB) at each rate of
+// OETP_RATE_SWEEP_RATES (default 0 400M 200M 100M 50M), OETP_RATE_SWEEP
+// times over (interleaved). It is a measurement for the README, not a
+// check:
+//
+//	OETP_RATE_SWEEP=3 go test -count=1 -run TestGroupRateSweep -v ./cmd/oetp
+func TestGroupRateSweep(t *testing.T) {
+	if os.Getenv("OETP_RATE_SWEEP") == "" {
+		t.Skip("a measurement: set OETP_RATE_SWEEP=1 to run it")
+	}
+	reps, err := strconv.Atoi(os.Getenv("OETP_RATE_SWEEP"))
+	if err != nil || reps < 1 {
+		reps = 3
+	}
+	mib := 16
+	if v, err := strconv.Atoi(os.Getenv("OETP_RATE_SWEEP_MIB")); err == nil && v > 0 {
+		mib = v
+	}
+	n := netns.NewT(t, netns.Topology{Hosts: 4, Bridge: true})
+	bin := buildOetpPlain(t)
+	master := n.Host(0)
+	var members []*server
+	for _, h := range n.Hosts()[1:] {
+		members = append(members, startServe(t, bin, h, "--iface", "eth0", "--group", netGroup, "--region", fmt.Sprintf("0x100000:%dM", mib),
+			"--peer", master.MAC().String()+",mode=dma-write", "--json-events"))
+	}
+	in := filepath.Join(t.TempDir(), "in.bin")
+	writeFile(t, in, make([]byte, mib<<20))
+	frags := float64((mib<<20 + 8159) / 8160)
+	rates := strings.Fields(os.Getenv("OETP_RATE_SWEEP_RATES"))
+	if len(rates) == 0 {
+		rates = []string{"0", "400M", "200M", "100M", "50M"}
+	}
+	for rep := range reps {
+		for _, rate := range rates {
+			before := make([]float64, len(members))
+			for i, m := range members {
+				before[i] = m.stats()["served_dma_write"].(float64)
+			}
+			out, errOut, code := oetpIn(t, bin, master, "dma", "write", "--iface", "eth0", "--peer", netGroup, "--addr", "0x100000", "--in", in, "--rate", rate, "--json")
+			if code != 0 {
+				t.Fatalf("rate %s: exit %d %s", rate, code, errOut)
+			}
+			time.Sleep(300 * time.Millisecond) // let the members drain their queues
+			var got []string
+			worst := 1.0
+			for i, m := range members {
+				st := m.stats()
+				d := st["served_dma_write"].(float64) - before[i]
+				got = append(got, fmt.Sprintf("%.0f", d))
+				worst = min(worst, d/frags)
+			}
+			r := lastLineJSON(t, out)
+			t.Logf("run %d rate %-5s: sender %6.1f MB/s; members got %s of %.0f fragments (worst %.1f %%)", rep+1, rate, r["mb_per_s"], strings.Join(got, "/"), frags, 100*worst)
+		}
 	}
 }

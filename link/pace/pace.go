@@ -10,7 +10,9 @@
 // rate. Pacing sleeps in Write and WriteBatch before handing a frame to
 // the inner link, so a response timer (which starts when the request has
 // been handed over) does not run while it waits. Bursts are bounded by
-// Slack worth of bytes; a link left idle earns no credit.
+// Slack+Credit worth of bytes: a sender that fell behind its schedule (an
+// oversleep, a slow response) catches up by at most Credit, and a link
+// left idle longer earns no more.
 //
 // The wrapper sleeps in the writing goroutine, which for a chained DMA
 // block can be the endpoint's receive loop: use it where only the paced
@@ -28,8 +30,13 @@ import (
 
 // Slack is the largest lead, in time, that the pacer lets a sender build
 // before it sleeps: sleeping for every frame would cost more than the
-// frame at high rates (a timer's granularity is tens of microseconds).
-const Slack = 200 * time.Microsecond
+// frame at high rates, and a sleep overshoots by tens of microseconds (by
+// milliseconds on a busy machine).
+const Slack = time.Millisecond
+
+// Credit is how far behind its schedule a sender may fall and still catch
+// up: it makes up for sleeps that overshoot, so the average rate holds.
+const Credit = time.Millisecond
 
 // New returns l paced to bytesPerSecond (at least 1), built on link.Wrap:
 // it implements exactly the optional interfaces l implements, and Unwrap
@@ -58,8 +65,8 @@ func (p *pacer) write(frames [][]byte, next func([][]byte) (int, error)) (int, e
 	defer p.mu.Unlock()
 	for i := range frames {
 		now := p.now()
-		if p.next.Before(now) {
-			p.next = now // idle time earns no credit
+		if floor := now.Add(-Credit); p.next.Before(floor) {
+			p.next = floor // idle time earns no more credit
 		}
 		if lead := p.next.Sub(now); lead > Slack {
 			p.sleep(lead)
