@@ -491,6 +491,7 @@ func TestGroupRateSweep(t *testing.T) {
 	if len(rates) == 0 {
 		rates = []string{"0", "400M", "200M", "100M", "50M"}
 	}
+	lossy, worstOf := map[string]int{}, map[string]float64{}
 	for rep := range reps {
 		for _, rate := range rates {
 			before := make([]float64, len(members))
@@ -510,8 +511,17 @@ func TestGroupRateSweep(t *testing.T) {
 				got = append(got, fmt.Sprintf("%.0f", d))
 				worst = min(worst, d/frags)
 			}
+			if worst < 1 {
+				lossy[rate]++
+			}
+			if w, ok := worstOf[rate]; !ok || worst < w {
+				worstOf[rate] = worst
+			}
 			r := lastLineJSON(t, out)
 			t.Logf("run %d rate %-5s: sender %6.1f MB/s; members got %s of %.0f fragments (worst %.1f %%)", rep+1, rate, r["mb_per_s"], strings.Join(got, "/"), frags, 100*worst)
 		}
+	}
+	for _, rate := range rates {
+		t.Logf("rate %-5s: a member lost fragments in %d of %d runs; worst member got %.1f %%", rate, lossy[rate], reps, 100*worstOf[rate])
 	}
 }
