@@ -208,9 +208,11 @@ func TestRelayDelayRecovery(t *testing.T) {
 		if _, err := p.a.RMEMRead(bg(), peerAB, ramBase); err != nil {
 			t.Fatal(err)
 		}
-		if el := time.Since(start); el >= 100*time.Millisecond {
+		el := time.Since(start)
+		if el >= 100*time.Millisecond {
 			t.Fatalf("RMEM read with a lost first try (request lost %v) took %v; peer %v", dir, el, p.a.PeerStats(peerAB))
 		}
+		t.Logf("RMEM read with its first try lost (the request: %v) completed in %v", dir, el)
 	}
 
 	// A DMA block: its first fragments warm the estimator up, then a

@@ -28,6 +28,15 @@ import (
 // each retry and again at most the configured timeout: the dynamic timeout
 // Base·2^k of the UB transport layer. Before the peer's first sample a try
 // waits the configured timeout. No try outlives the operation's Deadline.
+//
+// What a retry cannot change: the spec's "a retry can repeat a remote write
+// whose response was lost" — a write may execute twice (harmless for memory,
+// not for a FIFO port: mark it Volatile). And v1 has no duplicate
+// suppression: on a link that holds a frame back longer than the try
+// timeout, an earlier try of a write can arrive after the retry, and after
+// later writes to the same address. Keep MinRTO above the link's worst
+// delay variation (the default 10ms covers a LAN and a loaded host), or use
+// the reliable transport, whose replay cache executes a request once.
 
 // DefaultDeadline is the RetryPolicy.Deadline used when it is zero.
 const DefaultDeadline = 5 * time.Second
