@@ -81,8 +81,8 @@ func ParseMode(s string) (Mode, error) {
 var (
 	// ErrHandshake: a Reliable peer did not answer the handshake.
 	ErrHandshake = errors.New("rlink: the peer does not answer the reliable transport's handshake")
-	// ErrWindowFull: more requests outstanding to a peer than the
-	// session's Depth.
+	// ErrWindowFull: more requests outstanding to a peer than twice the
+	// session's Depth (the window and its backlog).
 	ErrWindowFull = errors.New("rlink: more requests outstanding than the transport's depth")
 	// ErrTooLong: a v1 frame too long to carry with the transport's 24
 	// bytes of overhead within the frame ceiling.
@@ -143,6 +143,12 @@ type peer struct {
 	fallback bool                // Auto peer reached by v1
 	change   chan struct{}       // signalled when the session state changes
 	out      [][]byte            // frames to write, under mu
+
+	// Requests written while the session's window had no room (the
+	// oldest request without a response holds it while later ones were
+	// answered): v1 frames in order, queued as room frees. At most Depth.
+	backlog     [][]byte
+	blHead, blN int
 
 	// Responder side: the request delivered to the endpoint.
 	rid     uint32
@@ -335,10 +341,38 @@ func signal(c chan struct{}) {
 	}
 }
 
-// flushLocked writes what p's Sender has to send.
+// backlogLocked keeps the v1 frame f until the window has room; false when
+// the backlog is full too.
+func (l *Link) backlogLocked(p *peer, f []byte) bool {
+	depth := l.cfg.Transport.Depth
+	if depth == 0 {
+		depth = transport.DefaultDepth
+	}
+	if p.backlog == nil {
+		p.backlog = make([][]byte, depth)
+	}
+	if p.blN == len(p.backlog) {
+		return false
+	}
+	i := (p.blHead + p.blN) % len(p.backlog)
+	if p.backlog[i] == nil {
+		p.backlog[i] = make([]byte, 0, l.maxFrame)
+	}
+	p.backlog[i] = append(p.backlog[i][:0], f...)
+	p.blN++
+	return true
+}
+
+// flushLocked queues the backlog as far as the window has room, then
+// writes what p's Sender has to send.
 func (l *Link) flushLocked(p *peer) {
 	if p.s == nil {
 		return
+	}
+	for p.blN > 0 && p.s.Room() {
+		p.s.Queue(append(p.s.Buffer(), p.backlog[p.blHead]...))
+		p.blHead = (p.blHead + 1) % len(p.backlog)
+		p.blN--
 	}
 	p.out = p.s.Pending(l.clock.Now(), p.out[:0])
 	for _, f := range p.out {
@@ -389,14 +423,17 @@ func (l *Link) Write(f []byte) error {
 	if len(f) > p.s.MaxV1Frame() {
 		return ErrTooLong
 	}
-	if !p.s.Room() {
-		return ErrWindowFull
-	}
 	armed := false
 	if _, ok := p.s.Deadline(); ok {
 		armed = true
 	}
-	p.s.Queue(append(p.s.Buffer(), f...))
+	if p.blN > 0 || !p.s.Room() {
+		if !l.backlogLocked(p, f) {
+			return ErrWindowFull
+		}
+	} else {
+		p.s.Queue(append(p.s.Buffer(), f...))
+	}
 	l.flushLocked(p)
 	if !armed {
 		l.wakeTimers()
@@ -570,10 +607,12 @@ func (l *Link) failedLocked(p *peer, prev transport.SenderState) {
 	defer signal(p.change)
 	if prev != transport.SynSent {
 		l.c.sessionFail.Add(1)
+		p.blN = 0 // abandoned with the session: their operations time out
 		return
 	}
 	l.c.handshakeFail.Add(1)
 	if p.mode != Auto {
+		p.blN = 0 // abandoned: their operations time out
 		return
 	}
 	p.fallback = true
@@ -582,6 +621,10 @@ func (l *Link) failedLocked(p *peer, prev transport.SenderState) {
 	for _, f := range p.out {
 		h, _ := reliable.Parse(f, 1<<16)
 		_ = l.inner.Write(reliable.Decapsulate(f, h))
+	}
+	for ; p.blN > 0; p.blN-- {
+		_ = l.inner.Write(p.backlog[p.blHead])
+		p.blHead = (p.blHead + 1) % len(p.backlog)
 	}
 	if fn := l.cfg.OnFallback; fn != nil {
 		go fn(p.mac)
