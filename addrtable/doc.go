@@ -82,7 +82,7 @@
 //
 //	[[node]]
 //	name = "ctrl"             # dotted name, required
-//	address = 0x0000_0004     # oETP byte address, a multiple of 4, required
+//	address = 0x0000_0004     # oETP byte address, a multiple of 4, required ("4K" as a string: oetp's number syntax)
 //	permission = "rw"         # r, w, rw (or uHAL's spellings); default rw
 //	description = "control register"
 //

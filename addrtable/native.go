@@ -5,11 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/openenoc/oetp/internal/num"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/openenoc/oetp/internal/num"
 )
 
 // nativeFile is the native TOML format (see the package doc).
