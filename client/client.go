@@ -83,7 +83,7 @@ type Options struct {
 // Client is a connection to a hub.
 type Client struct {
 	mu   sync.Mutex
-	nc   net.Conn
+	nc   conn
 	br   *bufio.Reader
 	bw   *bufio.Writer
 	tag  uint32
@@ -114,7 +114,13 @@ func DialOptions(o Options) (*Client, error) {
 			o.Token = getenv("OETP_HUB_TOKEN")
 		}
 	}
-	nc, err := net.DialTimeout(network, addr, o.Timeout)
+	var nc conn
+	var err error
+	if network == "unix" {
+		nc, err = dialUnixBlocking(addr)
+	} else {
+		nc, err = net.DialTimeout(network, addr, o.Timeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("oetp hub: connecting to %s: %w", o.Path, err)
 	}

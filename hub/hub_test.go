@@ -671,3 +671,25 @@ func TestCloseAbortsWaitingOperation(t *testing.T) {
 		t.Error("the aborted read succeeded")
 	}
 }
+
+// A socket that never answers HELLO fails Dial after its timeout.
+func TestDialTimeout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mute.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			defer c.Close()
+			time.Sleep(5 * time.Second)
+		}
+	}()
+	t0 := time.Now()
+	_, err = client.DialOptions(client.Options{Path: path, Timeout: 200 * time.Millisecond})
+	if err == nil || time.Since(t0) > 3*time.Second {
+		t.Errorf("dial of a mute socket: %v after %v", err, time.Since(t0))
+	}
+}

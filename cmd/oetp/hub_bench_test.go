@@ -133,12 +133,24 @@ func BenchmarkHub(b *testing.B) {
 		opsPerSec(b, 1)
 	})
 	run("read/go-client", func(b *testing.B) {
+		hubTime := func() (float64, uint64) {
+			st, _, err := c.Status()
+			if err != nil {
+				b.Fatal(err)
+			}
+			o := st.Devices[0].Ops["read"]
+			return o.MeanUS * float64(o.Count), o.Count
+		}
+		t0, n0 := hubTime()
 		for b.Loop() {
 			if _, err := dev.Read(0x10); err != nil {
 				b.Fatal(err)
 			}
 		}
 		opsPerSec(b, 1)
+		// The part of each round trip spent in the hub's endpoint call.
+		t1, n1 := hubTime()
+		b.ReportMetric((t1-t0)*1e3/float64(n1-n0), "hub-endpoint-ns/op")
 	})
 	run("read/python", func(b *testing.B) { python(b, "single", max(b.N, 2000)) })
 
