@@ -13,7 +13,8 @@
 // A role is an flock(2) on a file in the lock directory (see Dir), so it dies
 // with its process: a crash or a kill -9 never leaves an address locked. The
 // holder writes its PID and command line into the file, so a refusal names
-// the process that holds the role (HeldError).
+// the process that holds the role (HeldError). Release removes the file;
+// the files of killed processes are removed by a later Acquire.
 //
 // The key includes the network namespace of the calling thread (its
 // /proc/thread-self/ns/net inode): interface names are per namespace, so two
@@ -27,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,6 +178,7 @@ func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*L
 				l.Release()
 				return nil, err
 			}
+			sweep(dir, path)
 			return l, nil
 		}
 		if !errors.Is(err, errBusy) {
@@ -202,6 +205,33 @@ func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*L
 // try costs an open, an flock and a close, and a role handed from process
 // to process (one-shot commands in a loop) should not idle long.
 const pollMax = 10 * time.Millisecond
+
+// lockName matches the names of role lock files, and no other file that
+// may share the directory (the hub's socket and its own lock).
+var lockName = regexp.MustCompile(`^[^/]+_[0-9a-f]{12}_(initiator|responder)(_net[0-9]+)?\.lock$`)
+
+// sweepMax bounds the lock files one Acquire checks.
+const sweepMax = 64
+
+// sweep removes lock files in dir that no process holds: those of
+// processes that were killed (a namespace's files outlive it, since its
+// inode is in the name). Each is removed while locked, the way Release
+// does it, so a process that opened it meanwhile notices and tries again.
+func sweep(dir, own string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(sweepMax)
+	d.Close()
+	for _, n := range names {
+		if p := filepath.Join(dir, n); p != own && lockName.MatchString(n) {
+			if l, err := tryLockExisting(p); err == nil {
+				l.Release()
+			}
+		}
+	}
+}
 
 // errBusy is tryLock's error when another lock holds the file.
 var errBusy = errors.New("busy")

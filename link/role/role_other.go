@@ -9,6 +9,9 @@ func tryLock(path string) (*Lock, error) {
 	return nil, errors.New("role: cross-process roles need flock(2), which this system lacks")
 }
 
+// tryLockExisting fails like tryLock.
+func tryLockExisting(path string) (*Lock, error) { return tryLock(path) }
+
 // Release does nothing: no lock is ever held here.
 func (l *Lock) Release() error { return nil }
 

@@ -228,3 +228,29 @@ func TestNamespaces(t *testing.T) {
 	})
 	wantHeld(t, err, role.Responder, os.Getpid())
 }
+
+// TestSweep: an Acquire removes the lock files no process holds (left by
+// killed processes), and leaves held ones and other files alone.
+func TestSweep(t *testing.T) {
+	d := lockDir(t)
+	stale := filepath.Join(d, "eth9_020e0c000009_initiator_net1.lock")
+	other := filepath.Join(d, "README")
+	hubLock := filepath.Join(d, "hub.sock.lock") // another protocol's lock
+	for _, p := range []string{stale, other, hubLock} {
+		if err := os.WriteFile(p, []byte("4242\noetp rmem read\n"), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := acquire(t, "eth0", macA, role.Responder)
+	acquire(t, "eth0", macB, role.Responder)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale lock file still there: %v", err)
+	}
+	for _, p := range []string{other, hubLock, held.Path()} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	_, err := role.Acquire("eth0", macA, role.Responder, 0)
+	wantHeld(t, err, role.Responder, os.Getpid())
+}

@@ -15,9 +15,14 @@ import (
 // without waiting. It returns errBusy when another open file holds it. A
 // file that a releasing holder removed after this call opened it is not
 // the lock any more: it tries again on the file now at path.
-func tryLock(path string) (*Lock, error) {
+func tryLock(path string) (*Lock, error) { return lockFile(path, os.O_CREATE) }
+
+// tryLockExisting is tryLock for a file that exists: it creates none.
+func tryLockExisting(path string) (*Lock, error) { return lockFile(path, 0) }
+
+func lockFile(path string, create int) (*Lock, error) {
 	for {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+		f, err := os.OpenFile(path, os.O_RDWR|create, 0o666)
 		if err != nil {
 			return nil, fmt.Errorf("role: lock file: %w; set %s to a writable directory", err, DirEnv)
 		}
@@ -34,6 +39,9 @@ func tryLock(path string) (*Lock, error) {
 			return &Lock{f: f, path: path}, nil
 		}
 		f.Close() // removed or replaced by its last holder's Release
+		if create == 0 {
+			return nil, os.ErrNotExist
+		}
 	}
 }
 
