@@ -53,7 +53,13 @@ func runReliable(o *Options) ([]Result, error) {
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: the engine through the reliable transport (link/rlink: PSN, ACK/NAK, CRC32C, replay cache; fragments of %d bytes, %d requests in flight) on a veth pair, next to the same engine and wrapper with the peer set to v1, the raw ping-pong and TCP bulk transfers (one connection, 10.213.0.0/30) over the same veth pair; every thread free on any CPU",
 		ScenarioReliable, rlink.FragmentCeiling(wire.MaxFrameLen), transport.DefaultDepth))
+	par, err := e.runParallel(o)
+	if err != nil {
+		e.close()
+		return par, err
+	}
 	out, err := runEnv(o, e)
+	out = append(par, out...)
 	if err != nil {
 		return out, err
 	}
@@ -510,4 +516,74 @@ func runFanIn(o *Options) ([]Result, error) {
 			Versus: "fan-in 1 sender", Ratio: all / one},
 	}
 	return res, nil
+}
+
+// parallelCallers is the number of goroutines of the parallel RMEM rows.
+const parallelCallers = 32
+
+// runParallel measures RMEM reads from parallelCallers goroutines through
+// the reliable transport (Outstanding = its depth) against v1 one at a
+// time from one caller, on the same pair, rounds interleaved: reads per
+// second of each, and their ratio (target ≥ 10×).
+func (e *reliableEnv) runParallel(o *Options) ([]Result, error) {
+	p := e.rel
+	if err := p.use(opRMEMRead); err != nil {
+		return nil, err
+	}
+	d := o.Duration / time.Duration(o.Rounds)
+	read := func(until time.Time) (int64, error) {
+		var n int64
+		for time.Now().Before(until) {
+			if _, err := p.a.RMEMRead(ctxBackground, 0, remoteBase); err != nil {
+				return n, err
+			}
+			n++
+		}
+		return n, nil
+	}
+	var one, many int64
+	var tOne, tMany time.Duration
+	for round := 0; round < o.Rounds; round++ {
+		if err := e.setMode(rlink.V1); err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		n, err := read(start.Add(d))
+		if err != nil {
+			return nil, err
+		}
+		one, tOne = one+n, tOne+time.Since(start)
+		if err := e.setMode(rlink.Reliable); err != nil {
+			return nil, err
+		}
+		start = time.Now()
+		counts := make([]int64, parallelCallers)
+		errs := make(chan error, parallelCallers)
+		for i := range counts {
+			go func() {
+				var err error
+				counts[i], err = read(start.Add(d))
+				errs <- err
+			}()
+		}
+		for range counts {
+			if err := <-errs; err != nil {
+				return nil, err
+			}
+		}
+		tMany += time.Since(start)
+		for _, c := range counts {
+			many += c
+		}
+	}
+	r1 := float64(one) / tOne.Seconds()
+	rN := float64(many) / tMany.Seconds()
+	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
+		"%s: RMEM reads from %d goroutines through the reliable transport (%d in flight): %.0f reads/s; v1, one at a time from one caller, on the same pair: %.0f reads/s; %.1f× (target ≥ 10×)",
+		ScenarioReliable, parallelCallers, transport.DefaultDepth, rN, r1, rN/r1))
+	return []Result{
+		{Scenario: ScenarioReliable, Name: "parallel rmem-read v1 1 caller", Baseline: true, Ops: one, Elapsed: tOne, NsPerOp: float64(tOne.Nanoseconds()) / float64(max(one, 1))},
+		{Scenario: ScenarioReliable, Name: fmt.Sprintf("parallel rmem-read reliable %d callers", parallelCallers), Ops: many, Elapsed: tMany,
+			NsPerOp: float64(tMany.Nanoseconds()) / float64(max(many, 1)), Versus: "parallel rmem-read v1 1 caller", Ratio: rN / r1},
+	}, nil
 }
