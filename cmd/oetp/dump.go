@@ -122,6 +122,7 @@ func dumpFile(cmd *cobra.Command, path string, o *dumpOptions) error {
 		return usagef("%s: %v: link type %v; oetp reads EN10MB (1), LINUX_SLL (113) and LINUX_SLL2 (276)", name, pcap.ErrLinkType, lt)
 	}
 	d := newDumper(cmd.OutOrStdout(), o)
+	d.live = path == "-" // a pipe from a running capture: print each frame as it comes
 	defer d.w.Flush()
 	skipped := map[pcap.LinkType]int{}
 	for {
