@@ -1,0 +1,21 @@
+//go:build !linux
+
+package client
+
+import (
+	"net"
+	"time"
+)
+
+// conn is the connection to the hub.
+type conn interface {
+	Read(p []byte) (int, error)
+	Write(p []byte) (int, error)
+	Close() error
+	SetDeadline(t time.Time) error
+}
+
+// dialUnixBlocking connects to the hub's Unix socket. The blocking system
+// calls of the Linux version (conn.go) save a scheduler hop per round trip;
+// elsewhere the runtime's network poller does the waiting.
+func dialUnixBlocking(path string) (conn, error) { return net.Dial("unix", path) }
