@@ -209,7 +209,11 @@ type Stats struct {
 	RxFrames uint64 // frames returned by ReadBatch
 	RxBytes  uint64 // bytes returned by ReadBatch (after any truncation)
 	// DropQueueFull counts frames for this socket that the kernel dropped
-	// because the receive queue was full (PACKET_STATISTICS tp_drops).
+	// because the receive queue was full (PACKET_STATISTICS tp_drops): the
+	// kernel drops, which no reader ever sees (oetp serve's
+	// rx_kernel_drops). Stats reads the kernel's counter, which each read
+	// resets, with one getsockopt(2) and adds it up here; the receive path
+	// makes no system call for it.
 	DropQueueFull uint64
 	// BusyPolls counts the reads of an empty socket that ReadLoop made
 	// while busy polling (Config.BusyPoll), each after yielding the
