@@ -42,6 +42,16 @@ func TestRolesOverVeth(t *testing.T) {
 	}
 	// A second serve on another MAC of the interface is another endpoint.
 	startServe(t, bin, h1, "--iface", "eth0", "--mac", "02:0e:0c:00:00:b3").stop()
+	// The role dies with its process: after a kill -9 a new serve starts.
+	srv1.cmd.Process.Kill()
+	<-srv1.done
+	srv1 = startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--peer", netClient+",mode=rmem")
+	// --help says where the locks are.
+	for _, args := range [][]string{{"serve", "--help"}, {"rmem", "read", "--help"}, {"dma", "write", "--help"}} {
+		if out, _, _ := runBinary(t, bin, args...); !strings.Contains(out, "/run/oetp") || !strings.Contains(out, "$XDG_RUNTIME_DIR/oetp") || !strings.Contains(out, "oetp-UID") {
+			t.Errorf("oetp %s does not say where the role locks are:\n%s", strings.Join(args, " "), out)
+		}
+	}
 
 	// rmem from h1's serve MAC to h2's serve.
 	if out, errOut, code := oetpIn(t, bin, h1, "rmem", "write", "--iface", "eth0", "--peer", netClient, "--addr", "8", "--data", "0x5a5a"); code != 0 {
