@@ -223,3 +223,41 @@ func TestReliableGoalsThroughRelay(t *testing.T) {
 		ab.Corrupted+ba.Corrupted, x.la.Stats().CRCDrops+x.lb.Stats().CRCDrops, x.la.Stats().Malformed+x.lb.Stats().Malformed,
 		x.la.Stats().NotForUs+x.lb.Stats().NotForUs)
 }
+
+// TestReliableWindowGain measures (OETP_RELIABLE_GOALS=1) 3 × 64 MiB DMA
+// writes through the reliable transport over a plain veth pair with one
+// request in flight (v1's pace) and with 32, interleaved twice.
+func TestReliableWindowGain(t *testing.T) {
+	if os.Getenv("OETP_RELIABLE_GOALS") == "" {
+		t.Skip("set OETP_RELIABLE_GOALS=1 to measure the goals (minutes)")
+	}
+	n := netns.NewPair(t)
+	h1, h2 := n.Host(0), n.Host(1)
+	src := random(64<<20, 1)
+	for _, out := range []int{1, transport.DefaultDepth, 1, transport.DefaultDepth} {
+		lb, _ := rlink.New(openLink(t, h1, afpacket.Config{}), rlink.Config{})
+		la, _ := rlink.New(openLink(t, h2, afpacket.Config{}), rlink.Config{})
+		lb.SetPeer(h2.MAC(), rlink.Reliable)
+		la.SetPeer(h1.MAC(), rlink.Reliable)
+		ram, _ := memory.NewRAM(ramBase, 64<<20)
+		b := newEndpoint(t, lb.Link(), ram, endpoint.Config{})
+		a := newEndpoint(t, la.Link(), nil, endpoint.Config{DMATimeout: 5 * time.Second, MaxFragment: rlink.FragmentCeiling(8192), Outstanding: out})
+		setPeer(t, a, 0, endpoint.Peer{MAC: h1.MAC(), Mode: endpoint.ModeDMARead, WindowSize: 1 << 32})
+		setPeer(t, b, 0, endpoint.Peer{MAC: h2.MAC(), Mode: endpoint.ModeDMAWrite, WindowSize: 1 << 32})
+		if ok, err := la.Open(bg(), h1.MAC()); !ok || err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for i := 0; i < 3; i++ {
+			if _, err := a.DMAWrite(bg(), 0, ramBase, src); err != nil {
+				t.Fatal(err)
+			}
+		}
+		el := time.Since(start)
+		pi, _ := la.Peer(h1.MAC())
+		st := la.Stats()
+		t.Logf("%2d in flight: %.1f MB/s (SRTT %v, cwnd %.0f, %d timeouts, %d retransmitted)", out, float64(3*len(src))/el.Seconds()/1e6, pi.SRTT, pi.Cwnd, st.Timeouts, st.Retransmitted)
+		a.Close()
+		b.Close()
+	}
+}
