@@ -244,7 +244,7 @@ func TestRetryBadPolicy(t *testing.T) {
 // address of the failed fragment beside the bytes and fragments completed.
 func TestRetryDMAFragment(t *testing.T) {
 	a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, DMATimeout: time.Second})
-	setPolicy(t, a, 0, endpoint.RetryPolicy{Retries: 1, Deadline: time.Hour})
+	setPolicy(t, a, 0, endpoint.RetryPolicy{Retries: 1, Deadline: time.Hour, MinRTO: 10 * time.Millisecond})
 	timer := endpoint.InstallFakeTimer(a)
 	src := pattern(12, 5)
 	res := dmaWrite(a, 0, 0x1000, src)

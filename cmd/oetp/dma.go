@@ -48,7 +48,7 @@ With --retries N a fragment whose try times out, or is answered with a
 malformed response, is sent again as a new request with a new Request ID, up to
 N times and within --deadline per fragment (the block may take longer); its
 timeout follows the measured round trip (RFC 6298 SRTT + 4*RTTVAR, at least
-10ms, doubled per retry, at most --timeout). A valid ERROR_RSP is never retried.
+2ms, doubled per retry, at most --timeout). A valid ERROR_RSP is never retried.
 A failed block reports in the JSON the bytes and fragments completed and
 "failed_addr", the remote address of the fragment that failed, from where it
 can be resumed; "outcome_unknown" says whether that fragment may have executed.

@@ -37,7 +37,7 @@ reply to an earlier command is never taken for its own.
 With --retries N a try that times out, or is answered with a malformed
 response, is sent again as a new request with a new Request ID, up to N times
 and within --deadline; its timeout follows the measured round trip (RFC 6298
-SRTT + 4*RTTVAR, at least 10ms, doubled per retry, at most --timeout). A valid
+SRTT + 4*RTTVAR, at least 2ms, doubled per retry, at most --timeout). A valid
 ERROR_RSP is never retried: it is the device's answer. A retry can repeat a
 write whose response was lost; mark a register with side effects (a FIFO, a
 clear-on-read register) --volatile and it gets exactly one try. Every failure
