@@ -477,7 +477,7 @@ func (f *opFlags) timeoutChecklist() string {
 	fmt.Fprintf(&b, "  - the remote's peer table has an entry for this MAC %v in mode %s whose window holds the address (on oetp serve: --peer %v,%s; serve logs requests from MACs it has no entry for)\n", f.own, mode, f.own, flag)
 	fmt.Fprintf(&b, "  - --peer %v is the remote's MAC, and the remote is running\n", f.peer.m)
 	if f.ceiling > 0 {
-		fmt.Fprintf(&b, "  - the MTU: every device on the path carries %d-byte frames (MTU %d), or lower --max-frame\n", f.ceiling, f.ceiling-wire.HeaderLen)
+		fmt.Fprintf(&b, "  - the MTU: every device on the path carries %d-byte frames (an MTU of at least %d), or lower --max-frame\n", f.ceiling, f.ceiling-wire.HeaderLen)
 	} else {
 		b.WriteString("  - the MTU: every device on the path carries the frames the sender uses (--max-frame)\n")
 	}
