@@ -98,6 +98,17 @@ func (g *rig) recv(t *testing.T, n int) []int {
 	return ks
 }
 
+// waitSent waits until the relay has counted n frames sent a -> b: a
+// frame can arrive before the relay's Write returns and counts it.
+func (g *rig) waitSent(t *testing.T, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if ab, _ := g.r.Stats(); ab.Sent >= n || time.Now().After(deadline) {
+			return
+		}
+	}
+}
+
 func (g *rig) none(t *testing.T, d time.Duration) {
 	t.Helper()
 	select {
@@ -164,6 +175,7 @@ func TestDuplicate(t *testing.T) {
 	g := newRig(t, relay.Config{Duplicate: 1})
 	g.send(t, 1, 2)
 	eq(t, "frames", []int{1, 1, 2, 2}, g.recv(t, 4))
+	g.waitSent(t, 4)
 	if ab, _ := g.r.Stats(); ab.Duplicated != 2 || ab.Sent != 4 {
 		t.Fatalf("stats %+v", ab)
 	}
@@ -173,6 +185,7 @@ func TestReorder(t *testing.T) {
 	g := newRig(t, relay.Config{Reorder: 1, ReorderHold: time.Hour})
 	g.send(t, 1, 2, 3, 4)
 	eq(t, "frames", []int{2, 1, 4, 3}, g.recv(t, 4))
+	g.waitSent(t, 4)
 	if ab, _ := g.r.Stats(); ab.Reordered != 2 || ab.Sent != 4 {
 		t.Fatalf("stats %+v", ab)
 	}
