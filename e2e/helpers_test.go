@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/netns"
@@ -23,8 +23,30 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
-// waitLong bounds every wait; it is only reached when a test is failing.
-const waitLong = 10 * time.Second
+// The helpers shared with the engine's tests (internal/testutil).
+const waitLong = testutil.WaitLong
+
+var (
+	bg          = testutil.Background
+	openLink    = testutil.OpenLink
+	newEndpoint = testutil.NewEndpoint
+	setPeer     = testutil.SetPeer
+	eventually  = testutil.Eventually
+	waitStats   = testutil.WaitStats
+	wantCode    = testutil.WantCode
+	wantStatus  = testutil.WantStatus
+	failed      = testutil.Failed
+	wantEvent   = testutil.WantEvent
+	noEvent     = testutil.NoEvent
+)
+
+// newRAM returns zeroed RAM over the test range.
+func newRAM(t testing.TB) *memory.RAM { t.Helper(); return testutil.NewRAM(t, ramBase, ramSize) }
+
+// win is a peer entry whose window is the whole test RAM.
+func win(mac wire.MAC, mode endpoint.Mode) endpoint.Peer {
+	return testutil.Window(mac, mode, ramBase, ramSize)
+}
 
 // Every test RAM and every default window cover [ramBase, ramBase+ramSize).
 const (
@@ -43,41 +65,6 @@ var (
 	group      = wire.MAC{0x03, 0x0e, 0x0c, 0x00, 0x00, 0x01}
 	otherGroup = wire.MAC{0x03, 0x0e, 0x0c, 0x00, 0x00, 0x02}
 )
-
-func bg() context.Context { return context.Background() }
-
-// openLink opens an AF_PACKET link on h's interface inside h's namespace;
-// the test's cleanup closes it (closing twice does nothing).
-func openLink(t testing.TB, h *netns.Host, cfg afpacket.Config) *afpacket.Link {
-	t.Helper()
-	var l *afpacket.Link
-	if err := h.Do(func() (err error) { l, err = afpacket.Open(h.IfName(), cfg); return err }); err != nil {
-		t.Fatalf("%s: %v", h, err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
-// newRAM returns zeroed RAM over the test range.
-func newRAM(t testing.TB) *memory.RAM {
-	t.Helper()
-	r, err := memory.NewRAM(ramBase, ramSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// newEndpoint starts an endpoint on l; the test's cleanup closes it.
-func newEndpoint(t testing.TB, l link.Link, space memory.Space, cfg endpoint.Config) *endpoint.Endpoint {
-	t.Helper()
-	e, err := endpoint.New(l, space, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
 
 // teeFile wraps l in a pcap Tee recording into a new file of the test's
 // temporary directory, and returns the wrapped link and the file's path.
@@ -271,90 +258,6 @@ func eqMem(t testing.TB, what string, space memory.Space, addr uint32, want []by
 		}
 		t.Fatalf("%s: %d bytes at %#x differ from byte %d (address %#x): want % x, got % x",
 			what, len(want), addr, i, addr+uint32(i), want[i:min(len(want), i+16)], got[i:min(len(got), i+16)])
-	}
-}
-
-// wantCode checks that err is an *OpError with the given code (or nil for
-// CodeNone).
-func wantCode(t testing.TB, what string, err error, want wire.Code) {
-	t.Helper()
-	if got := endpoint.CodeOf(err); got != want {
-		t.Fatalf("%s: code %v (%d), want %v (%d); err %v", what, got, got, want, want, err)
-	}
-	if want != wire.CodeNone {
-		var oe *endpoint.OpError
-		if !errors.As(err, &oe) {
-			t.Fatalf("%s: %v is not an *endpoint.OpError", what, err)
-		}
-	}
-}
-
-func wantStatus(t testing.TB, what string, e *endpoint.Endpoint, peer int, want endpoint.PeerStatus) {
-	t.Helper()
-	if got := e.PeerStatus(peer); got != want {
-		t.Fatalf("%s: peer %d status %+v, want %+v", what, peer, got, want)
-	}
-}
-
-func failed(c wire.Code) endpoint.PeerStatus { return endpoint.PeerStatus{Error: true, Code: c} }
-
-// wantEvent checks that e's next event is want.
-func wantEvent(t testing.TB, what string, e *endpoint.Endpoint, want endpoint.Event) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(bg(), waitLong)
-	defer cancel()
-	got, err := e.NextEvent(ctx)
-	if err != nil {
-		t.Fatalf("%s: NextEvent: %v", what, err)
-	}
-	if got != want {
-		t.Fatalf("%s: event %+v, want %+v", what, got, want)
-	}
-}
-
-// noEvent checks that e has no pending event.
-func noEvent(t testing.TB, what string, e *endpoint.Endpoint) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(bg())
-	cancel()
-	if ev, err := e.NextEvent(ctx); err == nil {
-		t.Fatalf("%s: unexpected event %+v", what, ev)
-	}
-}
-
-func setPeer(t testing.TB, e *endpoint.Endpoint, i int, p endpoint.Peer) {
-	t.Helper()
-	if err := e.SetPeer(i, p); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// win is a peer entry whose window is the whole test RAM.
-func win(mac wire.MAC, mode endpoint.Mode) endpoint.Peer {
-	return endpoint.Peer{MAC: mac, Mode: mode, WindowBase: ramBase, WindowSize: ramSize, EventEnable: true}
-}
-
-// eventually polls cond until it holds.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-}
-
-// waitStats polls e's counters until cond holds; on timeout it shows them.
-func waitStats(t testing.TB, what string, e *endpoint.Endpoint, cond func(endpoint.Stats) bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for s := e.Stats(); !cond(s); s = e.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; counters %+v", what, s)
-		}
-		time.Sleep(200 * time.Microsecond)
 	}
 }
 

@@ -2,9 +2,7 @@ package endpoint_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
@@ -40,7 +38,25 @@ const (
 	ramSize = 0x10000
 )
 
-const waitLong = 10 * time.Second // only reached when a test is failing
+// The helpers shared with the end-to-end tests (internal/testutil).
+const waitLong = testutil.WaitLong // only reached when a test is failing
+
+var (
+	bg         = testutil.Background
+	newEPOn    = testutil.NewEndpoint
+	setPeer    = testutil.SetPeer
+	eventually = testutil.Eventually
+	wantCode   = testutil.WantCode
+	wantStatus = testutil.WantStatus
+	failed     = testutil.Failed
+)
+
+func newRAM(t testing.TB) *memory.RAM { t.Helper(); return testutil.NewRAM(t, ramBase, ramSize) }
+
+// win returns a peer entry whose window is the whole test RAM.
+func win(mac wire.MAC, mode endpoint.Mode) endpoint.Peer {
+	return testutil.Window(mac, mode, ramBase, ramSize)
+}
 
 func newSwitch(t testing.TB, cfg mem.Config) *mem.Switch {
 	t.Helper()
@@ -52,15 +68,6 @@ func newSwitch(t testing.TB, cfg mem.Config) *mem.Switch {
 		t.Fatal(err)
 	}
 	return sw
-}
-
-func newRAM(t testing.TB) *memory.RAM {
-	t.Helper()
-	r, err := memory.NewRAM(ramBase, ramSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 func attach(t testing.TB, sw *mem.Switch, mac wire.MAC) *mem.Port {
@@ -76,28 +83,6 @@ func attach(t testing.TB, sw *mem.Switch, mac wire.MAC) *mem.Port {
 func newEP(t testing.TB, sw *mem.Switch, mac wire.MAC, space memory.Space, cfg endpoint.Config) *endpoint.Endpoint {
 	t.Helper()
 	return newEPOn(t, attach(t, sw, mac), space, cfg)
-}
-
-func newEPOn(t testing.TB, l link.Link, space memory.Space, cfg endpoint.Config) *endpoint.Endpoint {
-	t.Helper()
-	e, err := endpoint.New(l, space, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
-
-func setPeer(t testing.TB, e *endpoint.Endpoint, i int, p endpoint.Peer) {
-	t.Helper()
-	if err := e.SetPeer(i, p); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// win returns a peer entry whose window is the whole test RAM.
-func win(mac wire.MAC, mode endpoint.Mode) endpoint.Peer {
-	return endpoint.Peer{MAC: mac, Mode: mode, WindowBase: ramBase, WindowSize: ramSize, EventEnable: true}
 }
 
 // tap is a raw port that records every frame it receives.
@@ -181,40 +166,6 @@ func eqBytes(t testing.TB, what string, want, got []byte) {
 	}
 }
 
-func wantCode(t testing.TB, what string, err error, want wire.Code) {
-	t.Helper()
-	if got := endpoint.CodeOf(err); got != want {
-		t.Fatalf("%s: code %v, want %v (err %v)", what, got, want, err)
-	}
-	if want != wire.CodeNone {
-		var oe *endpoint.OpError
-		if !errors.As(err, &oe) {
-			t.Fatalf("%s: error %v is not an *OpError", what, err)
-		}
-	}
-}
-
-func wantStatus(t testing.TB, what string, e *endpoint.Endpoint, peer int, want endpoint.PeerStatus) {
-	t.Helper()
-	if got := e.PeerStatus(peer); got != want {
-		t.Fatalf("%s: peer %d status %+v, want %+v", what, peer, got, want)
-	}
-}
-
-func failed(c wire.Code) endpoint.PeerStatus { return endpoint.PeerStatus{Error: true, Code: c} }
-
-// eventually polls cond until it holds.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-}
-
 func diff(t testing.TB, what string, want, got any) {
 	t.Helper()
 	if d := cmp.Diff(want, got); d != "" {
@@ -283,5 +234,3 @@ func (g *gateLink) frames() [][]byte {
 	defer g.mu.Unlock()
 	return append([][]byte(nil), g.log...)
 }
-
-func bg() context.Context { return context.Background() }

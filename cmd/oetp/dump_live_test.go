@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/net/bpf"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/wire"
@@ -22,18 +23,8 @@ import (
 func TestDumpLive(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	open := func(h *netns.Host) *afpacket.Link {
-		var l *afpacket.Link
-		if err := h.Do(func() (err error) {
-			l, err = afpacket.Open(h.IfName(), afpacket.Config{AllEtherTypes: true})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		return l
-	}
-	l1, l2 := open(h1), open(h2)
+	cfg := afpacket.Config{AllEtherTypes: true}
+	l1, l2 := testutil.OpenLink(t, h1, cfg), testutil.OpenLink(t, h2, cfg)
 	m1, m2 := h1.MAC(), h2.MAC()
 	done := make(chan struct{})
 	var out, errOut string

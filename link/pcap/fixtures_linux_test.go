@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/netns"
 )
@@ -22,18 +23,8 @@ func TestMakeFixtures(t *testing.T) {
 	}
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	open := func(h *netns.Host) *afpacket.Link {
-		var l *afpacket.Link
-		if err := h.Do(func() (err error) {
-			l, err = afpacket.Open(h.IfName(), afpacket.Config{AllEtherTypes: true})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		return l
-	}
-	l1, l2 := open(h1), open(h2)
+	cfg := afpacket.Config{AllEtherTypes: true}
+	l1, l2 := testutil.OpenLink(t, h1, cfg), testutil.OpenLink(t, h2, cfg)
 	dir, _ := filepath.Abs("testdata")
 	var procs []*exec.Cmd
 	var stderrs []*bytes.Buffer
