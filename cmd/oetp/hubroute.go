@@ -173,35 +173,15 @@ func (s *session) dmaWrite(ctx context.Context, addr uint32, in *dmaInput) (endp
 		}
 		return total, nil
 	}
-	buf := make([]byte, chunk)
-	var off uint64
-	for {
-		n, rerr := io.ReadFull(in.r, buf)
-		if n > 0 {
-			if room := wholeSpace - uint64(addr) - off; uint64(n) > room {
-				err := fmt.Errorf("--in %s: more than the %d bytes from --addr %#x to the end of the 4 GiB address space; the first %d bytes were written", in.name, wholeSpace-uint64(addr), addr, off)
-				if off == 0 {
-					err = usagef("%v", err)
-				}
-				return total, err
-			}
-			t, err := s.dev.WriteBlockTransfer(addr+uint32(off), buf[:n])
-			add(t)
-			if err != nil {
-				return total, hubError("DMA write", err)
-			}
-			off += uint64(n)
+	err := in.chunks(addr, chunk, func(off uint64, p []byte) error {
+		t, err := s.dev.WriteBlockTransfer(addr+uint32(off), p)
+		add(t)
+		if err != nil {
+			return hubError("DMA write", err)
 		}
-		switch {
-		case errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF):
-			if off == 0 {
-				return total, usagef("--in %s is empty: a DMA block carries at least one byte", in.name)
-			}
-			return total, nil
-		case rerr != nil:
-			return total, fmt.Errorf("--in %s: after %d bytes: %w", in.name, off, rerr)
-		}
-	}
+		return nil
+	})
+	return total, err
 }
 
 // dmaRead reads n bytes at addr into the output: through the hub streamed

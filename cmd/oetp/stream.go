@@ -184,7 +184,21 @@ func streamWrite(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *dm
 		return total, nil
 	}
 	frag := fragmentSize(ep)
-	buf := make([]byte, streamChunk/frag*frag)
+	err := in.chunks(addr, streamChunk/frag*frag, func(off uint64, p []byte) error {
+		t, err := ep.DMAWrite(withOffset(ctx, off), 0, addr+uint32(off), p)
+		add(&total, t)
+		return err
+	})
+	return total, err
+}
+
+// chunks reads a stream input (a pipe, a FIFO, standard input) in chunks of
+// chunk bytes and calls write for each with its offset from addr, in order,
+// until the input ends or write fails. It refuses input beyond the 4 GiB
+// address space (a usage error when nothing was written yet) and empty
+// input, and says how many bytes were written before a read error.
+func (in *dmaInput) chunks(addr uint32, chunk int, write func(off uint64, p []byte) error) error {
+	buf := make([]byte, chunk)
 	var off uint64
 	for {
 		n, rerr := io.ReadFull(in.r, buf)
@@ -194,23 +208,21 @@ func streamWrite(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *dm
 				if off == 0 {
 					err = usagef("%v", err)
 				}
-				return total, err
+				return err
 			}
-			t, err := ep.DMAWrite(withOffset(ctx, off), 0, addr+uint32(off), buf[:n])
-			add(&total, t)
-			if err != nil {
-				return total, err
+			if err := write(off, buf[:n]); err != nil {
+				return err
 			}
 			off += uint64(n)
 		}
 		switch {
 		case errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF):
 			if off == 0 {
-				return total, usagef("--in %s is empty: a DMA block carries at least one byte", in.name)
+				return usagef("--in %s is empty: a DMA block carries at least one byte", in.name)
 			}
-			return total, nil
+			return nil
 		case rerr != nil:
-			return total, fmt.Errorf("--in %s: after %d bytes: %w", in.name, off, rerr)
+			return fmt.Errorf("--in %s: after %d bytes: %w", in.name, off, rerr)
 		}
 	}
 }
