@@ -17,6 +17,7 @@ import (
 
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/link/pace"
 	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/wire"
 )
@@ -411,6 +412,14 @@ func TestLogBoundOverVeth(t *testing.T) {
 	}
 }
 
+// pacedMin is the least time, in seconds, that link/pace can take to hand
+// over total frame bytes at rate bytes/s when the last frame is last bytes:
+// the last frame goes when the bytes before it are due, and a sender starts
+// with up to pace.Slack of lead and pace.Credit of catch-up.
+func pacedMin(total, last, rate int) float64 {
+	return float64(total-last)/float64(rate) - (pace.Slack + pace.Credit).Seconds()
+}
+
 // TestGroupDMAWriteOverVeth: a group dma write says its delivery is
 // unconfirmed and how many frames it sent, in JSON and for people; --rate
 // paces it (and a unicast write) to the byte rate, and the member got every
@@ -429,8 +438,10 @@ func TestGroupDMAWriteOverVeth(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "in.bin")
 	writeFile(t, in, data)
 	const frags = 129 // 1 MiB in 8160-byte fragments
-	// 1 MiB + 32 bytes per fragment at 10 MiB/s: at least 100 ms.
-	minSecs := float64(len(data)+32*frags)/float64(10<<20) - 0.001
+	// 1 MiB + 32 bytes per fragment at 10 MiB/s, about 100 ms. The pacer
+	// hands the last frame over when the bytes before it are due, and lets
+	// a sender start up to Slack ahead with Credit in hand.
+	minSecs := pacedMin(len(data)+32*frags, 4096+32, 10<<20)
 	out, errOut, code := oetpIn(t, bin, h2, "dma", "write", "--iface", "eth0", "--mac", netWriter, "--peer", netGroup, "--addr", "0x100000", "--in", in, "--rate", "10M", "--json")
 	checkResult(t, "group dma write", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netGroup, 0x100000,
 		"bytes", float64(len(data)), "fragments", float64(frags), "delivery", "unconfirmed", "frames_sent", float64(frags)))
@@ -456,7 +467,7 @@ func TestGroupDMAWriteOverVeth(t *testing.T) {
 	out, errOut, code = oetpIn(t, bin, h2, "dma", "write", "--iface", "eth0", "--mac", netWriter, "--peer", netServer, "--addr", "0x100000", "--in", in, "--rate", "4M", "--json")
 	checkResult(t, "paced unicast dma write", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x100000,
 		"bytes", float64(256<<10), "fragments", float64(33)))
-	if secs, want := lastLineJSON(t, out)["seconds"].(float64), float64(256<<10+32*33)/float64(4<<20)-0.001; secs < want {
+	if secs, want := lastLineJSON(t, out)["seconds"].(float64), pacedMin(256<<10+32*33, 6016+32, 4<<20); secs < want {
 		t.Errorf("--rate 4M: 256 KiB took %.3fs, want at least %.3fs", secs, want)
 	}
 	_, errOut, code = oetpIn(t, bin, h2, "dma", "write", "--iface", "eth0", "--peer", netGroup, "--addr", "0", "--in", in, "--rate", "x")
