@@ -66,11 +66,19 @@ type server struct {
 // line. The server is stopped at the end of the test if still running.
 func startServe(t testing.TB, bin string, h *netns.Host, args ...string) *server {
 	t.Helper()
+	return startReady(t, bin, h, "serve", args...)
+}
+
+// startReady starts `oetp cmd args...` (serve or hub) on host h and waits
+// for its ready line. The process is killed at the end of the test if
+// still running.
+func startReady(t testing.TB, bin string, h *netns.Host, cmd string, args ...string) *server {
+	t.Helper()
 	s := &server{t: t, done: make(chan struct{})}
-	s.cmd = h.Command(bin, append([]string{"serve"}, args...)...)
+	s.cmd = h.Command(bin, append([]string{cmd}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
 	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting oetp serve: %v", err)
+		t.Fatalf("starting oetp %s: %v", cmd, err)
 	}
 	go func() { s.cmd.Wait(); close(s.done) }()
 	t.Cleanup(func() {
@@ -85,9 +93,9 @@ func startServe(t testing.TB, bin string, h *netns.Host, args ...string) *server
 	for !strings.Contains(s.stderr.String(), "msg=ready") {
 		select {
 		case <-s.done:
-			t.Fatalf("oetp serve exited before it was ready: %v\nstderr:\n%s", s.cmd.ProcessState, s.stderr.String())
+			t.Fatalf("oetp %s exited before it was ready: %v\nstderr:\n%s", cmd, s.cmd.ProcessState, s.stderr.String())
 		case <-deadline:
-			t.Fatalf("oetp serve printed no ready line in 20s; stderr:\n%s", s.stderr.String())
+			t.Fatalf("oetp %s printed no ready line in 20s; stderr:\n%s", cmd, s.stderr.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

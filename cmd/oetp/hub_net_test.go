@@ -15,7 +15,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/link/netns"
@@ -105,32 +104,7 @@ func startHubFixtureWith(t testing.TB, boardConfig, extra string, hubArgs ...str
 // startHub starts `oetp hub` on h2 and waits for its ready line.
 func (f *hubFixture) startHub(t testing.TB, args ...string) *server {
 	t.Helper()
-	s := &server{t: t, done: make(chan struct{})}
-	s.cmd = f.tn.Host(1).Command(f.bin, append([]string{"hub", "--config", f.config}, args...)...)
-	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { s.cmd.Wait(); close(s.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-s.done:
-		default:
-			s.cmd.Process.Kill()
-			<-s.done
-		}
-	})
-	deadline := time.After(20 * time.Second)
-	for !strings.Contains(s.stderr.String(), "msg=ready") {
-		select {
-		case <-s.done:
-			t.Fatalf("oetp hub exited before it was ready: %v\n%s", s.cmd.ProcessState, s.stderr.String())
-		case <-deadline:
-			t.Fatalf("oetp hub printed no ready line in 20s:\n%s", s.stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return s
+	return startReady(t, f.bin, f.tn.Host(1), "hub", append([]string{"--config", f.config}, args...)...)
 }
 
 func TestHubPrintPeerEntries(t *testing.T) {
