@@ -13,6 +13,7 @@ import (
 	"github.com/openenoc/oetp/conformance"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -42,7 +43,7 @@ func newConformanceRunCmd() *cobra.Command {
 		target                          macFlag
 		only                            []string
 		asJSON, linkPads                bool
-		timeout                         time.Duration
+		timeout, wait                   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run --iface IF --target MAC --dut FILE [--only ID_PREFIX]... [--json] [--junit FILE] [--pcap FILE]",
@@ -62,6 +63,13 @@ oetp/cmd runs a section, oetp/cmd/3 one case; repeat it for several.
 
 Through a physical NIC, which pads frames shorter than 60 bytes, give
 --link-pads: the cases that must send shorter frames are then skipped.
+
+The runner is the initiator of every MAC it sends from (the DUT's peers and its
+unknown MAC): it holds their initiator roles for the whole run, as rmem and dma
+do for theirs, so no other process takes its replies and it takes none of
+theirs. A role another process holds is waited for (--wait), then the run exits
+2 naming the holder. An oetp serve on one of those MACs (a responder) runs
+beside it.
 
 Exit status: 0 no case failed, 1 a case failed, 2 bad usage, a bad DUT file or
 an interface the runner cannot use.`,
@@ -104,6 +112,15 @@ an interface the runner cannot use.`,
 			// interface registers them (PACKET_MR_UNICAST), no
 			// promiscuous mode unless there are too many.
 			listen := conformance.ListenAddrs(dut)
+			locks, err := acquireRoles(iface, listen, role.Initiator, wait)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				for _, l := range locks {
+					l.Release()
+				}
+			}()
 			acfg := afpacket.Config{MaxFrame: maxFrame}
 			if len(listen) <= afpacket.MaxGroups {
 				acfg.ExtraAddrs = listen
@@ -176,6 +193,7 @@ an interface the runner cannot use.`,
 	fs.StringVar(&junit, "junit", "", "write the results as JUnit XML to `FILE`")
 	fs.StringVar(&pcapPath, "pcap", "", "write the frames the cases sent and received to `FILE` (classic pcap)")
 	fs.DurationVar(&timeout, "timeout", conformance.DefaultTimeout, "how long to wait for each reply `D`")
+	fs.DurationVar(&wait, "wait", 10*time.Second, "wait up to `D` for the initiator role of each MAC the runner sends from while another process (an rmem, a dma) holds it, then exit 2 naming it; 0 refuses at once")
 	fs.BoolVar(&linkPads, "link-pads", false, "the interface pads frames shorter than 60 bytes (a physical NIC): skip the cases that need shorter frames")
 	return cmd
 }

@@ -7,12 +7,14 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openenoc/oetp/conformance"
 	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/link/role"
 )
 
 // TestConformanceAgainstServe: the conformance suite, run by the oetp binary
@@ -24,7 +26,7 @@ func TestConformanceAgainstServe(t *testing.T) {
 	h1, h2 := tn.Host(0), tn.Host(1)
 	bin := buildOetp(t)
 	dir := t.TempDir()
-	srv := startServe(t, bin, h1, append([]string{"--iface", "eth0"}, conformance.TemplateServeArgs...)...)
+	srv := startServe(t, bin, h1, append([]string{"--iface", "eth0", "--json-events"}, conformance.TemplateServeArgs...)...)
 	dut := filepath.Join(dir, "dut.toml")
 	writeFile(t, dut, []byte(conformance.Template))
 	junit, capture := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "cases.pcap")
@@ -65,6 +67,35 @@ func TestConformanceAgainstServe(t *testing.T) {
 	if frames := countFrames(t, capture); frames < 2*n {
 		t.Errorf("the capture holds %d frames, fewer than two per case", frames)
 	}
+
+	// The runner holds the initiator role of each MAC it sends from: with
+	// one of them held by another process (here the test, as an rmem would),
+	// it waits --wait, then exits 2 naming the holder, and sends nothing.
+	d, err := conformance.LoadDUT(dut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	macs := conformance.ListenAddrs(d)
+	heldMAC := macs[len(macs)-1]
+	var held *role.Lock
+	if err := h2.Do(func() (err error) {
+		held, err = role.Acquire("eth0", heldMAC, role.Initiator, 0)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.stats()["rx_frames"]
+	start = time.Now()
+	out, errOut, code = oetpIn(t, bin, h2, "conformance", "run", "--iface", "eth0", "--target", h1.MAC().String(), "--dut", dut, "--wait", "300ms")
+	el := time.Since(start)
+	me := strconv.Itoa(os.Getpid())
+	if code != 2 || el < 300*time.Millisecond || !strings.Contains(errOut, "initiator role of eth0 "+heldMAC.String()+" is held by process "+me) || out != "" {
+		t.Errorf("conformance run with a peer MAC's initiator role held: exit %d after %v, stdout %q, stderr %q; want exit 2 after 300ms naming PID %s", code, el, out, errOut, me)
+	}
+	if after := srv.stats()["rx_frames"]; after != before || before == nil {
+		t.Errorf("the refused run sent frames: serve rx_frames %v -> %v", before, after)
+	}
+	held.Release()
 	if code := srv.stop(); code != 0 {
 		t.Errorf("serve exit %d", code)
 	}

@@ -270,6 +270,30 @@ func acquireRole(iface string, mac wire.MAC, r role.Role, wait time.Duration) (*
 	return l, nil
 }
 
+// acquireRoles takes role r of (iface, mac) for each distinct MAC of macs,
+// in order, each waiting up to wait (one wait for the whole set, not per
+// MAC). On an error it releases the roles it took.
+func acquireRoles(iface string, macs []wire.MAC, r role.Role, wait time.Duration) ([]*role.Lock, error) {
+	var locks []*role.Lock
+	seen := map[wire.MAC]bool{}
+	deadline := time.Now().Add(wait)
+	for _, m := range macs {
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
+		l, err := acquireRole(iface, m, r, max(0, time.Until(deadline)))
+		if err != nil {
+			for _, l := range locks {
+				l.Release()
+			}
+			return nil, err
+		}
+		locks = append(locks, l)
+	}
+	return locks, nil
+}
+
 // randomRequestID returns the initial Request ID of a one-shot command's
 // endpoint: a random 32-bit value from crypto/rand. Each process is a new
 // endpoint instance on a MAC that earlier processes may have used; a reply
