@@ -43,7 +43,11 @@ every link type that carries Ethernet: EN10MB, and the Linux cooked captures
 LINUX_SLL and LINUX_SLL2 that 'tcpdump -i any' writes. A cooked capture records
 the source MAC and a packet type (host, broadcast, multicast, otherhost,
 outgoing), not the destination MAC: dump shows '?' for it and the packet type.
-802.1Q and 802.1ad tags are taken out and shown ("vlan 100"). Records of other
+802.1Q and 802.1ad tags are taken out and shown ("vlan 100"), and the oETP PDU
+inside is decoded as tcpdump would: a VLAN interface (eth1.100) delivers such a
+frame untagged to the endpoint on it. An endpoint on the parent interface gives
+it to its raw receive policy and never answers it; 'oetp decode' of the tagged
+bytes says so ("not oETP v1"). Records of other
 link types in a pcapng file are skipped and counted on standard error.
 
 Frames are numbered from 1. With --json each line is the JSON object 'oetp
