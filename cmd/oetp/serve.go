@@ -44,9 +44,12 @@ exactly as an openENOC endpoint's responder does.
 
 Address space: each --region BASE:SIZE[:PATH] is RAM, or with PATH a shared
 mapping of that file (created, or extended with zeros to SIZE; other processes
-see writes live). Addresses in no region answer DECERR; a --fault
-BASE:SIZE:slverr|decerr range answers every access with that bus error. Numbers
-are decimal or 0x hex with an optional K, M or G suffix.
+see writes live). Addresses in no region are a bus decode error (DECERR), and
+a --fault BASE:SIZE:slverr|decerr range fails every access with that bus error:
+a DMA request there is answered with cause 4/5 (read SLVERR/DECERR) or 6/7
+(write); an RMEM request, whose word access has one error bit (the spec's
+CPUIF), with cause 4 (read) or 6 (write) either way. Numbers are decimal or 0x
+hex with an optional K, M or G suffix.
 
 Peers: each --peer MAC,mode=M[,window=BASE:SIZE][,events=on|off][,transport=T] is one peer
 table entry, with indexes 0, 1, ... in the order given. mode is none (0), rmem
