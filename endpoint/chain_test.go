@@ -19,7 +19,9 @@ import (
 // and a fragment left unanswered times out a full timeout after it was
 // sent, even late in a long block.
 func TestChainPerFragmentTimeout(t *testing.T) {
-	const timeout = 80 * time.Millisecond
+	// Long enough that a loaded machine (the race detector, parallel
+	// packages) delays no reply by the 3/8 of it left as slack.
+	const timeout = 320 * time.Millisecond
 	a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, DMATimeout: timeout})
 	src := pattern(16, 3)
 	res := dmaWrite(a, 0, 0x1000, src)
