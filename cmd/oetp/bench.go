@@ -66,9 +66,13 @@ limit of the medium underneath, measured in the same run:
   reliable
          the engine through the reliable transport (docs/reliable.md,
          8136-byte fragments) over a veth pair, next to the same engine and
-         wrapper with the peer set to v1, the raw ping-pong (free) and TCP
-         bulk transfers of the largest block over one connection on the same
-         veth pair, in the same run. Needs root.
+         wrapper with the peer set to v1, the raw ping-pong (free), TCP
+         bulk transfers of the largest block over one connection and the raw
+         one-way AF_PACKET stream of 8192-byte frames (sendmmsg/recvmmsg
+         batches of 64: the medium's limit) on the same veth pair, in the
+         same run; a DMA row's targets are ≥ 1.0× TCP and ≥ 0.6× the stream;
+         RMEM reads from 32 goroutines against v1 one at a time (≥ 10×), and
+         3 senders into one receiver through a bridge. Needs root.
 
 Each engine figure is printed as a ratio of its baseline, with the target
 (RMEM read p50 ≤ 1.10×, DMA MB/s ≥ 0.95× from 1 MiB blocks up, codec

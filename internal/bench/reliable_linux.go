@@ -137,13 +137,68 @@ func newReliableEnv(maxBlock int, io string) (_ *reliableEnv, err error) {
 func (e *reliableEnv) scenario() string { return ScenarioReliable }
 
 // bases: the raw ping-pong free on any CPU, and for DMA TCP bulk
-// transfers of the largest block.
+// transfers of the largest block and the raw one-way stream of 8 KiB
+// frames in the direction of the fragments.
 func (e *reliableEnv) bases(op string) []*step {
 	out := []*step{e.raw.step(ScenarioReliable, op, -1)}
 	if op != opRMEMRead {
-		out = append(out, e.tcp.step(op, e.maxBlock))
+		out = append(out, e.tcp.step(op, e.maxBlock), e.raw.stream(ScenarioReliable, op))
 	}
 	return out
+}
+
+// Targets of the reliable transport's DMA rows (issue 13): MB/s against
+// TCP bulk transfers and against the raw one-way stream of 8 KiB frames,
+// both over the same veth pair in the same run.
+const (
+	TargetReliableVsTCP    = 1.0
+	TargetReliableVsStream = 0.6
+)
+
+// compare: an RMEM read as everywhere (p50 against the raw ping-pong); a
+// DMA row against TCP bulk (its ratio and target), with its ratio to the
+// raw one-way stream in its note and in a note of the report. The v1 rows
+// get the ratios without targets.
+func (e *reliableEnv) compare(o *Options, op string, bases, engines []*step) {
+	if op == opRMEMRead {
+		compare(op, bases, engines)
+		return
+	}
+	var tcp, stream *Result
+	for _, b := range bases {
+		switch {
+		case strings.HasPrefix(b.res.Name, "tcp bulk"):
+			tcp = &b.res
+		case strings.HasPrefix(b.res.Name, "raw stream"):
+			stream = &b.res
+		}
+	}
+	for _, s := range engines {
+		r := &s.res
+		reliable := strings.HasSuffix(r.Name, " reliable")
+		if tcp != nil {
+			r.compareRate(tcp, TargetReliableVsTCP)
+			if !reliable {
+				r.Target, r.Met = "", nil
+			}
+		}
+		if stream == nil || stream.MBps <= 0 {
+			continue
+		}
+		x := r.MBps / stream.MBps
+		if reliable {
+			r.Note = fmt.Sprintf("%.3f× the raw one-way stream (target ≥ %.2f)", x, TargetReliableVsStream)
+			verdict := "met"
+			if x < TargetReliableVsStream {
+				verdict = "missed"
+			}
+			o.report.Notes = append(o.report.Notes, fmt.Sprintf(
+				"%s: %s %s: %.1f MB/s, %.3f× TCP bulk (%.1f MB/s, target ≥ %.1f) and %.3f× the raw one-way stream (%.1f MB/s, target ≥ %.1f: %s)",
+				ScenarioReliable, r.Name, sizeOrDash(r.Block), r.MBps, r.Ratio, tcp.MBps, TargetReliableVsTCP, x, stream.MBps, TargetReliableVsStream, verdict))
+		} else {
+			r.Note = fmt.Sprintf("%.3f× the raw one-way stream", x)
+		}
+	}
 }
 
 // engine measures op through the reliable transport; extra adds the same

@@ -26,6 +26,18 @@ func TestRunReliable(t *testing.T) {
 			}
 			continue
 		}
+		if strings.HasPrefix(r.Name, "raw stream") {
+			// One-way: frames, not round trips, and no latencies.
+			if r.MBps <= 0 || r.Ops <= 0 || r.FrameCount != r.Ops || !r.Baseline || !strings.Contains(r.Note, "arrived") {
+				t.Errorf("%s: %+v", r.Name, r)
+			}
+			continue
+		}
+		if strings.HasPrefix(r.Name, "dma-") && strings.HasSuffix(r.Name, " reliable") {
+			if !strings.HasPrefix(r.Versus, "tcp bulk") || r.Target != "≥1.00" || !strings.Contains(r.Note, "× the raw one-way stream (target ≥ 0.60)") {
+				t.Errorf("%s: compared with %q, target %q, note %q; want TCP bulk, ≥1.00 and the raw stream's ratio", r.Name, r.Versus, r.Target, r.Note)
+			}
+		}
 		if strings.HasPrefix(r.Name, "fan-in") {
 			if r.MBps <= 0 || r.Ops <= 0 || (!r.Baseline && r.Ratio <= 0) {
 				t.Errorf("%s: %+v", r.Name, r)
@@ -39,7 +51,7 @@ func TestRunReliable(t *testing.T) {
 	for _, r := range rep.Results {
 		names[r.Name] = true
 	}
-	for _, want := range []string{"rmem-read reliable", "rmem-read v1", "dma-write reliable", "dma-write v1", "dma-read reliable", "dma-read v1", "tcp bulk 64KiB", "fan-in 1 sender", "fan-in 3 senders"} {
+	for _, want := range []string{"rmem-read reliable", "rmem-read v1", "dma-write reliable", "dma-write v1", "dma-read reliable", "dma-read v1", "tcp bulk 64KiB", "raw stream near→far ×64", "raw stream far→near ×64", "fan-in 1 sender", "fan-in 3 senders"} {
 		if !names[want] {
 			t.Errorf("no %q row in %v", want, names)
 		}
