@@ -2,19 +2,24 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/openenoc/oetp/cmd/oetp/internal/manpages"
 )
 
 // TestManPagesUpToDate generates the man pages and compares them with
 // docs/man: a command or flag changed without `go generate ./cmd/oetp`
-// fails here.
+// fails here. The generator itself (the hidden `man` command of an oetp_man
+// build) is TestManCommand's.
 func TestManPagesUpToDate(t *testing.T) {
 	dir := t.TempDir()
-	if _, errOut, code := runCLI(t, "", "man", "--dir", dir); code != 0 {
-		t.Fatalf("oetp man: exit %d, %s", code, errOut)
+	var ran bool
+	if err := manpages.Write(newRoot(&ran), dir); err != nil {
+		t.Fatal(err)
 	}
 	list := func(d string) []string {
 		paths, _ := filepath.Glob(filepath.Join(d, "*.1"))
@@ -44,5 +49,40 @@ func TestManPagesUpToDate(t *testing.T) {
 	page, _ := os.ReadFile(filepath.Join(dir, "oetp-dump.1"))
 	if !strings.Contains(string(page), "--iface") || !strings.Contains(string(page), ".TH \"OETP\" \"1\"") {
 		t.Errorf("oetp-dump.1 lacks --iface or its header:\n%.600s", page)
+	}
+}
+
+// TestManCommand runs the generator as `go generate` does: `go run -tags
+// oetp_man . man --dir DIR`, and checks that the shipped build has no man
+// command (nor cobra/doc linked in).
+func TestManCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds oetp twice")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("go", "run", "-tags", "oetp_man", ".", "man", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("go run -tags oetp_man . man: %v\n%s", err, out)
+	}
+	for _, name := range []string{"oetp.1", "oetp-rmem-read.1"} {
+		g, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := os.ReadFile(filepath.Join("..", "..", "docs", "man", name))
+		if string(g) != string(w) {
+			t.Errorf("%s from the oetp_man build differs from docs/man", name)
+		}
+	}
+	if _, errOut, code := runCLI(t, "", "man", "--dir", dir); code != exitUsage || !strings.Contains(errOut, "unknown command") {
+		t.Errorf("shipped build: oetp man: exit %d, %s", code, errOut)
+	}
+	deps, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range []string{"github.com/spf13/cobra/doc", "testing"} {
+		if slices.Contains(strings.Fields(string(deps)), pkg) {
+			t.Errorf("the shipped oetp links %s", pkg)
+		}
 	}
 }
