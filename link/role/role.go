@@ -208,7 +208,10 @@ const pollMax = 10 * time.Millisecond
 
 // lockName matches the names of role lock files, and no other file that
 // may share the directory (the hub's socket and its own lock).
-var lockName = regexp.MustCompile(`^[^/]+_[0-9a-f]{12}_(initiator|responder)(_net[0-9]+)?\.lock$`)
+// It is compiled on first use, not at every start of every oetp command.
+var lockName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[^/]+_[0-9a-f]{12}_(initiator|responder)(_net[0-9]+)?\.lock$`)
+})
 
 // sweepMax bounds the lock files one Acquire checks.
 const sweepMax = 64
@@ -225,7 +228,7 @@ func sweep(dir, own string) {
 	names, _ := d.Readdirnames(sweepMax)
 	d.Close()
 	for _, n := range names {
-		if p := filepath.Join(dir, n); p != own && lockName.MatchString(n) {
+		if p := filepath.Join(dir, n); p != own && lockName().MatchString(n) {
 			if l, err := tryLockExisting(p); err == nil {
 				l.Release()
 			}

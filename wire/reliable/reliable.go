@@ -34,6 +34,7 @@ package reliable
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"sync"
 
 	"github.com/openenoc/oetp/wire"
 )
@@ -147,11 +148,15 @@ const CongestionAIMD uint8 = 1
 // MaxDepth is the largest Syn.Depth.
 const MaxDepth = 1024
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli builds the CRC32C table on first use: hash/crc32 fills its
+// SSE4.2 tables (0.3 ms) when the table is first made, and a package-level
+// MakeTable made every start of every oetp command pay for it, reliable
+// transport or not.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // CRC returns the CRC32C (Castagnoli, reflected, initial and final value
 // 0xFFFFFFFF, as in iSCSI and RoCE's ICRC family) of b.
-func CRC(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+func CRC(b []byte) uint32 { return crc32.Checksum(b, castagnoli()) }
 
 // IsReliable reports whether frame is a reliable transport frame by its
 // cheapest test: EtherType 0x88B5 and the Discriminator at offset 14.
