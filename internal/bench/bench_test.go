@@ -35,7 +35,7 @@ func BenchmarkCodec(b *testing.B) {
 		b.Run(strings.ReplaceAll(c.name, " ", "-"), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(c.bytes)
-			c.fn(b)
+			c.fn(&codecLoop{n: b.N})
 		})
 	}
 }
