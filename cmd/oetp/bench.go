@@ -13,7 +13,7 @@ import (
 	"github.com/openenoc/oetp/link/afpacket"
 )
 
-func init() { register(newBenchCmd) }
+func init() { register("bench", newBenchCmd) }
 
 func newBenchCmd() *cobra.Command {
 	var (

@@ -17,7 +17,7 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
-func init() { register(newConformanceCmd) }
+func init() { register("conformance", newConformanceCmd) }
 
 func newConformanceCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -12,7 +12,7 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
-func init() { register(newDecodeCmd) }
+func init() { register("decode", newDecodeCmd) }
 
 func newDecodeCmd() *cobra.Command {
 	maxFrame := &intFlag{v: wire.MaxFrameLen}

@@ -12,7 +12,7 @@ import (
 	"github.com/openenoc/oetp/internal/demo"
 )
 
-func init() { register(newDemoCmd) }
+func init() { register("demo", newDemoCmd) }
 
 func newDemoCmd() *cobra.Command {
 	var opt demo.Options

@@ -13,7 +13,7 @@ import (
 	"github.com/openenoc/oetp/link/rlink"
 )
 
-func init() { register(newDMACmd) }
+func init() { register("dma", newDMACmd) }
 
 func newDMACmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -17,7 +17,7 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
-func init() { register(newDumpCmd) }
+func init() { register("dump", newDumpCmd) }
 
 // dumpOptions are the flags of dump.
 type dumpOptions struct {

@@ -13,7 +13,7 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
-func init() { register(newEncodeCmd) }
+func init() { register("encode", newEncodeCmd) }
 
 // causeValue is a pflag.Value for an ERROR_RSP wire cause: any 32-bit
 // number (1..7 are assigned; others make invalid-cause stimulus) or the

@@ -22,7 +22,7 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
-func init() { register(newHubCmd) }
+func init() { register("hub", newHubCmd) }
 
 func newHubCmd() *cobra.Command {
 	var (

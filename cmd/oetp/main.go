@@ -6,9 +6,10 @@
 //
 // Each subcommand lives in its own file, named after it (decode.go,
 // encode.go, version.go, ...). The file defines a constructor that returns a
-// fresh *cobra.Command and registers it from an init function:
+// fresh *cobra.Command and registers it, under the command's name, from an
+// init function:
 //
-//	func init() { register(newDumpCmd) }
+//	func init() { register("dump", newDumpCmd) }
 //
 //	func newDumpCmd() *cobra.Command {
 //		return &cobra.Command{Use: "dump FILE.pcap", Short: "...", RunE: runDump}
@@ -16,6 +17,9 @@
 //
 // newRoot builds a new command tree from the registered constructors on
 // every call, so tests can run commands in-process any number of times.
+// run builds only the branch of the command it runs when the first argument
+// names one (`oetp rmem read ...` constructs rmem's commands, not serve's
+// or bench's flags): a shell loop pays process start, not the whole tree.
 // Commands use RunE (never Run), write to cmd.OutOrStdout() and read
 // cmd.InOrStdin(), and report outcomes through the returned error:
 //
@@ -45,12 +49,22 @@ const (
 	exitUsage  = 2 // bad usage or configuration
 )
 
-// commands holds the registered subcommand constructors in registration
-// order (file name order, since init functions run in that order).
-var commands []func() *cobra.Command
+// command is a registered subcommand: its name (the first word of its
+// Use) and its constructor.
+type command struct {
+	name string
+	new  func() *cobra.Command
+}
 
-// register adds a subcommand constructor; call it from an init function.
-func register(newCmd func() *cobra.Command) { commands = append(commands, newCmd) }
+// commands holds the registered subcommands in registration order (file
+// name order, since init functions run in that order).
+var commands []command
+
+// register adds a subcommand constructor under the command's name; call it
+// from an init function. TestRegisteredNames checks name against Use.
+func register(name string, newCmd func() *cobra.Command) {
+	commands = append(commands, command{name, newCmd})
+}
 
 // usageError marks bad usage or configuration: exit status 2.
 type usageError struct{ err error }
@@ -64,7 +78,22 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(forma
 
 // newRoot returns a fresh command tree. ran is set once a command's RunE
 // starts, which tells cobra's own usage errors from a command's failures.
-func newRoot(ran *bool) *cobra.Command {
+func newRoot(ran *bool) *cobra.Command { return newRootFor(ran, nil) }
+
+// newRootFor returns the command tree for the command line args: only the
+// named subcommand's branch when args[0] names a registered command, else
+// (no arguments, a flag, help, completion, an unknown command to suggest
+// for) the whole tree.
+func newRootFor(ran *bool, args []string) *cobra.Command {
+	only := -1
+	if len(args) > 0 {
+		for i, c := range commands {
+			if c.name == args[0] {
+				only = i
+				break
+			}
+		}
+	}
 	root := &cobra.Command{
 		Use:   "oetp",
 		Short: "Tools for oETP v1, the openENOC Ethernet Transport Protocol",
@@ -85,8 +114,10 @@ Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
 		Version:       readBuildInfo().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	for _, newCmd := range commands {
-		root.AddCommand(newCmd())
+	for i, c := range commands {
+		if only < 0 || i == only {
+			root.AddCommand(c.new())
+		}
 	}
 	var mark func(c *cobra.Command)
 	mark = func(c *cobra.Command) {
@@ -145,7 +176,7 @@ func groupCommand(c *cobra.Command) {
 // run executes the command line args and returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ran bool
-	root := newRoot(&ran)
+	root := newRootFor(&ran, args)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)

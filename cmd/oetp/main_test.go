@@ -107,3 +107,30 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisteredNames checks that every command is registered under its
+// own name (run builds only that branch of the tree), and that a command
+// run through the pruned tree reads as through the whole one.
+func TestRegisteredNames(t *testing.T) {
+	var ran bool
+	root := newRoot(&ran)
+	for _, c := range commands {
+		sub, _, err := root.Find([]string{c.name})
+		if err != nil || sub == root || sub.Name() != c.name {
+			t.Errorf("register(%q, ...) builds a command named %q", c.name, sub.Name())
+		}
+		pruned := newRootFor(&ran, []string{c.name})
+		if n := len(pruned.Commands()); n != 1 || pruned.Commands()[0].Name() != c.name {
+			t.Errorf("newRootFor(%q) has %d commands", c.name, n)
+		}
+	}
+	full, _, _ := runCLI(t, "", "rmem", "read", "--help")
+	var out bytes.Buffer
+	root = newRoot(&ran)
+	root.SetArgs([]string{"rmem", "read", "--help"})
+	root.SetOut(&out)
+	root.Execute()
+	if full != out.String() || !strings.Contains(full, "--addr") {
+		t.Errorf("rmem read --help differs between the pruned and the whole tree:\n%s\n----\n%s", full, out.String())
+	}
+}

@@ -18,7 +18,7 @@ import (
 	"github.com/openenoc/oetp/internal/num"
 )
 
-func init() { register(newRegsCmd) }
+func init() { register("regs", newRegsCmd) }
 
 func newRegsCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -15,7 +15,7 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
-func init() { register(newRelayCmd) }
+func init() { register("relay", newRelayCmd) }
 
 // probFlag is a pflag.Value for a probability: "5%" or a fraction 0..1
 // ("0.05"). A bare number above 1 is refused (write 5% for five percent).

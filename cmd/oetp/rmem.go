@@ -9,7 +9,7 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 )
 
-func init() { register(newRMEMCmd) }
+func init() { register("rmem", newRMEMCmd) }
 
 func newRMEMCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -25,7 +25,7 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
-func init() { register(newServeCmd) }
+func init() { register("serve", newServeCmd) }
 
 func newServeCmd() *cobra.Command {
 	cmd, _ := serveCommand()

@@ -15,7 +15,7 @@ import (
 // "devel".
 var version = ""
 
-func init() { register(newVersionCmd) }
+func init() { register("version", newVersionCmd) }
 
 // buildInfo is what `oetp version` reports, from the build information the
 // Go toolchain embeds (runtime/debug.ReadBuildInfo).
