@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,14 +38,46 @@ type conn struct {
 	closeAfter bool // reply, then close (a refused HELLO)
 }
 
-func newConn(h *Hub, nc net.Conn, requireToken bool) *conn {
-	c := &conn{h: h, nc: nc, needAuth: requireToken,
-		br: bufio.NewReaderSize(nc, 64<<10), bw: bufio.NewWriterSize(nc, 64<<10),
+// connBufs are a connection's buffers, kept in connPool between
+// connections: a one-shot client (a shell loop of `oetp rmem read`)
+// connects for one request, and 136 KiB of fresh buffers per connection
+// made the hub's garbage collector run every few dozen of them.
+type connBufs struct {
+	br      *bufio.Reader
+	bw      *bufio.Writer
+	in, out []byte
+}
+
+var connPool = sync.Pool{New: func() any {
+	return &connBufs{br: bufio.NewReaderSize(nil, 64<<10), bw: bufio.NewWriterSize(nil, 64<<10),
 		in: make([]byte, 4096), out: make([]byte, 0, 4096)}
+}}
+
+func newConn(h *Hub, nc net.Conn, requireToken bool) *conn {
+	b := connPool.Get().(*connBufs)
+	b.br.Reset(nc)
+	b.bw.Reset(nc)
+	c := &conn{h: h, nc: nc, needAuth: requireToken, br: b.br, bw: b.bw, in: b.in, out: b.out[:0]}
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
 	return c
+}
+
+// release returns the connection's buffers to connPool; the connection's
+// goroutine has ended (serve returned).
+func (c *conn) release() {
+	c.br.Reset(nil)
+	c.bw.Reset(nil)
+	in, out := c.in, c.out
+	if cap(in) > bigBuffer {
+		in = make([]byte, 4096)
+	}
+	if cap(out) > bigBuffer {
+		out = make([]byte, 0, 4096)
+	}
+	connPool.Put(&connBufs{br: c.br, bw: c.bw, in: in, out: out[:0]})
+	c.br, c.bw, c.in, c.out = nil, nil, nil, nil
 }
 
 // serve reads requests and answers them in order until the client goes or

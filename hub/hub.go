@@ -368,6 +368,7 @@ func (h *Hub) Serve(l net.Listener, requireToken bool) error {
 		go func() {
 			defer h.wg.Done()
 			c.serve()
+			c.release()
 			h.clients.Add(-1)
 			h.mu.Lock()
 			delete(h.conns, c)
