@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/openenoc/oetp/wire"
 )
@@ -29,12 +30,13 @@ var sectionOrder = []string{"scope", "frame", "length", "addr", "param", "rid", 
 
 // Cases returns every case, in the order of the specification's sections
 // and, within a section, of their numbers.
-func Cases() []Case { return append([]Case(nil), ordered...) }
+func Cases() []Case { return append([]Case(nil), ordered()...) }
 
 // ordered is allCases with IDs and sections assigned: oetp/<slug>/<n>, n
 // counting the section's cases in the order of allCases (so a case keeps
-// its ID as long as cases are only appended).
-var ordered = func() []Case {
+// its ID as long as cases are only appended). It is built on first use,
+// not at every start of every oetp command.
+var ordered = sync.OnceValue(func() []Case {
 	count := map[string]int{}
 	for i := range allCases {
 		c := &allCases[i]
@@ -54,7 +56,7 @@ var ordered = func() []Case {
 		}
 	}
 	return out
-}()
+})
 
 var rmem = []string{KeyPeerRMEM}
 
