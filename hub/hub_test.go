@@ -498,10 +498,40 @@ func TestNodes(t *testing.T) {
 	if err != nil || len(nodes) < 5 || nodes[0].Name != "ctrl" {
 		t.Errorf("nodes: %+v %v", nodes, err)
 	}
+	// The records say which nodes the hub never retries, and their words.
+	for _, n := range nodes {
+		if want := n.Name == "fifo"; n.Volatile != want || n.Words != 1 {
+			t.Errorf("node %s: volatile %v words %d, want %v and 1", n.Name, n.Volatile, n.Words, want)
+		}
+	}
 	// A device without a table answers NO_NODE.
 	th2 := newTestHub(t)
 	if _, err := openDev(t, dial(t, th2.path)).NodeRead("ctrl"); !errors.As(err, &he) || he.Name != "NO_NODE" {
 		t.Errorf("no table: %v", err)
+	}
+}
+
+// TestNodeRecords: the node records carry the volatile flag of TOML
+// volatile = true nodes and the word count of multi-word LiteX CSRs.
+func TestNodeRecords(t *testing.T) {
+	for _, c := range []struct {
+		table, node string
+		volatile    bool
+		words       uint8
+	}{
+		{"../examples/regs.toml", "irq.clear", true, 1},
+		{"../examples/regs.toml", "ctrl.mode", false, 1},
+		{"../addrtable/testdata/litex/csr.csv", "timer0_uptime_cycles", false, 2},
+		{"../addrtable/testdata/litex/csr8.csv", "ctrl_scratch", false, 4},
+	} {
+		d := openDev(t, dial(t, newTestHubTable(t, c.table).path))
+		n, err := d.Node(c.node)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.table, c.node, err)
+		}
+		if n.Volatile != c.volatile || n.Words != c.words {
+			t.Errorf("%s %s: volatile %v words %d, want %v and %d", c.table, c.node, n.Volatile, n.Words, c.volatile, c.words)
+		}
 	}
 }
 

@@ -21,14 +21,19 @@ func loadTable(path string) (*table, error) {
 	}
 	tb := &table{t: t}
 	for _, n := range t.Nodes() {
+		if words(n) > proto.MaxNodeWords {
+			return nil, fmt.Errorf("address table %s: node %q spans %d words; the hub's node record carries at most %d (docs/hub-protocol.md)",
+				path, n.Name, words(n), proto.MaxNodeWords)
+		}
 		tb.list = append(tb.list, wireNode(n))
 	}
 	return tb, nil
 }
 
+// wireNode is n's node record; loadTable checked its word count.
 func wireNode(n addrtable.Node) proto.Node {
 	return proto.Node{Name: n.Name, Address: n.Address, Mask: n.Mask, Perm: uint8(n.Perm), Mode: uint8(n.Mode),
-		Size: n.Size, Description: n.Description}
+		Volatile: n.Volatile(), Words: uint8(words(n)), Size: n.Size, Description: n.Description}
 }
 
 func (t *table) nodes() []proto.Node { return t.list }

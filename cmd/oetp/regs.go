@@ -37,9 +37,10 @@ anything is sent: writing a read-only node or reading a write-only one, an
 unknown node, or a value that does not fit its field is bad usage (exit 2).
 
 Like rmem, read and write go through a hub that serves --iface and --peer
-(--hub, --no-hub). A volatile node (a port) goes through the hub only if the
-hub's own address table has it as a port at the same address (the hub never
-retries those); otherwise the command runs its own endpoint, with a note.
+(--hub, --no-hub). A volatile node (a port, a non-incremental node, a TOML
+volatile = true node) goes through the hub only if the hub's own address table
+has it as volatile at the same address (the hub never retries those);
+otherwise the command runs its own endpoint, with a note.
 
 Exit status: 0 success, 1 the operation failed (the JSON error_code says why),
 2 bad usage (flags, table, node, permission or value).`,
@@ -208,20 +209,27 @@ func (d sessionDevice) RMEMWrite(ctx context.Context, _ int, addr, data, mask ui
 }
 
 // hubKnowsVolatile reports whether the hub's device never retries n: its
-// own address table has a port (non-incremental) node of that name at n's
-// address, which the hub adds to the device's volatile ranges. (A TOML
-// volatile = true node cannot be told apart on the wire from a plain one,
-// so it never counts as known.)
+// own address table has a volatile node (a port, non-incremental or TOML
+// volatile = true node) of that name at n's address, spanning at least
+// n's bytes, whose range the hub adds to the device's volatile ranges. A hub
+// whose node records predate the volatile flag (words = 0) knows it only
+// for a port.
 func hubKnowsVolatile(dev *client.Device, n addrtable.Node) bool {
-	if !dev.HasTable || !n.Mode.IsPort() {
+	if !dev.HasTable {
 		return false
 	}
 	hn, err := dev.Node(n.Name)
-	if err != nil {
+	if err != nil || hn.Address != n.Address {
 		return false
 	}
-	m := addrtable.Mode(hn.Mode)
-	return hn.Address == n.Address && m.IsPort()
+	if hn.Words == 0 {
+		return n.Mode.IsPort() && addrtable.Mode(hn.Mode).IsPort()
+	}
+	span := hn.Size // the range the hub spares: addrtable.Node.Span
+	if addrtable.Mode(hn.Mode).IsPort() {
+		span = 4
+	}
+	return hn.Volatile && span >= n.Span()
 }
 
 // rmemDevice is what regs needs of an initiator: *endpoint.Endpoint, or a

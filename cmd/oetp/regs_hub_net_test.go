@@ -25,7 +25,8 @@ func TestRegsThroughHub(t *testing.T) {
 	dir := t.TempDir()
 	regFile := filepath.Join(dir, "board.bin")
 	table := filepath.Join(dir, "regs.toml")
-	writeFile(t, table, []byte(regsTOML))
+	// irq: volatile = true, which the hub's node records say.
+	writeFile(t, table, []byte(regsTOML+"[[node]]\nname = \"irq\"\naddress = 0x108\nvolatile = true\n"))
 	other := filepath.Join(dir, "other.toml")
 	writeFile(t, other, []byte("[[node]]\nname = \"rxfifo\"\naddress = 0x380\nmode = \"port\"\nsize = 8\npermission = \"r\"\n"))
 	board := fmt.Sprintf("iface = \"eth0\"\n\n[[region]]\nbase = 0\nsize = \"4K\"\npath = %q\n\n", regFile)
@@ -81,6 +82,14 @@ func TestRegsThroughHub(t *testing.T) {
 	}
 	if n := hubOps(t, c, "read") - r0; n != 4 {
 		t.Errorf("the hub ran %d reads, want 4 (ctrl.mode, 3 fifo words)", n)
+	}
+	// irq is a TOML volatile node of the hub's table: through the hub.
+	r0 = hubOps(t, c, "read")
+	if _, errOut, code := regs("read", "--table", table, "irq", "--hub", f.sock); code != 0 || strings.Contains(errOut, "note") {
+		t.Errorf("regs read irq (volatile = true) via hub: exit %d, stderr %q", code, errOut)
+	}
+	if n := hubOps(t, c, "read") - r0; n != 1 {
+		t.Errorf("the hub ran %d reads of irq, want 1", n)
 	}
 	// rxfifo is volatile but unknown to the hub's table: our own endpoint
 	// (whose MAC the board does not admit: TIMEOUT), never the hub.

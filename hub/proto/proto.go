@@ -354,21 +354,40 @@ func AppendStr16(b []byte, s string) []byte {
 
 // Node is the wire form of an address-table node (NODE_INFO, NODES).
 type Node struct {
-	Name        string
-	Address     uint32
-	Mask        uint32
-	Perm        uint8 // 1 read, 2 write, 3 read-write
-	Mode        uint8 // 0 single, 1 block, 2 incremental, 3 non-incremental, 4 port
+	Name    string
+	Address uint32
+	Mask    uint32
+	Perm    uint8 // 1 read, 2 write, 3 read-write
+	Mode    uint8 // 0 single, 1 block, 2 incremental, 3 non-incremental, 4 port
+	// Volatile: an access has side effects and is never retried nor
+	// repeated (a port, a non-incremental node, a TOML volatile = true
+	// node). The hub adds the node's range to its device's volatile ranges.
+	Volatile bool
+	// Words is the number of 32-bit words a register value spans: 1 for a
+	// register or bitfield, n for a multi-word LiteX CSR (most significant
+	// word first, one RMEM access each); at most MaxNodeWords. 0 from a hub
+	// that predates the field (it sent a reserved 0): unknown.
+	Words       uint8
 	Size        uint32
 	Description string
 }
 
-// AppendNode encodes n: u32 address, u32 mask, u8 perm, u8 mode, u16 0,
-// u32 size, str16 name, str16 description.
+// Node flags (offset 10 of a node record).
+const NodeVolatile uint8 = 1
+
+// MaxNodeWords is the largest word count a node record carries.
+const MaxNodeWords = 255
+
+// AppendNode encodes n: u32 address, u32 mask, u8 perm, u8 mode, u8 flags,
+// u8 words, u32 size, str16 name, str16 description.
 func AppendNode(b []byte, n Node) []byte {
 	b = binary.LittleEndian.AppendUint32(b, n.Address)
 	b = binary.LittleEndian.AppendUint32(b, n.Mask)
-	b = append(b, n.Perm, n.Mode, 0, 0)
+	var flags uint8
+	if n.Volatile {
+		flags |= NodeVolatile
+	}
+	b = append(b, n.Perm, n.Mode, flags, n.Words)
 	b = binary.LittleEndian.AppendUint32(b, n.Size)
 	b = AppendStr16(b, n.Name)
 	return AppendStr16(b, n.Description)
@@ -381,7 +400,8 @@ func (d *Decoder) Node() Node {
 	n.Mask = d.U32("node mask")
 	n.Perm = d.U8("node permission")
 	n.Mode = d.U8("node mode")
-	d.U16("node reserved")
+	n.Volatile = d.U8("node flags")&NodeVolatile != 0
+	n.Words = d.U8("node words")
 	n.Size = d.U32("node size")
 	n.Name = d.Str16("node name")
 	n.Description = d.Str16("node description")

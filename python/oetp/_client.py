@@ -45,7 +45,7 @@ _REQ_WRITE = struct.Struct("<IBBHIIII")  # header + address, data, mask
 _REQ_RBLK = struct.Struct("<IBBHIII")   # header + address, length
 _STATUS = struct.Struct("<BBH")         # status, flags, message length
 _U32 = struct.Struct("<I")
-_NODE = struct.Struct("<IIBBHI")
+_NODE = struct.Struct("<IIBBBBI")
 
 SYSTEM_SOCKET = "/run/oetp/hub.sock"
 
@@ -292,7 +292,7 @@ class Device:
 
 
 def _parse_node(res, off):
-    addr, mask, perm, mode, _, size = _NODE.unpack_from(res, off)
+    addr, mask, perm, mode, flags, words, size = _NODE.unpack_from(res, off)
     off += _NODE.size
     (n,) = struct.unpack_from("<H", res, off)
     name = bytes(res[off + 2:off + 2 + n]).decode()
@@ -301,16 +301,25 @@ def _parse_node(res, off):
     desc = bytes(res[off + 2:off + 2 + n]).decode()
     off += 2 + n
     return dict(name=name, address=addr, mask=mask, permission=PERMISSIONS.get(perm, str(perm)),
-                mode=MODES.get(mode, str(mode)), size=size, description=desc), off
+                mode=MODES.get(mode, str(mode)), size=size, description=desc,
+                volatile=bool(flags & 1), words=words), off
 
 
 class Node:
     """A named node: ``read()`` returns its field shifted down, ``write(v)``
     shifts ``v`` up into the mask and writes it with one masked RMEM write.
-    Permissions are enforced by the hub (OpError LOCAL_INVALID)."""
+    Permissions are enforced by the hub (OpError LOCAL_INVALID).
 
-    def __init__(self, dev, name, address, mask, permission, mode, size, description):
+    ``volatile`` is True for a node whose accesses have side effects (a port,
+    a non-incremental node, a TOML ``volatile = true`` node): the hub never
+    retries them. ``words`` is the number of 32-bit words a register value
+    spans (1, or n for a multi-word LiteX CSR; 0 from a hub too old to say)."""
+
+    def __init__(self, dev, name, address, mask, permission, mode, size, description,
+                 volatile=False, words=0):
         self._dev = dev
+        self.volatile = volatile
+        self.words = words
         self.name = name
         self.address = address
         self.mask = mask
@@ -320,7 +329,8 @@ class Node:
         self.description = description
 
     def __repr__(self):
-        return "<oetp.Node %s @0x%08x mask 0x%08x %s %s>" % (self.name, self.address, self.mask, self.permission, self.mode)
+        return "<oetp.Node %s @0x%08x mask 0x%08x %s %s%s>" % (self.name, self.address, self.mask, self.permission, self.mode,
+                                                            " volatile" if self.volatile else "")
 
     def read(self):
         """The node's value: its field shifted down (a multi-word LiteX CSR's

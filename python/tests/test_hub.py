@@ -124,6 +124,9 @@ class HubTest(unittest.TestCase):
         self.assertTrue(d.has_table)
         reset = d.node("ctrl.reset")
         self.assertEqual(reset.mask, 0x00000001)
+        self.assertEqual((reset.volatile, reset.words), (False, 1))
+        fifo = d.node("fifo")
+        self.assertEqual((fifo.volatile, fifo.words, fifo.mode), (True, 1, "port"))
         d.write(reset.address, 0xFFFFFFF0)
         reset.write(1)  # one masked write: the other bits stay
         self.assertEqual(d.read(reset.address), 0xFFFFFFF1)
