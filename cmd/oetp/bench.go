@@ -28,6 +28,7 @@ func newBenchCmd() *cobra.Command {
 		anyCPU    bool
 		busyPoll  time.Duration
 		quiet     bool
+		rawEcho   string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -45,8 +46,13 @@ limit of the medium underneath, measured in the same run:
          again with standard error a terminal, so that they draw their
          progress bar ("(tty)" rows, from 1 MiB up); and an endpoint of the
          bench process against the same serve ("engine→serve" rows: two
-         processes in steady state). This binary runs itself. Needs root
-         and nsenter;
+         processes in steady state). For information, without a target:
+         the raw ping-pong with its echo a process of its own ("echo
+         process" rows: what two processes cost with no protocol work), and
+         the RMEM ping-pong after both sides idled 20ms ("after idle": the
+         cold exchange a one-shot command makes), which the command rows'
+         notes compare with. This binary runs itself. Needs root and
+         nsenter;
   codec  encode and decode of RMEM frames and 8160-byte DMA frames, against a
          plain 8160-byte copy (ns/frame, MB/s, allocations);
   mem    the engine on the in-process switch (link/mem): RMEM read latency
@@ -86,6 +92,10 @@ Every measurement also stops after --max-ops operations.`,
   sudo oetp bench --svg docs/bench.svg`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rawEcho != "" {
+				// The proc scenario's raw echo process (hidden).
+				return bench.RawEcho(rawEcho, cmd.InOrStdin(), cmd.OutOrStdout())
+			}
 			o := bench.Options{Duration: duration, Rounds: rounds, MaxOps: maxOps, LinkIO: linkIO, EngineAnyCPU: anyCPU, BusyPoll: busyPoll}
 			var err error
 			// The proc scenario runs this very binary as serve and the
@@ -155,6 +165,10 @@ Every measurement also stops after --max-ops operations.`,
 	f.BoolVar(&anyCPU, "engine-any-cpu", false, "run the veth scenario's engine rows with the threads free to run on any CPU instead of on the one-CPU baseline's CPU")
 	f.DurationVar(&busyPoll, "busy-poll", bench.DefaultBusyPoll, "spin window `D` of the busy-polling links in the veth-busy rows (afpacket Config.BusyPoll, at most 10ms); 0 leaves those rows out")
 	f.BoolVar(&quiet, "quiet", false, "do not print progress lines on stderr")
+	// The proc scenario starts this binary with it in the far namespace:
+	// the raw ping-pong's echo as a process of its own.
+	f.StringVar(&rawEcho, bench.RawEchoFlag, "", "run the raw ping-pong's echo on interface `IF` (the proc scenario's own use)")
+	_ = f.MarkHidden(bench.RawEchoFlag)
 	return cmd
 }
 

@@ -92,3 +92,17 @@ func TestParseBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchRawEchoHidden checks the proc scenario's hidden echo flag: out of
+// the help, and an interface that does not exist fails (exit 1) saying so,
+// before anything is printed on stdout.
+func TestBenchRawEchoHidden(t *testing.T) {
+	out, _, code := runCLI(t, "", "bench", "--help")
+	if code != exitOK || strings.Contains(out, bench.RawEchoFlag) {
+		t.Errorf("bench --help: exit %d, mentions --%s: %v", code, bench.RawEchoFlag, strings.Contains(out, bench.RawEchoFlag))
+	}
+	out, errOut, code := runCLI(t, "", "bench", "--"+bench.RawEchoFlag, "no-such-if0")
+	if code != exitFailed || out != "" || !strings.Contains(errOut, "no-such-if0") {
+		t.Errorf("bench --%s no-such-if0: exit %d, stdout %q, stderr %q; want exit 1 naming the interface", bench.RawEchoFlag, code, out, errOut)
+	}
+}

@@ -237,6 +237,46 @@ func (p *procEnv) bases(op string) []*step {
 	return []*step{p.raw.step(ScenarioProc, op, p.cpu), p.raw.step(ScenarioProc, op, -1)}
 }
 
+// post adds to the one-shot commands' rows how they compare with the
+// informational baselines: the RMEM read with the raw round trip after
+// idle (both are cold exchanges), the DMA transfers with the better raw
+// ping-pong with its echo in another process (both are two processes).
+func (p *procEnv) post(op string, engines []*step) {
+	var idle, two *Result
+	for _, e := range engines {
+		r := &e.res
+		switch {
+		case !r.Info:
+		case strings.HasSuffix(r.Name, " after idle"):
+			idle = r
+		case two == nil || op == opRMEMRead && r.P50 > 0 && r.P50 < two.P50 || op != opRMEMRead && r.MBps > two.MBps:
+			two = r
+		}
+	}
+	for _, e := range engines {
+		r := &e.res
+		if r.Info || !strings.HasPrefix(r.Name, "oetp ") && !strings.HasPrefix(r.Name, "engine→serve ") {
+			continue
+		}
+		var add string
+		switch {
+		case op == opRMEMRead && strings.HasPrefix(r.Name, "oetp ") && idle != nil && idle.P50 > 0:
+			add = fmt.Sprintf("p50 %.2f× the %s", float64(r.P50)/float64(idle.P50), idle.Name)
+		case op == opRMEMRead && two != nil && two.P50 > 0:
+			add = fmt.Sprintf("p50 %.2f× the %s", float64(r.P50)/float64(two.P50), two.Name)
+		case op != opRMEMRead && two != nil && two.MBps > 0:
+			add = fmt.Sprintf("%.2f× the MB/s of the %s", r.MBps/two.MBps, two.Name)
+		}
+		if add == "" {
+			continue
+		}
+		if r.Note != "" {
+			r.Note += "; "
+		}
+		r.Note += add
+	}
+}
+
 // procName is the row name of an engine operation run as a command.
 func procName(op string) string {
 	switch op {
@@ -262,10 +302,12 @@ func (p *procEnv) engine(op string, n int) *step { return p.command(op, n, false
 // command then draws a progress bar (endpoint.WithProgress), which must
 // not slow the transfer (issue 16).
 func (p *procEnv) extra(op string, blocks []int64) []*step {
+	// The raw ping-pong with its echo a process of its own (informational
+	// baselines, see rawProcStep).
+	out := []*step{p.rawProcStep(op, p.cpu, 0), p.rawProcStep(op, -1, 0)}
 	if op == opRMEMRead {
-		return []*step{p.library(op, 4)}
+		return append(out, p.rawProcStep(op, -1, procIdle), p.library(op, 4))
 	}
-	var out []*step
 	for _, b := range blocks {
 		if b >= TargetBlock {
 			out = append(out, p.command(op, int(b), true))

@@ -76,6 +76,28 @@ func TestRunProc(t *testing.T) {
 			t.Errorf("%s %d: %+v; want a row compared with the raw ping-pong", name, b, r)
 		}
 	}
+	// The informational baselines: the raw ping-pong with its echo a
+	// process of its own, compared with the limit but without a target,
+	// and the RMEM read after idle, which the one-shot RMEM row is
+	// compared with in its note.
+	for _, name := range []string{"raw 24↔24 echo process one CPU", "raw 24↔24 echo process any CPU", "raw 24↔24 after idle",
+		"raw 8192↔20 echo process one CPU", "raw 8192↔20 echo process any CPU", "raw 28↔8184 echo process one CPU", "raw 28↔8184 echo process any CPU"} {
+		r := rep.Find(ScenarioProc, name, 0)
+		if r == nil || r.Ops < procMinOps || !r.Baseline || !r.Info || r.Versus == "" || r.Ratio <= 0 || r.Target != "" || r.Met != nil || r.Note == "" {
+			t.Errorf("%s: %+v; want an informational baseline compared with the limit, without a target, with a note", name, r)
+		}
+	}
+	if r := rep.Find(ScenarioProc, "oetp rmem read", 0); r != nil && !strings.Contains(r.Note, "× the raw 24↔24 after idle") {
+		t.Errorf("oetp rmem read note %q; want its ratio to the raw round trip after idle", r.Note)
+	}
+	if r := rep.Find(ScenarioProc, "oetp dma write", 1<<20); r != nil && !strings.Contains(r.Note, "× the MB/s of the raw 8192↔20 echo process") {
+		t.Errorf("oetp dma write note %q; want its ratio to the raw ping-pong with an echo process", r.Note)
+	}
+	for _, r := range rep.Results {
+		if r.Scenario == ScenarioProc && !r.Info && r.Versus != "" && strings.Contains(r.Versus, "echo process") {
+			t.Errorf("%s is compared with %s: an informational baseline must never be the limit", r.Name, r.Versus)
+		}
+	}
 	// The rows with a terminal (a progress bar; the scenario fails if the
 	// command draws none), from 1 MiB up only.
 	for _, name := range []string{"oetp dma write (tty)", "oetp dma read (tty)"} {

@@ -2,6 +2,19 @@
 
 package bench
 
+import (
+	"errors"
+	"io"
+)
+
 func procUnavailable(*Options) string { return vethUnavailable() }
 
 func runProc(*Options) ([]Result, error) { return nil, nil }
+
+// RawEchoFlag is the hidden flag of `oetp bench` that runs RawEcho.
+const RawEchoFlag = "raw-echo"
+
+// RawEcho needs AF_PACKET (Linux).
+func RawEcho(ifname string, stdin io.Reader, ready io.Writer) error {
+	return errors.New("bench: the raw echo needs Linux (AF_PACKET)")
+}

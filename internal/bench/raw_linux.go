@@ -129,15 +129,22 @@ type rawEcho struct {
 	stop    atomic.Bool
 	done    chan error
 	echoed  atomic.Int64
+	// toSource: address each reply to its request's source (the
+	// replies were prepared without the near side's MAC).
+	toSource bool
 }
 
 // startEcho starts the echo loop on s, on its own OS thread, pinned to cpu
-// unless cpu is negative. replies maps a request Cmd to the frame sent back.
-func startEcho(s *rawSock, replies map[wire.Cmd][]byte, cpu int) *rawEcho {
-	e := &rawEcho{s: s, done: make(chan error, 1)}
+// unless cpu is negative. replies maps a request Cmd to the frame sent back;
+// with toSource, each reply is addressed to its request's source.
+func startEcho(s *rawSock, replies map[wire.Cmd][]byte, cpu int, toSource bool) *rawEcho {
+	e := &rawEcho{s: s, done: make(chan error, 1), toSource: toSource}
 	for c, f := range replies {
 		e.replies[c] = f
 	}
+	// Requests another echo (of another process) has answered meanwhile
+	// would otherwise be answered again, late.
+	s.drain()
 	go e.loop(cpu)
 	return e
 }
@@ -216,6 +223,9 @@ func (e *rawEcho) loop(cpu int) {
 			return
 		}
 		if rsp := e.replies[c]; rsp != nil {
+			if e.toSource {
+				copy(rsp[:6], buf[6:12])
+			}
 			if err := e.s.write(rsp); err != nil {
 				e.done <- err
 				return

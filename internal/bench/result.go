@@ -48,6 +48,10 @@ type Result struct {
 	Frames string `json:"frames,omitempty"`
 	// Baseline is true for a baseline (no protocol work at all).
 	Baseline bool `json:"baseline,omitempty"`
+	// Info marks a baseline shown for information only: compared with
+	// the limit, never the limit itself and without a target (the proc
+	// scenario's raw ping-pong with its echo in another process).
+	Info bool `json:"info,omitempty"`
 
 	// Ops is the number of operations measured (round trips, blocks or
 	// codec iterations).

@@ -359,10 +359,10 @@ func compare(op string, bases, engines []*step) {
 		r := &e.res
 		if op == opRMEMRead {
 			r.compareLatency(best, TargetRMEMp50)
-			continue
+		} else {
+			r.compareRate(best, rate)
 		}
-		r.compareRate(best, rate)
-		if r.Block < TargetBlock {
+		if r.Info || op != opRMEMRead && r.Block < TargetBlock {
 			r.Target, r.Met = "", nil
 		}
 	}
@@ -401,6 +401,12 @@ type comparerEnv interface {
 	compare(o *Options, op string, bases, engines []*step)
 }
 
+// postEnv is an env that annotates its rows once they are compared, such
+// as the proc scenario's commands against its informational baselines.
+type postEnv interface {
+	post(op string, engines []*step)
+}
+
 // engineOps are the engine operations measured on every env, in order.
 var engineOps = []string{opRMEMRead, opDMAWrite, opDMARead}
 
@@ -433,6 +439,9 @@ func runEnv(o *Options, e env) (out []Result, err error) {
 			c.compare(o, op, bases, engines)
 		} else {
 			compare(op, bases, engines)
+		}
+		if x, ok := e.(postEnv); ok && err == nil {
+			x.post(op, engines)
 		}
 		out = append(out, results(bases, engines)...)
 		if err != nil {

@@ -225,7 +225,7 @@ func (v *vethRaw) step(scenario, op string, cpu int) *step {
 	s := &step{m: newMeter(true)}
 	s.res = Result{Scenario: scenario, Name: "raw " + label + " " + where, Frames: label, Baseline: true}
 	s.round = func(d time.Duration, maxOps int64) error {
-		e := startEcho(v.far, v.replies, cpu)
+		e := startEcho(v.far, v.replies, cpu, false)
 		errc := make(chan error, 1)
 		go func() {
 			// A fresh thread for each round; never unlocked, so a pinned

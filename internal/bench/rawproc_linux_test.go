@@ -1,0 +1,112 @@
+//go:build linux
+
+package bench
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/wire"
+)
+
+// TestRawEcho runs the raw echo of the proc scenario's echo process in this
+// process on the far host of a veth pair and checks that it answers each
+// request with exactly the baseline's reply, addressed to the request's
+// source, and returns at the stop frame.
+func TestRawEcho(t *testing.T) {
+	if why := vethUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	n, err := netns.New(netns.Topology{Hosts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	near, far := n.Host(0), n.Host(1)
+	s, err := openRawOn(near)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	stdin, stdinW := io.Pipe()
+	defer stdinW.Close()
+	ready := &syncBuf{}
+	done := make(chan error, 1)
+	go func() {
+		done <- far.Do(func() error { return RawEcho(far.IfName(), stdin, ready) })
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for ready.String() != "ready\n" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no ready line: %q", ready.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	buf := make([]byte, 9216)
+	for _, op := range engineOps {
+		req, rsp := rawFrames(op, near.MAC(), far.MAC())
+		req, rsp = retype(req), retype(rsp)
+		if err := s.write(req); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.read(buf)
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if !bytes.Equal(buf[:m], rsp) {
+			t.Errorf("%s: the echo answered % x...(%d bytes); want % x...(%d bytes)", op, buf[:min(m, 24)], m, rsp[:24], len(rsp))
+		}
+	}
+	// A request's Cmd without a reply (the RMEM write) gets none.
+	w := retype(wire.AppendRMEMWriteReq(nil, far.MAC(), near.MAC(), 7, 0, 1, 0xffffffff))
+	if err := s.write(w); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.write(stopFrame(far.MAC(), near.MAC())); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("RawEcho: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("RawEcho did not return at the stop frame")
+	}
+	s.drain()
+	if m, err := s.read(buf); err == nil {
+		t.Errorf("a frame after the stop: % x", buf[:min(m, 24)])
+	} else if !strings.Contains(err.Error(), "no reply") {
+		t.Errorf("read after the stop: %v; want the timeout", err)
+	}
+}
+
+// TestRawEchoStdinEnd checks that the echo process ends once its parent is
+// gone (its standard input reaches its end), even with no stop frame.
+func TestRawEchoStdinEnd(t *testing.T) {
+	if why := vethUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	n, err := netns.New(netns.Topology{Hosts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	far := n.Host(1)
+	done := make(chan error, 1)
+	go func() {
+		done <- far.Do(func() error { return RawEcho(far.IfName(), strings.NewReader(""), io.Discard) })
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("RawEcho: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("RawEcho did not return after the end of its stdin")
+	}
+}
