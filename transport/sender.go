@@ -261,28 +261,44 @@ func (s *Sender) Push(now time.Duration, b []byte) (psn uint32, frame []byte) {
 // requests the window now admits. They are to
 // be handed to the link now: their timers run from now.
 func (s *Sender) Pending(now time.Duration, out [][]byte) [][]byte {
+	s.pending(now, &out, &out)
+	return out
+}
+
+// PendingSplit is Pending with the frames in two lists: again gets the
+// SYN and the retransmissions, first the requests sent for the first
+// time. A first transmission's bytes stay unchanged until its response
+// has arrived (its slot is reused only after that), so its owner may hand
+// it to the link a little later, with other frames in one batch; a SYN or
+// a retransmission may be rewritten sooner (by Open, or by a new request
+// in its slot once an earlier transmission was answered), so it goes now.
+func (s *Sender) PendingSplit(now time.Duration, again, first [][]byte) ([][]byte, [][]byte) {
+	s.pending(now, &again, &first)
+	return again, first
+}
+
+func (s *Sender) pending(now time.Duration, again, first *[][]byte) {
 	if s.synOut {
 		s.synOut = false
 		s.synN++
 		s.st.Syns++
 		s.synAt = now
-		out = append(out, s.synBuf)
+		*again = append(*again, s.synBuf)
 	}
 	if s.state != Established {
-		return out
+		return
 	}
 	if s.queued != 0 {
-		out = s.resend(now, out)
+		*again = s.resend(now, *again)
 	}
 	for s.unsent != s.next && s.windowOpen(s.unsent) {
 		sl := &s.slots[s.unsent%uint32(len(s.slots))]
 		s.txSeq++
 		sl.sent, sl.sentAt, sl.seq = true, now, s.txSeq
 		s.st.Sent++
-		out = append(out, sl.buf)
+		*first = append(*first, sl.buf)
 		s.unsent++
 	}
-	return out
 }
 
 func (s *Sender) resend(now time.Duration, out [][]byte) [][]byte {

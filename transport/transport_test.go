@@ -440,3 +440,86 @@ func TestUnsentAfterFailedHandshake(t *testing.T) {
 		t.Errorf("unsent v1 frame %x, want %x", v1, want)
 	}
 }
+
+// Several requests execute at once (a batch handed to the v1 layer
+// together): each response carries the cumulative ACK over every answered
+// request; a refused one in the middle keeps the ACK at its PSN, executes
+// when resent, and the answered one after it is replayed from the cache
+// instead of executing again.
+func TestSeveralExecuting(t *testing.T) {
+	r, err := NewReceiver(Config{Depth: 8}, macB, macA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(f []byte) reliable.Header {
+		t.Helper()
+		h, p := reliable.Parse(f, 8192)
+		if p != reliable.OK {
+			t.Fatalf("frame: %v", p)
+		}
+		return h
+	}
+	syn := reliable.AppendSyn(nil, macB, macA, reliable.Header{Flags: reliable.FlagSyn, Session: 3, PSN: 100},
+		reliable.Syn{Depth: 8, Congestion: reliable.CongestionAIMD, MaxFrame: 8192})
+	if d := r.OnFrame(syn, parse(syn)); d.Control == nil {
+		t.Fatal("no SYN answer")
+	}
+	req := func(psn uint32) []byte {
+		b := make([]byte, reliable.Headroom, 256)
+		b = wire.AppendRMEMReadReq(b, macB, macA, psn, 4*psn)
+		return reliable.Encapsulate(b, reliable.Header{Flags: reliable.FlagAck, Session: 3, PSN: psn, APSN: 100})
+	}
+	decide := func(psn uint32, want Verdict) Decision {
+		t.Helper()
+		f := req(psn)
+		d := r.OnFrame(f, parse(f))
+		if d.Verdict != want || (want != Drop && d.PSN != psn) {
+			t.Fatalf("PSN %d: verdict %v psn %d, want %v", psn, d.Verdict, d.PSN, want)
+		}
+		return d
+	}
+	respond := func(psn, apsn uint32) {
+		t.Helper()
+		b := r.ResponseBufferPSN(psn)
+		b = wire.AppendRMEMReadRsp(b, macA, macB, psn, psn)
+		f := r.RespondPSN(psn, b)
+		if f == nil {
+			t.Fatalf("RespondPSN(%d): not executing", psn)
+		}
+		if h := parse(f); h.PSN != psn || h.APSN != apsn || h.Flags&reliable.FlagRsp == 0 {
+			t.Fatalf("response to %d: psn %d apsn %d flags %v, want apsn %d", psn, h.PSN, h.APSN, h.Flags, apsn)
+		}
+	}
+	for p := uint32(100); p < 104; p++ {
+		decide(p, Execute)
+	}
+	if !r.Executing() || r.Expected() != 100 {
+		t.Fatalf("executing %v, expected %d", r.Executing(), r.Expected())
+	}
+	decide(101, Drop) // a duplicate while it executes
+	respond(100, 101)
+	respond(101, 102)
+	r.RefusePSN(102) // dropped by the v1 layer
+	respond(103, 102)
+	if r.Executing() || r.Expected() != 102 {
+		t.Fatalf("executing %v, expected %d; want none and 102", r.Executing(), r.Expected())
+	}
+	if a := r.FlushAck(); a != nil {
+		t.Errorf("an ACK (%v) with nothing owed", parse(a))
+	}
+	// After the refused one: it must not execute first; a NAK asks for
+	// everything from 102.
+	if d := decide(104, Drop); d.Control == nil || parse(d.Control).Flags&reliable.FlagNak == 0 || parse(d.Control).APSN != 102 {
+		t.Fatalf("no NAK from 102 for the gap")
+	}
+	decide(102, Execute) // resent
+	if d := decide(103, Replay); d.Control == nil || parse(d.Control).PSN != 103 {
+		t.Fatal("103 not replayed from the cache")
+	}
+	respond(102, 104)
+	decide(104, Execute)
+	respond(104, 105)
+	if st := r.Stats(); st.Executed != 5 || st.Replays != 1 || st.Refused != 1 || st.Gaps != 1 || st.NAKs != 1 {
+		t.Errorf("stats %+v; want 5 executed, 1 replay, 1 refused, 1 gap, 1 NAK", st)
+	}
+}

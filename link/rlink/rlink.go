@@ -17,13 +17,29 @@
 // One goroutine per Link runs the retransmission timers; nothing runs per
 // frame, and the steady state allocates nothing.
 //
-// The responder side delivers one request per peer at a time to the
-// endpoint and expects its answer before the endpoint reads again: true of
-// an endpoint whose memory answers at once (memory.Immediate: RAM, file
-// mappings, fault ranges, what `oetp serve` uses). A request still
-// unanswered at the next read is taken as dropped (a busy responder) and
-// left for the initiator to resend; its late answer is discarded, so that it
-// cannot be executed twice.
+// # Batches
+//
+// The responder side delivers every request of a received batch to the
+// endpoint at once, several of one peer in PSN order, and expects their
+// answers, in the same order, before the endpoint reads again: true of an
+// endpoint whose memory answers at once (memory.Immediate: RAM, file
+// mappings, fault ranges, what `oetp serve` uses), which serves requests
+// in its receive loop. A request still unanswered at the next read, or
+// passed over by the answer to a later one, is taken as dropped (a busy
+// responder) and left for the initiator to resend; its late answer is
+// discarded, so that it cannot be executed twice.
+//
+// While the reader handles a batch (from the moment a read returns frames
+// until the reader is about to wait for the medium again), the frames that
+// may wait are kept and then written together, with one WriteBatch (one
+// sendmmsg(2) on AF_PACKET): the responses to the batch's requests, the
+// requests sent for the first time (the next DMA fragments the batch's
+// responses let out, requests of callers woken by them) and the coalesced
+// ACKs. The frames of the batch thus cost one system call instead of one
+// each, and the peer receives them together. Retransmissions, NAKs,
+// replays, handshakes and every v1 frame go at once. A writer that finds no
+// batch being handled writes at once too, so nothing waits for a reader
+// that is itself waiting.
 package rlink
 
 import (
@@ -150,14 +166,21 @@ type peer struct {
 	backlog     [][]byte
 	blHead, blN int
 
-	// Responder side: the request delivered to the endpoint.
-	rid     uint32
-	ridSet  bool
-	refused uint32 // the Request ID of the last request taken as dropped
-	refSet  bool
+	outFirst [][]byte // first transmissions to write, under mu
 
-	inBatch bool // reader-owned: a request of this peer was delivered in this batch
-	touched bool // reader-owned: an ACK may be owed
+	// Responder side: the requests delivered to the endpoint and not yet
+	// answered, in PSN order (a ring of Depth).
+	exec        []execEntry
+	exHead, exN int
+	refused     []uint32 // Request IDs of the latest requests taken as dropped (a ring)
+	refNext     int
+	inBatch     bool // reader-owned: a request of this peer was delivered in this batch
+	touched     bool // reader-owned: an ACK may be owed
+}
+
+// execEntry is a request delivered to the endpoint.
+type execEntry struct {
+	rid, psn uint32
 }
 
 // Link is the reliable transport as a link. It is safe for one reader and
@@ -179,6 +202,14 @@ type Link struct {
 	rn, ri    int
 	delivered []*peer
 	touched   []*peer
+
+	// Frames written while the reader handles a batch (see Batches),
+	// under qmu: q fills while processing or flushing, qSpare is the
+	// batch being written.
+	qmu        sync.Mutex
+	q, qSpare  [][]byte
+	processing bool // the reader handles a batch: frames that may wait, wait
+	flushing   bool // the reader writes q: later frames queue behind it
 
 	kick      chan struct{}
 	done      chan struct{}
@@ -220,6 +251,8 @@ func New(inner link.Link, cfg Config) (*Link, error) {
 	}
 	l.delivered = make([]*peer, 0, batch)
 	l.touched = make([]*peer, 0, batch)
+	l.q = make([][]byte, 0, 4*reliable.MaxDepth)
+	l.qSpare = make([][]byte, 0, 4*reliable.MaxDepth)
 	l.wg.Add(1)
 	go l.timers()
 	return l, nil
@@ -260,7 +293,8 @@ func (l *Link) SetPeer(mac wire.MAC, m Mode) error {
 		p.mode = m
 		p.mu.Unlock()
 	} else {
-		n[mac] = &peer{mac: mac, mode: m, change: make(chan struct{}, 1), out: make([][]byte, 0, 2*reliable.MaxDepth)}
+		n[mac] = &peer{mac: mac, mode: m, change: make(chan struct{}, 1), out: make([][]byte, 0, 2*reliable.MaxDepth),
+			outFirst: make([][]byte, 0, 2*reliable.MaxDepth)}
 	}
 	l.peers.Store(&n)
 	return nil
@@ -374,10 +408,57 @@ func (l *Link) flushLocked(p *peer) {
 		p.blHead = (p.blHead + 1) % len(p.backlog)
 		p.blN--
 	}
-	p.out = p.s.Pending(l.clock.Now(), p.out[:0])
+	p.out, p.outFirst = p.s.PendingSplit(l.clock.Now(), p.out[:0], p.outFirst[:0])
 	for _, f := range p.out {
 		_ = l.inner.Write(f) // a lost frame is what the transport recovers from
 	}
+	if len(p.outFirst) > 0 {
+		l.sendFirst(p.outFirst)
+	}
+}
+
+// sendFirst writes frames that may wait (first transmissions, fresh
+// responses: their bytes stay unchanged until the peer has answered or
+// acknowledged them): with the batch the reader writes when it handles
+// one, at once otherwise.
+func (l *Link) sendFirst(frames [][]byte) {
+	l.qmu.Lock()
+	if l.processing || l.flushing {
+		l.q = append(l.q, frames...)
+		l.qmu.Unlock()
+		return
+	}
+	l.qmu.Unlock()
+	if len(frames) == 1 {
+		_ = l.inner.Write(frames[0])
+		return
+	}
+	_, _ = l.inner.WriteBatch(frames) // a lost frame is what the transport recovers from
+}
+
+// flush ends the handling of a batch: it writes the frames kept meanwhile,
+// and those queued while it writes, then lets writers write at once again.
+// Reader only.
+func (l *Link) flush() {
+	l.qmu.Lock()
+	l.processing = false
+	for len(l.q) > 0 {
+		batch := l.q
+		l.q, l.qSpare = l.qSpare[:0], batch
+		l.flushing = true
+		l.qmu.Unlock()
+		for len(batch) > 0 {
+			n, err := l.inner.WriteBatch(batch)
+			if err != nil {
+				n++ // skip the frame that failed: the transport recovers it
+			}
+			batch = batch[min(n, len(batch)):]
+		}
+		clear(l.qSpare) // keep no frames alive
+		l.qmu.Lock()
+	}
+	l.flushing = false
+	l.qmu.Unlock()
 }
 
 // Write hands one frame from the endpoint to the medium: through the
@@ -396,20 +477,30 @@ func (l *Link) Write(f []byte) error {
 	switch {
 	case cmd.IsResponse():
 		rid := wire.Frame(f).RequestID()
-		if p.r != nil && p.ridSet && rid == p.rid && p.r.Executing() {
-			p.ridSet = false
-			b := p.r.ResponseBuffer()
+		if j := p.findExec(rid); j >= 0 {
+			// Requests delivered before this one and not answered
+			// were dropped by the endpoint.
+			for ; j > 0; j-- {
+				l.refuseHeadLocked(p)
+			}
+			e := p.exec[p.exHead]
+			p.exHead = (p.exHead + 1) % len(p.exec)
+			p.exN--
 			if len(f) > p.r.MaxV1Frame() {
-				p.r.Refuse()
+				p.r.RefusePSN(e.psn)
 				return ErrTooLong
 			}
-			return l.inner.Write(p.r.Respond(append(b, f...)))
+			b := p.r.ResponseBufferPSN(e.psn)
+			if fr := p.r.RespondPSN(e.psn, append(b, f...)); fr != nil {
+				p.outFirst = append(p.outFirst[:0], fr)
+				l.sendFirst(p.outFirst)
+			}
+			return nil
 		}
-		if p.refSet && rid == p.refused {
+		if p.takeRefused(rid) {
 			// The answer to a request already taken as dropped: the
 			// initiator resends it and it executes then; sending this
 			// one too would execute it twice.
-			p.refSet = false
 			l.c.late.Add(1)
 			return nil
 		}
@@ -451,6 +542,41 @@ func (l *Link) WriteBatch(frames [][]byte) (int, error) {
 	return len(frames), nil
 }
 
+// findExec returns the position in p's ring of delivered requests of the
+// one with Request ID rid, or -1. Under p.mu.
+func (p *peer) findExec(rid uint32) int {
+	for k := 0; k < p.exN; k++ {
+		if p.exec[(p.exHead+k)%len(p.exec)].rid == rid {
+			return k
+		}
+	}
+	return -1
+}
+
+// refuseHeadLocked takes the oldest delivered request of p as dropped by
+// the endpoint.
+func (l *Link) refuseHeadLocked(p *peer) {
+	e := p.exec[p.exHead]
+	p.exHead = (p.exHead + 1) % len(p.exec)
+	p.exN--
+	p.r.RefusePSN(e.psn)
+	p.refused[p.refNext] = e.rid
+	p.refNext = (p.refNext + 1) % len(p.refused)
+	l.c.unanswered.Add(1)
+}
+
+// takeRefused reports whether rid is the Request ID of a request taken as
+// dropped, and forgets it.
+func (p *peer) takeRefused(rid uint32) bool {
+	for i, r := range p.refused {
+		if r == rid && r != 0 {
+			p.refused[i] = 0
+			return true
+		}
+	}
+	return false
+}
+
 // ReadBatch delivers frames to the endpoint: v1 and raw frames unchanged,
 // and the v1 frames reliable DATA frames carry. Control frames, duplicates
 // and damaged frames are consumed here.
@@ -458,58 +584,58 @@ func (l *Link) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 	for _, p := range l.delivered {
 		p.inBatch = false
 		p.mu.Lock()
-		if p.ridSet && p.r != nil && p.r.Executing() {
+		for p.exN > 0 {
 			// Not answered: taken as dropped (a busy responder).
-			p.r.Refuse()
-			p.ridSet = false
-			p.refused, p.refSet = p.rid, true
-			l.c.unanswered.Add(1)
+			l.refuseHeadLocked(p)
 		}
 		p.mu.Unlock()
 	}
 	l.delivered = l.delivered[:0]
 	for {
 		if l.ri == l.rn {
+			// About to wait for the medium: the ACKs owed, then every
+			// frame kept while the batch was handled.
+			for _, p := range l.touched {
+				p.touched = false
+				p.mu.Lock()
+				if a := p.r.FlushAck(); a != nil {
+					l.qmu.Lock()
+					l.q = append(l.q, a) // written below, before any further use of the Receiver
+					l.qmu.Unlock()
+				}
+				p.mu.Unlock()
+			}
+			l.touched = l.touched[:0]
+			l.flush()
 			n, err := l.inner.ReadBatch(l.rbufs, l.rsizes)
 			if err != nil {
 				return 0, err
 			}
+			l.qmu.Lock()
+			l.processing = true
+			l.qmu.Unlock()
 			l.rn, l.ri = n, 0
 		}
 		k := 0
 		for l.ri < l.rn && k < len(bufs) {
 			f := l.rbufs[l.ri][:l.rsizes[l.ri]]
-			deliver, stop := l.handle(f, bufs[k], &sizes[k])
-			if stop {
-				break
-			}
-			l.ri++
-			if deliver {
+			if l.handle(f, bufs[k], &sizes[k]) {
 				k++
 			}
+			l.ri++
 		}
-		for _, p := range l.touched {
-			p.touched = false
-			p.mu.Lock()
-			if a := p.r.FlushAck(); a != nil {
-				_ = l.inner.Write(a)
-			}
-			p.mu.Unlock()
-		}
-		l.touched = l.touched[:0]
 		if k > 0 {
 			return k, nil
 		}
 	}
 }
 
-// handle processes one received frame. deliver: dst[:*size] is a frame for
-// the endpoint. stop: the frame must wait for the next ReadBatch (a second
-// request of a peer whose first is with the endpoint).
-func (l *Link) handle(f, dst []byte, size *int) (deliver, stop bool) {
-	up := func(b []byte) (bool, bool) {
+// handle processes one received frame. It reports true when dst[:*size]
+// is a frame for the endpoint.
+func (l *Link) handle(f, dst []byte, size *int) bool {
+	up := func(b []byte) bool {
 		*size = copy(dst, b)
-		return true, false
+		return true
 	}
 	if !reliable.IsReliable(f) {
 		l.c.passed.Add(1)
@@ -522,11 +648,11 @@ func (l *Link) handle(f, dst []byte, size *int) (deliver, stop bool) {
 		} else {
 			l.c.malformed.Add(1)
 		}
-		return false, false
+		return false
 	}
 	if wire.MAC(f[0:6]) != l.mac {
 		l.c.notForUs.Add(1)
-		return false, false
+		return false
 	}
 	p := l.peer(wire.MAC(f[6:12]))
 	if p == nil {
@@ -534,7 +660,7 @@ func (l *Link) handle(f, dst []byte, size *int) (deliver, stop bool) {
 			// Damaged on the way (most likely in its source MAC, which
 			// now names no peer): a CRC drop like any other.
 			l.c.crc.Add(1)
-			return false, false
+			return false
 		}
 		// Not a reliable peer: to the endpoint, whose raw policy judges
 		// it as on a v1 engine.
@@ -546,7 +672,7 @@ func (l *Link) handle(f, dst []byte, size *int) (deliver, stop bool) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.s == nil {
-			return false, false // no session of ours: nothing to answer
+			return false // no session of ours: nothing to answer
 		}
 		prev := p.s.State()
 		res := p.s.OnFrame(now, f, h)
@@ -561,19 +687,22 @@ func (l *Link) handle(f, dst []byte, size *int) (deliver, stop bool) {
 		if res.Event == transport.EventResponse {
 			return up(reliable.Decapsulate(f, h))
 		}
-		return false, false
-	}
-	if p.inBatch {
-		return false, true
+		return false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.r == nil {
 		r, err := transport.NewReceiver(l.cfg.Transport, l.mac, p.mac)
 		if err != nil {
-			return false, false
+			return false
+		}
+		depth := l.cfg.Transport.Depth
+		if depth == 0 {
+			depth = transport.DefaultDepth
 		}
 		p.r = r
+		p.exec = make([]execEntry, depth)
+		p.refused = make([]uint32, depth)
 	}
 	if !p.touched {
 		p.touched = true
@@ -584,18 +713,21 @@ func (l *Link) handle(f, dst []byte, size *int) (deliver, stop bool) {
 		_ = l.inner.Write(d.Control)
 	}
 	if d.Verdict != transport.Execute {
-		return false, false
+		return false
 	}
 	v1 := reliable.Decapsulate(f, h)
-	if len(v1) < wire.ParamOffset+4 || v1[wire.HeaderLen] != wire.Magic {
+	if len(v1) < wire.ParamOffset+4 || v1[wire.HeaderLen] != wire.Magic || p.exN == len(p.exec) {
 		// Not a v1 PDU inside: nothing the endpoint could answer.
-		p.r.Refuse()
+		p.r.RefusePSN(d.PSN)
 		l.c.malformed.Add(1)
-		return false, false
+		return false
 	}
-	p.rid, p.ridSet = wire.Frame(v1).RequestID(), true
-	p.inBatch = true
-	l.delivered = append(l.delivered, p)
+	p.exec[(p.exHead+p.exN)%len(p.exec)] = execEntry{rid: wire.Frame(v1).RequestID(), psn: d.PSN}
+	p.exN++
+	if !p.inBatch {
+		p.inBatch = true
+		l.delivered = append(l.delivered, p)
+	}
 	return up(v1)
 }
 

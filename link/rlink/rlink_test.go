@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
@@ -356,14 +357,28 @@ func TestZeroAllocsPerFrame(t *testing.T) {
 	}
 	req := wire.AppendRMEMReadReq(nil, macB, macA, 1, 0x10)
 	rsp := wire.AppendRMEMReadRsp(nil, macA, macB, 1, 5)
+	// B answers in its own goroutine, like an endpoint's receive loop: its
+	// answer goes out when it reads again (rlink's batches).
+	errs := make(chan string, 1)
+	go func() {
+		for {
+			n, err := lb.ReadBatch(bufs, sizes)
+			if err != nil {
+				errs <- ""
+				return
+			}
+			if n != 1 || sizes[0] != len(req) {
+				errs <- fmt.Sprintf("B read %d frames, the first %d bytes", n, sizes[0])
+				return
+			}
+			if err := lb.Write(rsp); err != nil {
+				errs <- err.Error()
+				return
+			}
+		}
+	}()
 	allocs := testing.AllocsPerRun(500, func() {
 		if err := la.Write(req); err != nil {
-			panic(err)
-		}
-		if n, err := lb.ReadBatch(bufs, sizes); n != 1 || err != nil || sizes[0] != len(req) {
-			panic("B read")
-		}
-		if err := lb.Write(rsp); err != nil {
 			panic(err)
 		}
 		if n, err := la.ReadBatch(abufs, asizes); n != 1 || err != nil || asizes[0] != len(rsp) {
@@ -372,6 +387,10 @@ func TestZeroAllocsPerFrame(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per request and response", allocs)
+	}
+	lb.Close()
+	if e := <-errs; e != "" {
+		t.Error(e)
 	}
 }
 
@@ -441,4 +460,149 @@ func TestWindowThroughTransport(t *testing.T) {
 	}
 	t.Logf("A %+v", p.la.Stats())
 	t.Logf("B %+v", p.lb.Stats())
+}
+
+// writeCounter counts the write calls a link gets.
+type writeCounter struct {
+	*mem.Port
+	calls, frames atomic.Int64
+}
+
+func (w *writeCounter) Write(f []byte) error {
+	w.calls.Add(1)
+	w.frames.Add(1)
+	return w.Port.Write(f)
+}
+
+func (w *writeCounter) WriteBatch(fs [][]byte) (int, error) {
+	w.calls.Add(1)
+	w.frames.Add(int64(len(fs)))
+	return w.Port.WriteBatch(fs)
+}
+
+// The responder side hands the endpoint every request of a batch at once
+// and writes their answers together, in one WriteBatch, when it reads
+// again. A request of the batch that goes unanswered while a later one is
+// answered is taken as dropped: the initiator resends it, it executes then,
+// and the later one is not executed again.
+func TestBatchOfRequests(t *testing.T) {
+	sw, _ := mem.NewSwitch(mem.Config{Seed: 3, QueueLen: 64})
+	pa, _ := sw.Attach(macA)
+	pb, _ := sw.Attach(macB)
+	wb := &writeCounter{Port: pb}
+	la, _ := rlink.New(pa, rlink.Config{Transport: transport.Config{MinRTO: time.Second, InitialRTO: time.Second}})
+	lb, _ := rlink.New(wb, rlink.Config{})
+	defer lb.Close()
+	la.SetPeer(macB, rlink.Reliable)
+	lb.SetPeer(macA, rlink.Reliable)
+	a, err := endpoint.New(la.Link(), nil, endpoint.Config{RMEMTimeout: 5 * time.Second, Outstanding: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.SetPeer(0, endpoint.Peer{MAC: macB, Mode: endpoint.ModeRMEM, WindowSize: 1 << 32})
+	bufs := make([][]byte, 8)
+	for i := range bufs {
+		bufs[i] = make([]byte, 8193)
+	}
+	sizes := make([]int, 8)
+	opened := make(chan error, 1)
+	go func() {
+		_, err := la.Open(context.Background(), macB)
+		opened <- err
+	}()
+	// B's reader: the SYN is consumed inside ReadBatch, which returns
+	// with the first batch of requests.
+	type read struct {
+		frames [][]byte
+		err    error
+	}
+	reads := make(chan read, 1)
+	next := func() {
+		go func() {
+			n, err := lb.ReadBatch(bufs, sizes)
+			var fs [][]byte
+			for i := range n {
+				fs = append(fs, append([]byte(nil), bufs[i][:sizes[i]]...))
+			}
+			reads <- read{fs, err}
+		}()
+	}
+	next()
+	if err := <-opened; err != nil {
+		t.Fatal(err)
+	}
+	// A raw frame ends B's first read, so that B is not reading while A
+	// sends its requests.
+	pa.Write(append(append(append([]byte{}, macB[:]...), macA[:]...), 0x88, 0xb6, 1, 2))
+	if r := <-reads; r.err != nil || len(r.frames) != 1 {
+		t.Fatalf("B's first read: %d frames, %v", len(r.frames), r.err)
+	}
+	vals := make(chan [2]uint32, 4)
+	for i := range 4 {
+		go func() {
+			v, err := a.RMEMRead(context.Background(), 0, uint32(0x100*(i+1)))
+			if err != nil {
+				t.Error(err)
+			}
+			vals <- [2]uint32{uint32(0x100 * (i + 1)), v}
+		}()
+	}
+	testutil.Eventually(t, "four requests sent", func() bool { return la.Stats().Sent == 4 })
+	next()
+	var got [][]byte
+	for len(got) < 4 {
+		r := <-reads
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if len(got) > 0 {
+			t.Fatalf("requests in several batches (%d, then %d): the test needs them in one", len(got), len(r.frames))
+		}
+		got = append(got, r.frames...)
+		if len(got) < 4 {
+			next()
+		}
+	}
+	answer := func(f []byte) {
+		t.Helper()
+		fr := wire.Frame(f)
+		if err := lb.Write(wire.AppendRMEMReadRsp(nil, macA, macB, fr.RequestID(), fr.Address()+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := wb.calls.Load()
+	answer(got[0])
+	answer(got[2]) // got[1] is dropped
+	answer(got[3])
+	if c := wb.calls.Load() - before; c != 0 {
+		t.Fatalf("%d writes before B reads again; want the answers kept until then", c)
+	}
+	// B reads again: the three answers go in one write; A resends the
+	// dropped request, which executes now.
+	next()
+	r := <-reads
+	if r.err != nil || len(r.frames) != 1 || wire.Frame(r.frames[0]).RequestID() != wire.Frame(got[1]).RequestID() {
+		t.Fatalf("B's next batch: %d frames, %v; want the dropped request again", len(r.frames), r.err)
+	}
+	if c, n := wb.calls.Load()-before, wb.frames.Load(); c != 1 {
+		t.Errorf("%d writes (%d frames in all) for three answers; want one", c, n)
+	}
+	answer(r.frames[0])
+	next()
+	for range 4 {
+		v := <-vals
+		if v[1] != v[0]+1 {
+			t.Errorf("read of %#x returned %#x, want %#x", v[0], v[1], v[0]+1)
+		}
+	}
+	st := lb.Stats()
+	if st.Executed != 4 || st.Unanswered != 1 || st.Replays != 0 {
+		t.Errorf("B: %d executed, %d unanswered, %d replays; want 4, 1, 0", st.Executed, st.Unanswered, st.Replays)
+	}
+	if sa := la.Stats(); sa.FastRetransmits != 1 || sa.Retransmitted != 1 || sa.Timeouts != 0 {
+		t.Errorf("A: %+v; want one fast retransmission", sa)
+	}
+	lb.Close()
+	<-reads
 }
