@@ -45,9 +45,10 @@
 // for nothing (which cost about 1 µs per round trip).
 //
 // IOBlocking uses blocking system calls on the caller's OS thread. The
-// receive and send timeouts (SO_RCVTIMEO/SO_SNDTIMEO, 50 ms) only bound how
-// long Close waits for a blocked call to notice; an arriving frame wakes the
-// reader at once.
+// receive and send timeouts (SO_RCVTIMEO/SO_SNDTIMEO, 50 ms) bound a
+// blocked call should Close fail to interrupt it (Close signals the
+// process's threads, see Link.Close); an arriving frame wakes the reader at
+// once.
 //
 // In both modes ReadBatch calls recvmmsg(2) with MSG_WAITFORONE (read(2) for
 // one buffer) and WriteBatch sendmmsg(2) (write(2) for one frame), so a

@@ -28,9 +28,10 @@ var (
 	_ link.Spinner = (*Link)(nil)
 )
 
-// blockTimeout bounds each blocking system call in IOBlocking mode, and so
-// how long Close waits for a blocked ReadBatch or WriteBatch to notice.
-const blockTimeout = 50 * 1000 // µs
+// blockTimeout bounds each blocking system call in IOBlocking mode (and
+// the send socket's in IOPoll mode). Close does not wait for it: it
+// interrupts a blocked call (wakeBlocked). Tests lengthen it.
+var blockTimeout = 50 * time.Millisecond
 
 // initialBatch is the number of iovec/mmsghdr slots preallocated per
 // direction; larger batches grow the arrays once.
@@ -267,7 +268,7 @@ func (l *Link) setup(cfg Config, bufSize int) error {
 		}
 	}
 	if l.mode == IOBlocking {
-		tv := unix.Timeval{Usec: blockTimeout}
+		tv := unix.NsecToTimeval(blockTimeout.Nanoseconds())
 		for _, opt := range []int{unix.SO_RCVTIMEO, unix.SO_SNDTIMEO} {
 			if err := unix.SetsockoptTimeval(l.fd, unix.SOL_SOCKET, opt, &tv); err != nil {
 				return fmt.Errorf("afpacket: %s: %w", name, os.NewSyscallError("setsockopt SO_RCVTIMEO/SO_SNDTIMEO", err))
@@ -319,7 +320,7 @@ func (l *Link) openSender(bufSize int) error {
 			return fmt.Errorf("afpacket: %s: send socket: %w", l.ifname, os.NewSyscallError("setsockopt SO_SNDBUF", err))
 		}
 	}
-	tv := unix.Timeval{Usec: blockTimeout}
+	tv := unix.NsecToTimeval(blockTimeout.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
 		unix.Close(fd)
 		return fmt.Errorf("afpacket: %s: send socket: %w", l.ifname, os.NewSyscallError("setsockopt SO_SNDTIMEO", err))
@@ -823,8 +824,9 @@ func (l *Link) Stats() Stats {
 
 // Close closes the socket, which ends its group memberships and promiscuous
 // mode, and unblocks ReadBatch and WriteBatch, which return link.ErrClosed.
-// In IOBlocking mode it waits up to 50 ms for a blocked call to notice.
-// Closing a closed link does nothing.
+// In IOBlocking mode it interrupts a call blocked in the kernel (see
+// wakeBlocked) and waits for it to return. Closing a closed link does
+// nothing.
 func (l *Link) Close() error {
 	l.cmu.Lock()
 	defer l.cmu.Unlock()
@@ -835,13 +837,13 @@ func (l *Link) Close() error {
 	l.closed.Store(true)
 	var err error
 	if l.mode == IOPoll {
-		l.fdmu.Lock()
+		l.lockFD()
 		unix.Close(l.txfd)
 		l.txfd = -1
 		l.fdmu.Unlock()
 		err = l.file.Close()
 	} else {
-		l.fdmu.Lock()
+		l.lockFD()
 		err = unix.Close(l.fd)
 		l.fd = -1
 		l.fdmu.Unlock()
@@ -853,6 +855,51 @@ func (l *Link) Close() error {
 		return fmt.Errorf("afpacket: close %s: %w", l.ifname, err)
 	}
 	return nil
+}
+
+// lockFD write-locks fdmu once no call uses the sockets any more. A call
+// blocked in the kernel (a receive waiting for a frame, a send waiting for
+// room) holds fdmu's read lock until its timeout; lockFD interrupts it
+// instead of waiting (blockTimeout, 50 ms: a one-shot command, whose
+// receive loop is nearly always blocked when it closes its endpoint,
+// would otherwise take up to 50 ms longer to exit; measured, p90 76 ms
+// against p50 22 ms for `oetp rmem read`). Call with closed set, so that
+// the interrupted call returns link.ErrClosed instead of trying again.
+func (l *Link) lockFD() {
+	for i := 0; !l.fdmu.TryLock(); i++ {
+		if i%64 == 0 {
+			wakeBlocked()
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// wakeBlocked interrupts the system calls the process's threads are
+// blocked in: it sends each thread SIGURG, the signal the Go runtime
+// itself sends threads to preempt goroutines, and which it ignores
+// otherwise. A receive or send on a socket with SO_RCVTIMEO or
+// SO_SNDTIMEO set returns EINTR when a signal arrives, whatever the
+// handler's SA_RESTART (signal(7)), which the link's calls treat as a
+// reason to look at closed again. Other blocking calls see the EINTR that
+// Go code must handle anyway since the runtime preempts with SIGURG (Go
+// 1.14), and the os and net packages retry. Finding no thread to signal
+// is not an error: the caller then waits for the timeout.
+func wakeBlocked() {
+	pid := unix.Getpid()
+	d, err := os.Open("/proc/self/task")
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	self := unix.Gettid()
+	for _, n := range names {
+		var tid int
+		if _, err := fmt.Sscan(n, &tid); err != nil || tid == self {
+			continue
+		}
+		_ = unix.Tgkill(pid, tid, unix.SIGURG)
+	}
 }
 
 // ReadLoop implements link.Looper. In IOPoll mode it stays inside one wait

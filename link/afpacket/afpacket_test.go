@@ -1047,3 +1047,43 @@ func TestExtraAddrs(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseInterruptsBlocked: in IOBlocking mode Close interrupts a
+// ReadBatch blocked in the kernel instead of waiting for its timeout. The
+// timeout is 10 s here, so that a Close that waited would fail the test
+// (a one-shot command's exit took up to 50 ms longer, the timeout then).
+func TestCloseInterruptsBlocked(t *testing.T) {
+	defer afpacket.SetBlockTimeout(10 * time.Second)()
+	tn := netns.NewPair(t)
+	for _, k := range []int{1, 8} {
+		l := open(t, tn.Host(0), afpacket.Config{IO: afpacket.IOBlocking})
+		bufs := make([][]byte, k)
+		for i := range bufs {
+			bufs[i] = make([]byte, 100)
+		}
+		c := make(chan error, 1)
+		go func() {
+			_, err := l.ReadBatch(bufs, make([]int, k))
+			c <- err
+		}()
+		time.Sleep(30 * time.Millisecond) // let it block in the kernel
+		closed := make(chan error, 1)
+		go func() { closed <- l.Close() }()
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d buffers: Close waited for the blocked ReadBatch's 10 s timeout", k)
+		}
+		select {
+		case err := <-c:
+			if err != link.ErrClosed {
+				t.Fatalf("%d buffers: blocked ReadBatch returned %v, want link.ErrClosed", k, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d buffers: ReadBatch still blocked after Close", k)
+		}
+	}
+}
