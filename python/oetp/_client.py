@@ -44,10 +44,14 @@ _REQ_READ = struct.Struct("<IBBHII")    # header + address
 _REQ_WRITE = struct.Struct("<IBBHIIII")  # header + address, data, mask
 _REQ_RBLK = struct.Struct("<IBBHIII")   # header + address, length
 _STATUS = struct.Struct("<BBH")         # status, flags, message length
+_RSP_WRITE = struct.Struct("<IBBHIBBH")  # header + status: a WRITE's OK reply
+_RSP_READ = struct.Struct("<IBBHIBBHI")  # ... + the word: a READ's OK reply
 _U32 = struct.Struct("<I")
 _NODE = struct.Struct("<IIBBBBI")
 
 SYSTEM_SOCKET = "/run/oetp/hub.sock"
+
+_RECV_BUF = 1 << 16  # the receive buffer; larger replies get their own
 
 
 def _user_socket():
@@ -137,7 +141,12 @@ class Hub:
                 self._sock.close()
                 raise Error("cannot connect to the hub at %s: %s" % (self.path, e)) from e
         self._sock.settimeout(timeout)
-        self._rfile = self._sock.makefile("rb", buffering=1 << 16)
+        # Replies are received straight into one buffer with recv_into (no
+        # file object: its Python-level readinto cost more than the
+        # syscall); a reply larger than the buffer gets its own.
+        self._buf = bytearray(_RECV_BUF)
+        self._mv = memoryview(self._buf)
+        self._pending = 0  # bytes of the next reply already in _buf
         self._lock = threading.Lock()
         self._tag = 0
         tok = (token or "").encode()
@@ -146,10 +155,7 @@ class Hub:
         self.netns = struct.unpack_from("<Q", res, 8)[0] if len(res) >= 16 else 0
 
     def close(self):
-        try:
-            self._rfile.close()
-        finally:
-            self._sock.close()
+        self._sock.close()
 
     def __enter__(self):
         return self
@@ -164,23 +170,51 @@ class Hub:
         return self._tag
 
     def _recv(self, tag):
-        hdr = self._rfile.read(12)
-        if len(hdr) != 12:
-            raise Error("the hub closed the connection")
-        length, typ, _, _, rtag = _HDR.unpack(hdr)
-        body = self._rfile.read(length - 8)
-        if len(body) != length - 8:
-            raise Error("the hub closed the connection mid-reply")
+        """The reply to request ``tag``: its result bytes (a memoryview of a
+        buffer of its own). Raises OpError or HubError for a failure."""
+        sock, mv = self._sock, self._mv
+        n = self._pending
+        while n < 12:
+            m = sock.recv_into(mv[n:])
+            if not m:
+                raise Error("the hub closed the connection")
+            n += m
+        length, typ, _, _, rtag = _HDR.unpack_from(mv)
+        if length < 12:
+            raise Error("protocol error: reply of length %d" % length)
+        total = length + 4
+        if total <= len(mv):
+            while n < total:
+                m = sock.recv_into(mv[n:])
+                if not m:
+                    raise Error("the hub closed the connection mid-reply")
+                n += m
+            body = mv[12:total].tobytes()
+            if n > total:  # the start of another reply (not expected)
+                mv[:n - total] = mv[total:n].tobytes()
+            self._pending = n - total
+        else:
+            big = bytearray(total - 12)
+            bmv = memoryview(big)
+            bmv[:n - 12] = mv[12:n]
+            got = n - 12
+            while got < len(big):
+                m = sock.recv_into(bmv[got:])
+                if not m:
+                    raise Error("the hub closed the connection mid-reply")
+                got += m
+            self._pending = 0
+            body = bmv
         if rtag != tag or not typ & 0x80:
             raise Error("protocol error: reply tag %d to request %d" % (rtag, tag))
         status, flags, mlen = _STATUS.unpack_from(body)
         if status:
-            msg = body[4:4 + mlen].decode("utf-8", "replace")
+            msg = bytes(body[4:4 + mlen]).decode("utf-8", "replace")
             res = body[4 + mlen:]
             if status < 16:
                 raise OpError(status, msg, bool(flags & FLAG_MAYBE_EXECUTED))._with(res)
             raise HubError(status, msg)
-        return body[4 + mlen:] if mlen else memoryview(body)[4:]
+        return memoryview(body)[4 + mlen:]
 
     def _call(self, typ, handle, body=b""):
         with self._lock:
@@ -226,12 +260,26 @@ class Device:
     def __repr__(self):
         return "<oetp.Device %s %s on %s>" % (self.name, self.mac, self.iface)
 
+    # read and write take a fast path for the common reply (OK, no message,
+    # received whole by one recv_into): one unpack checks all of it. Any
+    # other reply goes through Hub._recv with the bytes received so far.
+
     def read(self, addr):
         """Read the 32-bit word at byte address ``addr`` (RMEM)."""
         h = self._hub
         with h._lock:
-            tag = h._next_tag()
-            h._sock.sendall(_REQ_READ.pack(12, READ, 0, self.handle, tag, addr))
+            h._tag = tag = (h._tag + 1) & 0xFFFFFFFF
+            sock = h._sock
+            sock.sendall(_REQ_READ.pack(12, READ, 0, self.handle, tag, addr))
+            if not h._pending:
+                n = sock.recv_into(h._buf)
+                if n == 20:
+                    length, typ, _, _, rtag, status, _, mlen, value = _RSP_READ.unpack_from(h._buf)
+                    if length == 16 and typ == READ | 0x80 and rtag == tag and not status and not mlen:
+                        return value
+                if not n:
+                    raise Error("the hub closed the connection")
+                h._pending = n
             res = h._recv(tag)
         return _U32.unpack_from(res)[0]
 
@@ -240,8 +288,18 @@ class Device:
         ``addr``: one masked RMEM write (oETP's BitEnable)."""
         h = self._hub
         with h._lock:
-            tag = h._next_tag()
-            h._sock.sendall(_REQ_WRITE.pack(20, WRITE, 0, self.handle, tag, addr, value & 0xFFFFFFFF, mask & 0xFFFFFFFF))
+            h._tag = tag = (h._tag + 1) & 0xFFFFFFFF
+            sock = h._sock
+            sock.sendall(_REQ_WRITE.pack(20, WRITE, 0, self.handle, tag, addr, value & 0xFFFFFFFF, mask & 0xFFFFFFFF))
+            if not h._pending:
+                n = sock.recv_into(h._buf)
+                if n == 16:
+                    length, typ, _, _, rtag, status, _, mlen = _RSP_WRITE.unpack_from(h._buf)
+                    if length == 12 and typ == WRITE | 0x80 and rtag == tag and not status and not mlen:
+                        return
+                if not n:
+                    raise Error("the hub closed the connection")
+                h._pending = n
             h._recv(tag)
 
     def read_block(self, addr, n):

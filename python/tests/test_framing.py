@@ -1,0 +1,127 @@
+"""Tests of the Python client's reply framing against a scripted peer on a
+socket pair (no hub needed): replies split into single bytes, a reply
+larger than the receive buffer, a fast-path reply that is not OK, a reply
+with the wrong tag."""
+
+import os
+import socket
+import struct
+import sys
+import threading
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import oetp  # noqa: E402
+from oetp import _client  # noqa: E402
+
+
+def reply(typ, tag, status=0, msg=b"", result=b""):
+    body = struct.pack("<BBH", status, 0, len(msg)) + msg + result
+    return struct.pack("<IBBHI", 8 + len(body), typ | 0x80, 0, 0, tag) + body
+
+
+class FakeHub:
+    """A Hub on one end of a socket pair; ``serve`` answers each request
+    read from the other end with the next scripted reply, sent in chunks."""
+
+    def __init__(self, replies, chunk=None):
+        a, b = socket.socketpair()
+        a.settimeout(5)  # a broken script fails the test, never hangs it
+        self.peer = b
+        self.hub = object.__new__(_client.Hub)
+        h = self.hub
+        h.path, h._sock, h._lock, h._tag = "test", a, threading.Lock(), 0
+        h._buf = bytearray(_client._RECV_BUF)
+        h._mv = memoryview(h._buf)
+        h._pending = 0
+        self.dev = object.__new__(_client.Device)
+        self.dev._hub, self.dev.handle = h, 1
+        self.thread = threading.Thread(target=self._serve, args=(replies, chunk), daemon=True)
+        self.thread.start()
+
+    def _serve(self, replies, chunk):
+        f = self.peer.makefile("rb")
+        for make in replies:
+            hdr = f.read(12)
+            if len(hdr) < 12:
+                return
+            length, _, _, _, tag = struct.unpack("<IBBHI", hdr)
+            f.read(length - 8)
+            data = make(tag)
+            step = chunk or max(1, len(data))
+            for i in range(0, len(data), step):
+                self.peer.sendall(data[i:i + step])
+        self.peer.shutdown(socket.SHUT_WR)  # the script is over: end of file
+
+    def close(self):
+        self.hub.close()
+        self.peer.close()
+        self.thread.join(5)
+
+
+class FramingTest(unittest.TestCase):
+    def test_split_replies(self):
+        fh = FakeHub([lambda t: reply(_client.READ, t, result=struct.pack("<I", 0xC0FFEE01)),
+                      lambda t: reply(_client.WRITE, t),
+                      lambda t: reply(_client.READ, t, status=12, msg=b"read 0x00200000: REMOTE_AXI_RD_SLVERR (12)")],
+                     chunk=1)
+        try:
+            self.assertEqual(fh.dev.read(0x10), 0xC0FFEE01)
+            fh.dev.write(0x10, 1)
+            with self.assertRaises(oetp.OpError) as cm:
+                fh.dev.read(0x200000)
+            self.assertEqual((cm.exception.code, cm.exception.name), (12, "REMOTE_AXI_RD_SLVERR"))
+        finally:
+            fh.close()
+
+    def test_error_on_fast_path(self):
+        # A whole 20-byte reply that is not OK: the fast path hands it on.
+        fh = FakeHub([lambda t: reply(_client.READ, t, status=8, result=b"")[:16] + b"\0\0\0\0"])
+        try:
+            with self.assertRaises(oetp.OpError) as cm:
+                fh.dev.read(0x10)
+            self.assertEqual(cm.exception.name, "TIMEOUT")
+        finally:
+            fh.close()
+
+    def test_big_reply(self):
+        data = os.urandom((1 << 16) + 12345)
+        res = struct.pack("<II", len(data), 2) + data
+        fh = FakeHub([lambda t: reply(_client.READ_BLOCK, t, result=res)] * 2, chunk=7000)
+        try:
+            self.assertEqual(fh.dev.read_block(0, len(data)), data)
+            self.assertEqual(fh.dev.read_block(0, len(data)), data)
+        finally:
+            fh.close()
+
+    def test_wrong_tag(self):
+        fh = FakeHub([lambda t: reply(_client.READ, t + 1, result=b"\0\0\0\0")])
+        try:
+            with self.assertRaises(oetp.Error) as cm:
+                fh.dev.read(0x10)
+            self.assertIn("tag", str(cm.exception))
+        finally:
+            fh.close()
+
+    def test_closed(self):
+        # The hub goes after half a reply, and after none.
+        fh = FakeHub([lambda t: reply(_client.READ, t, result=b"\0\0\0\0")[:15]])
+        try:
+            with self.assertRaises(oetp.Error) as cm:
+                fh.dev.read(0x10)
+            self.assertIn("closed", str(cm.exception))
+        finally:
+            fh.close()
+        fh = FakeHub([lambda t: b""])
+        try:
+            with self.assertRaises(oetp.Error) as cm:
+                fh.dev.write(0x10, 1)
+            self.assertIn("closed", str(cm.exception))
+        finally:
+            fh.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
