@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"sync"
 
 	"github.com/openenoc/oetp/endpoint"
@@ -20,6 +21,39 @@ const streamMin = 1 << 20
 
 // streamChunk is how much the socket reader hands over at a time.
 const streamChunk = 256 << 10
+
+// streamBufs keep the buffers of streamed blocks for the next block, one
+// pool per power-of-two capacity from streamMin to proto.MaxBlock: a fresh
+// 64 MiB buffer per block cost its 16,384 page faults and a garbage
+// collection, and a sync.Pool still lets an idle hub's buffers go after two
+// collections.
+var streamBufs [streamClasses]sync.Pool
+
+// streamClasses is the number of pools: 1 MiB (streamMin) to 256 MiB
+// (proto.MaxBlock); TestStreamBufs checks it.
+const streamClasses = 9
+
+// streamClass is the pool of a block of n bytes (streamMin <= n <=
+// proto.MaxBlock): the smallest power of two from streamMin that holds n.
+func streamClass(n int) int { return max(0, bits.Len(uint(n-1))-bits.Len(streamMin)+1) }
+
+func getStreamBuf(n int) []byte {
+	c := streamClass(n)
+	if c >= streamClasses {
+		return make([]byte, n)
+	}
+	if b, ok := streamBufs[c].Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, streamMin<<c)
+}
+
+func putStreamBuf(b []byte) {
+	c := streamClass(cap(b))
+	if c < streamClasses && cap(b) == streamMin<<c {
+		streamBufs[c].Put(&b)
+	}
+}
 
 // streamSpace is the source of a streamed DMA write: a memory.Space over the
 // block's bytes whose reads wait until the bytes have arrived.
@@ -85,12 +119,13 @@ func (c *conn) streamWriteBlock(hdr proto.Header, d *Device, out []byte) ([]byte
 	}
 	addr := binary.LittleEndian.Uint32(a[:])
 	n := hdr.BodyLen() - 4
-	s := &streamSpace{buf: make([]byte, n)}
+	s := &streamSpace{buf: getStreamBuf(n)}
 	s.cond.L = &s.mu
 	done := make(chan struct{})
 	go func() { s.fill(c.br); close(done) }()
 	t, err := d.writeBlockFrom(addr, s, uint32(n))
 	<-done // the whole body is read (or the connection broke) before the reply
+	putStreamBuf(s.buf)
 	if s.err != nil {
 		return out, false
 	}
