@@ -454,6 +454,7 @@ func runFanIn(o *Options) ([]Result, error) {
 	defer recv.Close()
 	type sender struct {
 		ep  *endpoint.Endpoint
+		rl  *rlink.Link
 		src []byte
 	}
 	var ss []sender
@@ -498,7 +499,7 @@ func runFanIn(o *Options) ([]Result, error) {
 		for j := range src {
 			src[j] = byte(j*7 + i)
 		}
-		ss = append(ss, sender{ep, src})
+		ss = append(ss, sender{ep, rl, src})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		ok, err := rl.Open(ctx, recvHost.MAC())
 		cancel()
@@ -562,6 +563,20 @@ func runFanIn(o *Options) ([]Result, error) {
 	}
 	jain := sum * sum / (senders * sq)
 	all := rate(total, together)
+	// What the congestion control did: each sender's losses and its
+	// congestion window at the end.
+	var sent, retx, fast, timeouts, naks uint64
+	cwnds := make([]string, senders)
+	for i, x := range ss {
+		st := x.rl.Stats()
+		sent, retx, fast, timeouts, naks = sent+st.Sent, retx+st.Retransmitted, fast+st.FastRetransmits, timeouts+st.Timeouts, naks+st.NAKsReceived
+		if pi, ok := x.rl.Peer(recvHost.MAC()); ok {
+			cwnds[i] = fmt.Sprintf("%.1f", pi.Cwnd)
+		}
+	}
+	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
+		"%s: fan-in congestion control (AIMD): the senders sent %d requests, %d retransmitted (%d fast, %d timeouts, %d NAKs received); the receiver saw %d gaps and its socket dropped %d frames (queue full); congestion windows at the end %s (Depth %d)",
+		ScenarioReliable, sent, retx, fast, timeouts, naks, rr.Stats().Gaps, lr.Stats().DropQueueFull, strings.Join(cwnds, ", "), transport.DefaultDepth))
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: fan-in through a bridge, DMA writes of %s blocks through the reliable transport: one sender alone %.1f MB/s; three senders together %.1f MB/s in all (%.2f× alone), each %s MB/s, Jain's fairness index %.3f (targets: ≥ 0.8× alone, ≥ 0.9)",
 		ScenarioReliable, SizeString(fanInBlock), one, all, all/one, strings.Join(parts, ", "), jain))
