@@ -314,6 +314,13 @@ func (s *session) close() error {
 	if s.hubc != nil {
 		return s.hubc.Close()
 	}
+	if handOffOnExit {
+		if c, w := handOff(s.link.Link); c != nil {
+			handOffPipes.Lock()
+			handOffPipes.w = append(handOffPipes.w, w)
+			handOffPipes.Unlock()
+		}
+	}
 	s.ep.Close()
 	s.role.Release()
 	return s.link.finish()

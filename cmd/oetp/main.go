@@ -195,5 +195,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func main() {
+	handOffOnExit = true
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -857,6 +857,54 @@ func (l *Link) Close() error {
 	return nil
 }
 
+// HandOff returns duplicates of the link's sockets (one, or two in IOPoll
+// mode) for another process to inherit, after making them receive nothing
+// (a filter that drops every frame). The last close of an AF_PACKET socket
+// waits in the kernel for an RCU grace period (synchronize_net in
+// packet_release): about 15 ms on a 2-vCPU VM, most of the time a
+// one-shot command takes. A process about to exit can give the sockets to
+// a child it does not wait for (exec.Cmd.ExtraFiles), close the returned
+// files once the child has started, and Close the link: its close is then
+// not the last, and returns at once; the child's exit pays the wait.
+// Call it once the link's work is done, right before Close: the link
+// receives nothing afterwards. It returns link.ErrClosed after Close.
+func (l *Link) HandOff() ([]*os.File, error) {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	if l.closed.Load() {
+		return nil, link.ErrClosed
+	}
+	var files []*os.File
+	fail := func(err error) ([]*os.File, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, fmt.Errorf("afpacket: %s: hand off: %w", l.ifname, err)
+	}
+	drop := []unix.SockFilter{bpfStmt(unix.BPF_RET|unix.BPF_K, 0)}
+	err := l.control(func(fd int) error {
+		prog := unix.SockFprog{Len: 1, Filter: &drop[0]}
+		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
+			return os.NewSyscallError("setsockopt SO_ATTACH_FILTER", err)
+		}
+		for _, s := range []int{fd, l.txfd} {
+			if s < 0 {
+				continue
+			}
+			d, err := unix.FcntlInt(uintptr(s), unix.F_DUPFD_CLOEXEC, 0)
+			if err != nil {
+				return os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
+			}
+			files = append(files, os.NewFile(uintptr(d), "afpacket:"+l.ifname))
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return files, nil
+}
+
 // lockFD write-locks fdmu once no call uses the sockets any more. A call
 // blocked in the kernel (a receive waiting for a frame, a send waiting for
 // room) holds fdmu's read lock until its timeout; lockFD interrupts it

@@ -5,6 +5,7 @@ package afpacket
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"time"
 
@@ -67,3 +68,6 @@ func (*Link) Mode() IOMode { return IODefault }
 
 // BusyPoll returns 0: AF_PACKET sockets need Linux.
 func (*Link) BusyPoll() time.Duration { return 0 }
+
+// HandOff returns an error: AF_PACKET is Linux only.
+func (*Link) HandOff() ([]*os.File, error) { return nil, errNoPacket }

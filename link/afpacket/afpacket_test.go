@@ -1087,3 +1087,47 @@ func TestCloseInterruptsBlocked(t *testing.T) {
 		}
 	}
 }
+
+// TestHandOff: HandOff returns open duplicates of the link's sockets that
+// outlive Close and receive nothing; the link works until Close and
+// HandOff after Close is refused.
+func TestHandOff(t *testing.T) {
+	forModes(t, func(t *testing.T, mode afpacket.IOMode) {
+		tn := netns.NewPair(t)
+		a := open(t, tn.Host(0), afpacket.Config{})
+		b := open(t, tn.Host(1), afpacket.Config{IO: mode})
+		f := frame(b.Addr(), a.Addr(), afpacket.EtherType, 64, 1)
+		write(t, a, f)
+		expect(t, b, f, "before HandOff")
+		files, err := b.HandOff()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[afpacket.IOMode]int{afpacket.IOBlocking: 1, afpacket.IOPoll: 2}[mode]
+		if len(files) != want {
+			t.Fatalf("HandOff returned %d files, want %d", len(files), want)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		write(t, a, frame(b.Addr(), a.Addr(), afpacket.EtherType, 64, 2))
+		for i, file := range files {
+			fd := int(file.Fd())
+			if typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_RAW {
+				t.Errorf("file %d after Close: SO_TYPE %d, %v; want an open raw socket", i, typ, err)
+			}
+			if i == 0 {
+				// The receiving socket: nothing arrives (the drop filter).
+				buf := make([]byte, 100)
+				time.Sleep(50 * time.Millisecond)
+				if n, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT); err != unix.EAGAIN {
+					t.Errorf("the handed-off socket received %d bytes (%v); want nothing", n, err)
+				}
+			}
+			file.Close()
+		}
+		if _, err := b.HandOff(); err != link.ErrClosed {
+			t.Errorf("HandOff after Close = %v, want link.ErrClosed", err)
+		}
+	})
+}
