@@ -124,7 +124,7 @@ func DialOptions(o Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oetp hub: connecting to %s: %w", o.Path, err)
 	}
-	c := &Client{nc: nc, br: bufio.NewReaderSize(nc, 64<<10), bw: bufio.NewWriterSize(nc, 64<<10), Path: o.Path,
+	c := &Client{nc: nc, br: bufio.NewReaderSize(nc, smallBuf), bw: bufio.NewWriterSize(nc, smallBuf), Path: o.Path,
 		out: make([]byte, 0, 4096), in: make([]byte, 4096)}
 	nc.SetDeadline(time.Now().Add(o.Timeout))
 	b := c.begin(proto.Hello, 0)
@@ -144,6 +144,23 @@ func DialOptions(o Options) (*Client, error) {
 		c.NetNS = binary.LittleEndian.Uint64(d.B)
 	}
 	return c, nil
+}
+
+// A connection starts with small buffers, so that a one-shot register
+// access (a shell loop of `oetp rmem read`) does not allocate 128 KiB; the
+// first block transfer or batch gives it large ones (bigBuffers).
+const (
+	smallBuf = 4 << 10
+	bigBuf   = 64 << 10
+)
+
+// bigBuffers replaces small buffers by large ones; c.mu must be held.
+// Between requests both are empty (every reply is read whole).
+func (c *Client) bigBuffers() {
+	if c.bw.Size() < bigBuf && c.bw.Buffered() == 0 && c.br.Buffered() == 0 {
+		c.br = bufio.NewReaderSize(c.nc, bigBuf)
+		c.bw = bufio.NewWriterSize(c.nc, bigBuf)
+	}
 }
 
 // Close closes the connection.
@@ -345,6 +362,7 @@ func (d *Device) ReadBlockTransfer(addr uint32, dst []byte) (Transfer, error) {
 	}
 	c := d.c
 	c.mu.Lock()
+	c.bigBuffers()
 	defer c.mu.Unlock()
 	b := c.begin(proto.ReadBlock, d.handle)
 	b = binary.LittleEndian.AppendUint32(b, addr)
@@ -377,6 +395,7 @@ func (d *Device) WriteBlockTransfer(addr uint32, data []byte) (Transfer, error) 
 	}
 	c := d.c
 	c.mu.Lock()
+	c.bigBuffers()
 	defer c.mu.Unlock()
 	if c.err != nil {
 		return Transfer{}, c.err
@@ -404,6 +423,7 @@ func (d *Device) WriteBlockFrom(addr uint32, r io.Reader, n int) (Transfer, erro
 	}
 	c := d.c
 	c.mu.Lock()
+	c.bigBuffers()
 	defer c.mu.Unlock()
 	if c.err != nil {
 		return Transfer{}, c.err
@@ -432,6 +452,7 @@ func (d *Device) ReadBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) 
 	}
 	c := d.c
 	c.mu.Lock()
+	c.bigBuffers()
 	defer c.mu.Unlock()
 	if c.err != nil {
 		return Transfer{}, c.err
@@ -674,6 +695,7 @@ func (b *Batch) Len() int { return b.n }
 func (b *Batch) Run() error {
 	c := b.d.c
 	c.mu.Lock()
+	c.bigBuffers()
 	defer c.mu.Unlock()
 	req := c.begin(proto.Batch, b.d.handle)
 	req = binary.LittleEndian.AppendUint32(req, uint32(b.n))
