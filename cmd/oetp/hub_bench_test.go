@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,7 +159,10 @@ func BenchmarkHub(b *testing.B) {
 	// and each command with its own endpoint (--no-hub).
 	shellLoop := func(b *testing.B, command string) {
 		n := max(b.N, 20)
-		script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do %s %s >/dev/null || exit 1; i=$((i+1)); done`, n, f.bin, command)
+		if !strings.HasPrefix(command, "/") {
+			command = f.bin + " " + command
+		}
+		script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do %s >/dev/null || exit 1; i=$((i+1)); done`, n, command)
 		cmd := f.tn.Host(1).Command("sh", "-c", script)
 		cmd.Env = append(os.Environ(), "OETP_HUB="+f.sock)
 		t0 := time.Now()
@@ -172,8 +176,10 @@ func BenchmarkHub(b *testing.B) {
 	read := "rmem read --iface eth0 --peer " + netServer + " --addr 0x10"
 	run("shell-rmem-read/hub", func(b *testing.B) { shellLoop(b, read) })
 	run("shell-rmem-read/no-hub", func(b *testing.B) { shellLoop(b, read+" --no-hub --mac "+benchRMEMMAC.String()) })
-	// The floor: the same loop starting the binary for nothing else.
+	// The floors: the same loop starting the binary for nothing else, and
+	// starting /bin/true (the shell's fork and exec).
 	run("shell-rmem-read/oetp-version", func(b *testing.B) { shellLoop(b, "version") })
+	run("shell-rmem-read/bin-true", func(b *testing.B) { shellLoop(b, "/bin/true") })
 
 	run("batch1000/in-process", func(b *testing.B) {
 		for b.Loop() {
