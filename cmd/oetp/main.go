@@ -119,6 +119,12 @@ Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
 			root.AddCommand(c.new())
 		}
 	}
+	if only >= 0 {
+		// Completion runs through `oetp completion` and `oetp __complete`,
+		// which build the whole tree; a pruned one skips cobra's default
+		// completion command (its help texts cost 40 us of every start).
+		root.CompletionOptions.DisableDefaultCmd = true
+	}
 	var mark func(c *cobra.Command)
 	mark = func(c *cobra.Command) {
 		if c != root && c.HasSubCommands() && c.Annotations[annotRuns] == "" {
