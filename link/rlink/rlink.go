@@ -172,10 +172,17 @@ type peer struct {
 	// answered, in PSN order (a ring of Depth).
 	exec        []execEntry
 	exHead, exN int
-	refused     []uint32 // Request IDs of the latest requests taken as dropped (a ring)
+	refused     []refusedRID // the latest requests taken as dropped (a ring)
 	refNext     int
 	inBatch     bool // reader-owned: a request of this peer was delivered in this batch
 	touched     bool // reader-owned: an ACK may be owed
+}
+
+// refusedRID is the Request ID of a request taken as dropped, whose late
+// answer is to be discarded.
+type refusedRID struct {
+	rid uint32
+	set bool
 }
 
 // execEntry is a request delivered to the endpoint.
@@ -560,7 +567,7 @@ func (l *Link) refuseHeadLocked(p *peer) {
 	p.exHead = (p.exHead + 1) % len(p.exec)
 	p.exN--
 	p.r.RefusePSN(e.psn)
-	p.refused[p.refNext] = e.rid
+	p.refused[p.refNext] = refusedRID{rid: e.rid, set: true}
 	p.refNext = (p.refNext + 1) % len(p.refused)
 	l.c.unanswered.Add(1)
 }
@@ -569,8 +576,8 @@ func (l *Link) refuseHeadLocked(p *peer) {
 // dropped, and forgets it.
 func (p *peer) takeRefused(rid uint32) bool {
 	for i, r := range p.refused {
-		if r == rid && r != 0 {
-			p.refused[i] = 0
+		if r.set && r.rid == rid {
+			p.refused[i].set = false
 			return true
 		}
 	}
@@ -702,7 +709,7 @@ func (l *Link) handle(f, dst []byte, size *int) bool {
 		}
 		p.r = r
 		p.exec = make([]execEntry, depth)
-		p.refused = make([]uint32, depth)
+		p.refused = make([]refusedRID, depth)
 	}
 	if !p.touched {
 		p.touched = true
