@@ -40,6 +40,14 @@ type sim struct {
 	rid       uint32
 	log       []string // wire log: "A>B ..." lines, for exact sequence tests
 	logOn     bool
+
+	// batchB makes B take every frame due at once as one receive batch:
+	// all its requests execute together and are answered afterwards, in
+	// PSN order, each refused instead when refuseB says so (rlink's
+	// batches beneath an endpoint).
+	batchB  bool
+	refuseB func() bool
+	maxRun  int // the most requests executing together in one batch
 }
 
 type inflight struct {
@@ -182,6 +190,49 @@ func (m *sim) deliverB(f []byte) {
 	}
 }
 
+// deliverBBatch runs B on a receive batch: every frame's decision first,
+// then the answers of the requests to execute, in order.
+func (m *sim) deliverBBatch(batch []inflight) {
+	type exec struct {
+		psn uint32
+		v1  wire.Frame
+	}
+	var run []exec
+	for _, in := range batch {
+		f := in.f
+		h, p := reliable.Parse(f, 8192)
+		if p != reliable.OK {
+			continue
+		}
+		d := m.r.OnFrame(f, h)
+		switch d.Verdict {
+		case Execute:
+			run = append(run, exec{d.PSN, wire.Frame(bytes.Clone(reliable.Decapsulate(f, h)))})
+		case Replay, Drop:
+			if d.Control != nil {
+				m.sendToA(d.Control)
+			}
+		}
+	}
+	m.maxRun = max(m.maxRun, len(run))
+	for _, e := range run {
+		if !m.r.ExecutingPSN(e.psn) {
+			m.t.Fatalf("PSN %d not executing when answered", e.psn)
+		}
+		if m.refuseB != nil && m.refuseB() {
+			m.r.RefusePSN(e.psn)
+			continue
+		}
+		m.reads[e.v1.Address()]++
+		b := m.r.ResponseBufferPSN(e.psn)
+		b = wire.AppendRMEMReadRsp(b, macA, macB, e.v1.RequestID(), uint32(m.reads[e.v1.Address()]))
+		m.sendToA(m.r.RespondPSN(e.psn, b))
+	}
+	if a := m.r.FlushAck(); a != nil {
+		m.sendToA(a)
+	}
+}
+
 // deliverA runs A on one frame.
 func (m *sim) deliverA(f []byte) {
 	h, p := reliable.Parse(f, 8192)
@@ -224,6 +275,14 @@ func (m *sim) step() bool {
 		m.now = next
 	}
 	switch {
+	case len(m.toB) > 0 && m.toB[0].at <= m.now && m.batchB:
+		k := 0
+		for k < len(m.toB) && m.toB[k].at <= m.now {
+			k++
+		}
+		batch := m.toB[:k]
+		m.toB = m.toB[k:]
+		m.deliverBBatch(batch)
 	case len(m.toB) > 0 && m.toB[0].at <= m.now:
 		f := m.toB[0].f
 		m.toB = m.toB[1:]

@@ -523,3 +523,23 @@ func TestSeveralExecuting(t *testing.T) {
 		t.Errorf("stats %+v; want 5 executed, 1 replay, 1 refused, 1 gap, 1 NAK", st)
 	}
 }
+
+// Exactly once with receive batches: B executes every request of a batch
+// together and answers them afterwards, refusing some (a busy v1 layer),
+// through loss in both directions.
+func TestExactlyOnceBatches(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		m := newSim(t, Config{MinRTO: time.Millisecond, InitialCwnd: 32}, Config{})
+		m.batchB = true
+		r := rng(seed)
+		m.refuseB = func() bool { return r.Float64() < 0.05 }
+		m.open(uint32(seed), uint32(seed)*1000)
+		m.dropToB = func(int, []byte) bool { return r.Float64() < 0.05 }
+		m.dropToA = func(int, []byte) bool { return r.Float64() < 0.05 }
+		m.runOps(400, time.Minute)
+		m.checkExactlyOnce(400)
+		if st := m.r.Stats(); st.Refused == 0 || st.Replays == 0 || m.maxRun < 8 {
+			t.Errorf("seed %d: %+v, at most %d executing together; want refusals, replays and batches exercised", seed, st, m.maxRun)
+		}
+	}
+}
