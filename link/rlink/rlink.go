@@ -456,7 +456,7 @@ func (l *Link) flush() {
 		l.qmu.Unlock()
 		for len(batch) > 0 {
 			n, err := l.inner.WriteBatch(batch)
-			if err != nil {
+			if err != nil || n == 0 {
 				n++ // skip the frame that failed: the transport recovers it
 			}
 			batch = batch[min(n, len(batch)):]
