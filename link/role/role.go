@@ -151,6 +151,10 @@ func Acquire(iface string, mac wire.MAC, r Role, wait time.Duration) (*Lock, err
 // *HeldError.
 func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*Lock, error) {
 	start := time.Now()
+	// A context done at the start asks for one try; any other waits, and
+	// its HeldError says how long, even when the first try alone outlasted
+	// the wait (a loaded machine).
+	waiting := ctx.Err() == nil
 	if iface == "" || strings.ContainsAny(iface, "/\x00") {
 		return nil, fmt.Errorf("role: interface name %q is not valid", iface)
 	}
@@ -170,7 +174,7 @@ func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*L
 	}
 	path := filepath.Join(dir, name+".lock")
 	delay := time.Millisecond
-	for tries := 0; ; {
+	for {
 		l, err := tryLock(path)
 		if err == nil {
 			l.key = name
@@ -186,13 +190,12 @@ func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*L
 		}
 		if ctx.Err() != nil {
 			var waited time.Duration
-			if tries > 0 {
-				waited = time.Since(start).Round(time.Millisecond)
+			if waiting {
+				waited = max(time.Since(start).Round(time.Millisecond), time.Millisecond)
 			}
 			pid, cmd := readHolder(path)
 			return nil, &HeldError{Iface: iface, MAC: mac, Role: r, PID: pid, Command: cmd, Waited: waited, Path: path}
 		}
-		tries++
 		select {
 		case <-ctx.Done():
 		case <-time.After(delay):
