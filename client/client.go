@@ -390,23 +390,12 @@ func (d *Device) WriteBlock(addr uint32, data []byte) error {
 
 // WriteBlockTransfer is WriteBlock reporting the transfer's progress.
 func (d *Device) WriteBlockTransfer(addr uint32, data []byte) (Transfer, error) {
-	if len(data) > proto.MaxBlock {
-		return Transfer{}, &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", len(data), proto.MaxBlock)}
-	}
 	c := d.c
 	c.mu.Lock()
-	c.bigBuffers()
 	defer c.mu.Unlock()
-	if c.err != nil {
-		return Transfer{}, c.err
-	}
 	// Header and address, then the data straight from the caller's slice.
-	c.tag++
-	hdr := proto.AppendHeader(c.out[:0], proto.WriteBlock, d.handle, c.tag)
-	hdr = binary.LittleEndian.AppendUint32(hdr, addr)
-	binary.LittleEndian.PutUint32(hdr, uint32(len(hdr)-4+len(data)))
-	if _, err := c.bw.Write(hdr); err != nil {
-		return Transfer{}, c.broken(err)
+	if err := d.startWriteBlock(addr, len(data)); err != nil {
+		return Transfer{}, err
 	}
 	if _, err := c.bw.Write(data); err != nil {
 		return Transfer{}, c.broken(err)
@@ -418,22 +407,11 @@ func (d *Device) WriteBlockTransfer(addr uint32, data []byte) (Transfer, error) 
 // WriteBlockFrom writes n bytes read from r at addr by DMA, streaming them
 // to the hub (which streams them into the DMA block as they arrive).
 func (d *Device) WriteBlockFrom(addr uint32, r io.Reader, n int) (Transfer, error) {
-	if n > proto.MaxBlock || n < 0 {
-		return Transfer{}, &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", n, proto.MaxBlock)}
-	}
 	c := d.c
 	c.mu.Lock()
-	c.bigBuffers()
 	defer c.mu.Unlock()
-	if c.err != nil {
-		return Transfer{}, c.err
-	}
-	c.tag++
-	hdr := proto.AppendHeader(c.out[:0], proto.WriteBlock, d.handle, c.tag)
-	hdr = binary.LittleEndian.AppendUint32(hdr, addr)
-	binary.LittleEndian.PutUint32(hdr, uint32(len(hdr)-4+n))
-	if _, err := c.bw.Write(hdr); err != nil {
-		return Transfer{}, c.broken(err)
+	if err := d.startWriteBlock(addr, n); err != nil {
+		return Transfer{}, err
 	}
 	if m, err := io.CopyN(c.bw, r, int64(n)); err != nil {
 		// The request cannot be completed: the connection is unusable.
@@ -441,6 +419,27 @@ func (d *Device) WriteBlockFrom(addr uint32, r io.Reader, n int) (Transfer, erro
 	}
 	res, err := c.finishSent(c.tag)
 	return transfer(res), err
+}
+
+// startWriteBlock checks a WRITE_BLOCK of n bytes and sends its header
+// and address; the caller holds c.mu and sends the n data bytes next.
+func (d *Device) startWriteBlock(addr uint32, n int) error {
+	if n > proto.MaxBlock || n < 0 {
+		return &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", n, proto.MaxBlock)}
+	}
+	c := d.c
+	c.bigBuffers()
+	if c.err != nil {
+		return c.err
+	}
+	c.tag++
+	hdr := proto.AppendHeader(c.out[:0], proto.WriteBlock, d.handle, c.tag)
+	hdr = binary.LittleEndian.AppendUint32(hdr, addr)
+	binary.LittleEndian.PutUint32(hdr, uint32(len(hdr)-4+n))
+	if _, err := c.bw.Write(hdr); err != nil {
+		return c.broken(err)
+	}
+	return nil
 }
 
 // ReadBlockTo reads n bytes at addr by DMA and copies them to w as they
