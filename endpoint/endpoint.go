@@ -67,6 +67,7 @@ type Endpoint struct {
 	// Test hooks, set only by tests before traffic starts.
 	hookMatched func() // after a response is recorded, before the initiator is woken
 	hookClear   func() // inside ClearError, between reading and clearing the record
+	hookWaited  func() // in runBlock, after every chain's outcome is taken, before the entries are freed
 }
 
 // New starts an endpoint on l serving mem to its peers. It validates cfg

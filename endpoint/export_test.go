@@ -13,6 +13,25 @@ func SetRequestID(e *Endpoint, v uint32) { e.rid.Store(v) }
 // been recorded and before the waiting operation is woken.
 func OnMatched(e *Endpoint, f func()) { e.hookMatched = f }
 
+// OnBlockWaited installs a hook run by a DMA block after it has taken the
+// outcome of every chain and before it frees their entries.
+func OnBlockWaited(e *Endpoint, f func()) { e.hookWaited = f }
+
+// UntakenOutcomes counts the request entries holding an outcome (done or
+// aborted) that no waiter is waiting to take.
+func UntakenOutcomes(e *Endpoint) int {
+	in := &e.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	n := 0
+	for i := range in.reqs {
+		if s := in.reqs[i].state; s == reqDone || s == reqAborted {
+			n++
+		}
+	}
+	return n
+}
+
 // OnClear installs a hook run inside ClearError between reading and
 // clearing the record.
 func OnClear(e *Endpoint, f func()) { e.hookClear = f }

@@ -56,7 +56,10 @@ const (
 type request struct {
 	idx   int
 	state reqState
-	gen   uint64 // incremented by take: tells a reused entry from the one a sender saw
+	// gen is incremented by take and whenever the waiter takes an outcome:
+	// a chain's sender that released in.mu (the progress callback, the link
+	// write) tells by it that the operation it was serving has ended.
+	gen uint64
 
 	// The operation, set by the taker.
 	op      string
@@ -551,7 +554,7 @@ func (in *initiator) nextFragmentLocked(r *request, fr wire.Frame) bool {
 		fn(done)
 		in.mu.Lock()
 		if r.gen != gen || r.state != reqIdle {
-			return true // aborted meanwhile: the waiter has been told
+			return true // aborted or ended meanwhile: the waiter has been told
 		}
 	}
 	if blk.done >= blk.n || blk.issued >= blk.n || blk.stop {
@@ -665,20 +668,24 @@ func (in *initiator) wait(ctx context.Context, r *request) (wire.Code, error) {
 				r.expired = false
 			}
 			r.state = reqIdle
+			r.gen++ // a sender still in a progress callback must not go on
 			if r.started {
 				r.timer.Stop() // no stale expiry for the next operation
 				r.armed, r.started = false, false
 			}
+			code, err := r.code, r.err
 			in.mu.Unlock()
-			return r.code, r.err
+			return code, err
 		case reqAborted:
 			r.state = reqIdle
+			r.gen++
 			if r.started {
 				r.timer.Stop()
 				r.armed, r.started = false, false
 			}
+			err := r.abortErr
 			in.mu.Unlock()
-			return wire.CodeTimeout, r.abortErr
+			return wire.CodeTimeout, err
 		case reqRetry:
 			if in.retryNowLocked(r) {
 				continue // unlocked

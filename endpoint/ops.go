@@ -402,6 +402,9 @@ func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (
 			code, err, unknown = c, err2, r.unknown
 		}
 	}
+	if e.hookWaited != nil {
+		e.hookWaited()
+	}
 	// complete, failed, or yielding to an RMEM operation
 	return code, err, unknown
 }

@@ -171,3 +171,84 @@ func TestInitialRequestID(t *testing.T) {
 	a.Reset()
 	write(a, macA, 0)
 }
+
+// TestProgressCallbackOutlivesBlock: a DMA block's progress callback runs
+// on the receive loop with the engine unlocked. When a Reset or the
+// cancellation of the block's context inside it ends the block, the waiter
+// returns while the callback still runs; the callback's return must then
+// neither send the next fragment nor settle the finished request a second
+// time (which counted a second timeout and raced with the waiter).
+func TestProgressCallbackOutlivesBlock(t *testing.T) {
+	for _, how := range []string{"reset", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, DMATimeout: time.Minute})
+			waited, resume := make(chan struct{}), make(chan struct{})
+			endpoint.OnBlockWaited(a, func() { close(waited); <-resume })
+			ctx, cancel := context.WithCancel(bg())
+			defer cancel()
+			calls := 0
+			ctx = endpoint.WithProgress(ctx, func(uint64) {
+				calls++
+				if how == "reset" {
+					a.Reset()
+				} else {
+					cancel()
+				}
+				select { // the block's waiter has taken its outcome
+				case <-waited:
+				case <-time.After(waitLong):
+					t.Error("the block did not end while its progress callback ran")
+				}
+			})
+			endpoint.SetRequestID(a, 1)
+			res := async(func() result { tr, err := a.DMAWrite(ctx, 0, 0x1000, pattern(12, 0)); return result{tr: tr, err: err} })
+			eqBytes(t, "fragment", frame(macP, macA, 0x40, le(1), le(0x1000), le(4), pattern(12, 0)[:4], eod), p.next(t))
+			p.send(t, frame(macA, macP, 0x41, le(1)))
+			select {
+			case <-waited:
+			case <-time.After(waitLong):
+				t.Fatal("the block did not end")
+			}
+			// The callback returns now; the entries are not freed yet. It
+			// sends nothing, and leaves no outcome in the entry that the
+			// waiter, which has returned, would never take.
+			p.none(t, 30*time.Millisecond)
+			if n := endpoint.UntakenOutcomes(a); n != 0 {
+				t.Errorf("%d entries hold an outcome after the block's waiter returned", n)
+			}
+			close(resume)
+			r := await(t, res)
+			want := endpoint.ErrReset
+			if how == "cancel" {
+				want = context.Canceled
+			}
+			if !errors.Is(r.err, want) || r.tr != (endpoint.Transfer{Bytes: 4, Fragments: 1}) {
+				t.Fatalf("block = %+v, %v; want 4 bytes in 1 fragment and %v", r.tr, r.err, want)
+			}
+			wantCode(t, "block", r.err, wire.CodeTimeout)
+			if calls != 1 {
+				t.Fatalf("progress called %d times", calls)
+			}
+			wantTimeouts := uint64(1)
+			if how == "reset" {
+				wantTimeouts = 0 // an aborted operation is not a timeout
+			}
+			if s := a.Stats(); s.Timeouts != wantTimeouts {
+				t.Fatalf("Timeouts = %d, want %d", s.Timeouts, wantTimeouts)
+			}
+			// The entry serves the next operation normally.
+			endpoint.OnBlockWaited(a, nil)
+			setPeer(t, a, 0, win(macP, endpoint.ModeRMEM))
+			rid := uint32(0)
+			if how == "cancel" {
+				rid = 2
+			}
+			rd := rmemRead(a, 0, 0x1000)
+			eqBytes(t, "next request", frame(macP, macA, 0x10, le(rid), le(0x1000)), p.next(t))
+			p.send(t, frame(macA, macP, 0x11, le(rid), le(42)))
+			if r := await(t, rd); r.err != nil || r.data != 42 {
+				t.Fatalf("read after the block = %+v", r)
+			}
+		})
+	}
+}
