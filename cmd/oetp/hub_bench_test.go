@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +73,7 @@ func BenchmarkHub(b *testing.B) {
 		b.Cleanup(func() { ep.Close() })
 		return ep
 	}
+	floorHello, floorProm, floorPingPong := buildFloor(b, "hello"), buildFloor(b, "promlink"), buildFloor(b, "pingpong")
 	rmemEP := inproc(benchRMEMMAC, endpoint.ModeRMEM)
 	dmaEP := inproc(benchDMAMAC, endpoint.ModeDMARead)
 	c, err := client.Dial(f.sock)
@@ -125,6 +127,9 @@ func BenchmarkHub(b *testing.B) {
 	}
 	var rows []row
 	run := func(name string, fn func(b *testing.B)) { rows = append(rows, row{name, fn}) }
+	// The latest figures of the baselines and floors, for the ratios the
+	// rows after them report.
+	var inprocNS, hopNS, promLoop float64
 	run("read/in-process", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := rmemEP.RMEMRead(ctx, 0, 0x10); err != nil {
@@ -132,6 +137,10 @@ func BenchmarkHub(b *testing.B) {
 			}
 		}
 		opsPerSec(b, 1)
+		inprocNS = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	})
+	run("read/floor-unix-pingpong", func(b *testing.B) {
+		hopNS = pingPong(b, floorPingPong, f.dir, max(b.N, 5000))
 	})
 	run("read/go-client", func(b *testing.B) {
 		hubTime := func() (float64, uint64) {
@@ -152,12 +161,23 @@ func BenchmarkHub(b *testing.B) {
 		// The part of each round trip spent in the hub's endpoint call.
 		t1, n1 := hubTime()
 		b.ReportMetric((t1-t0)*1e3/float64(n1-n0), "hub-endpoint-ns/op")
+		ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		if inprocNS > 0 {
+			b.ReportMetric(ns/inprocNS, "x-in-process")
+			if hopNS > 0 {
+				// The ratio a hub that cost nothing beyond the hop would reach,
+				// and what this one spends beyond the hop and the endpoint call
+				// of the in-process row.
+				b.ReportMetric((inprocNS+hopNS)/inprocNS, "floor-x-in-process")
+				b.ReportMetric(ns-hopNS-inprocNS, "beyond-floor-ns/op")
+			}
+		}
 	})
 	run("read/python", func(b *testing.B) { python(b, "single", max(b.N, 2000)) })
 
 	// A shell loop of one-shot reads: through the hub (found by $OETP_HUB),
 	// and each command with its own endpoint (--no-hub).
-	shellLoop := func(b *testing.B, command string) {
+	shellLoop := func(b *testing.B, command string) float64 {
 		n := max(b.N, 20)
 		if !strings.HasPrefix(command, "/") {
 			command = f.bin + " " + command
@@ -171,15 +191,26 @@ func BenchmarkHub(b *testing.B) {
 		}
 		dt := time.Since(t0)
 		b.ReportMetric(float64(dt.Nanoseconds())/float64(n), "ns/op")
-		b.ReportMetric(float64(n)/dt.Seconds(), "ops/s")
+		rate := float64(n) / dt.Seconds()
+		b.ReportMetric(rate, "ops/s")
+		if promLoop > 0 {
+			b.ReportMetric(rate/promLoop, "x-floor-prom")
+		}
+		return rate
 	}
 	read := "rmem read --iface eth0 --peer " + netServer + " --addr 0x10"
+	// The floors first: the same loop starting /bin/true (the shell's fork
+	// and exec), a hello-world Go binary, a Go binary that links only
+	// client_golang, and oetp for nothing else.
+	run("shell-rmem-read/bin-true", func(b *testing.B) { shellLoop(b, "/bin/true") })
+	run("shell-rmem-read/floor-go-hello", func(b *testing.B) { shellLoop(b, floorHello) })
+	run("shell-rmem-read/floor-go-client_golang", func(b *testing.B) {
+		promLoop = 0
+		promLoop = shellLoop(b, floorProm)
+	})
+	run("shell-rmem-read/oetp-version", func(b *testing.B) { shellLoop(b, "version") })
 	run("shell-rmem-read/hub", func(b *testing.B) { shellLoop(b, read) })
 	run("shell-rmem-read/no-hub", func(b *testing.B) { shellLoop(b, read+" --no-hub --mac "+benchRMEMMAC.String()) })
-	// The floors: the same loop starting the binary for nothing else, and
-	// starting /bin/true (the shell's fork and exec).
-	run("shell-rmem-read/oetp-version", func(b *testing.B) { shellLoop(b, "version") })
-	run("shell-rmem-read/bin-true", func(b *testing.B) { shellLoop(b, "/bin/true") })
 
 	run("batch1000/in-process", func(b *testing.B) {
 		for b.Loop() {
@@ -246,5 +277,89 @@ func BenchmarkHub(b *testing.B) {
 		for _, r := range rows {
 			b.Run(r.name, r.fn)
 		}
+	}
+}
+
+// buildFloor builds the floor program testdata/floor/NAME as buildOetp
+// builds oetp and returns its path.
+func buildFloor(t testing.TB, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/floor/"+name)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+// pingPong runs n round trips of testdata/floor/pingpong between two
+// processes, reports them and returns the mean round trip in ns.
+func pingPong(b *testing.B, bin, dir string, n int) float64 {
+	sock := filepath.Join(dir, "pingpong.sock")
+	os.Remove(sock)
+	echo := exec.Command(bin, "echo", sock)
+	stdout, err := echo.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	echo.Stderr = os.Stderr
+	if err := echo.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { echo.Process.Kill(); echo.Wait() }()
+	ready := make([]byte, len("ready\n"))
+	if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != "ready\n" {
+		b.Fatalf("pingpong echo: %q %v", ready, err)
+	}
+	out, err := exec.Command(bin, "client", sock, strconv.Itoa(n)).Output()
+	if err != nil {
+		b.Fatalf("pingpong client: %v %s", err, out)
+	}
+	var r struct {
+		Ops     int     `json:"ops"`
+		Seconds float64 `json:"seconds"`
+		P50     float64 `json:"p50_ns"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || r.Ops != n {
+		b.Fatalf("pingpong client: %v: %s", err, out)
+	}
+	ns := r.Seconds * 1e9 / float64(n)
+	b.ReportMetric(ns, "ns/op")
+	b.ReportMetric(r.P50, "p50-ns")
+	return ns
+}
+
+// TestFloorPingPong runs BenchmarkHub's ping-pong floor for a few round
+// trips, so the benchmark's floor program keeps building and answering.
+func TestFloorPingPong(t *testing.T) {
+	bin := buildFloor(t, "pingpong")
+	sock := filepath.Join(t.TempDir(), "pp.sock")
+	echo := exec.Command(bin, "echo", sock)
+	stdout, err := echo.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := echo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != "ready\n" {
+		t.Fatalf("echo: %q %v", ready, err)
+	}
+	out, err := exec.Command(bin, "client", sock, "10").Output()
+	if err != nil {
+		t.Fatalf("client: %v %s", err, out)
+	}
+	var r struct {
+		Ops     int     `json:"ops"`
+		Seconds float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || r.Ops != 10 || r.Seconds <= 0 {
+		t.Fatalf("client printed %s (%v)", out, err)
+	}
+	// The echo exits by itself once its client has gone.
+	if err := echo.Wait(); err != nil {
+		t.Fatalf("echo: %v", err)
 	}
 }
