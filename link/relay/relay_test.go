@@ -206,13 +206,24 @@ func TestCorrupt(t *testing.T) {
 	}
 	// A flipped bit in the destination address sends a frame elsewhere;
 	// every frame that arrives differs from one that was sent in one bit.
+	// The relay has handled all 50 before the arrivals are drained, so a
+	// stalled host cannot end the count early.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if ab, _ := g.r.Stats(); ab.Corrupted == 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			ab, _ := g.r.Stats()
+			t.Fatalf("the relay corrupted %d of 50 frames", ab.Corrupted)
+		}
+	}
 	n := 0
 	for {
 		var f []byte
 		select {
 		case f = <-g.got:
 			<-g.at
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(300 * time.Millisecond):
 		}
 		if f == nil {
 			break
