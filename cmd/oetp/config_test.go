@@ -228,3 +228,22 @@ func TestInitiatorUsageErrors(t *testing.T) {
 		t.Errorf("a refused dma read created its --out file: %v", err)
 	}
 }
+
+func TestHubProcs(t *testing.T) {
+	for _, c := range []struct {
+		devices, cpus int
+		env           bool
+		want          int
+	}{
+		{1, 2, false, 1},
+		{0, 2, false, 1},
+		{3, 2, false, 2},
+		{3, 8, false, 3},
+		{1, 8, true, 8}, // GOMAXPROCS set: the runtime's figure stands
+		{1, 1, false, 1},
+	} {
+		if got := hubProcs(c.devices, c.cpus, c.env); got != c.want {
+			t.Errorf("hubProcs(%d devices, %d CPUs, env %v) = %d, want %d", c.devices, c.cpus, c.env, got, c.want)
+		}
+	}
+}

@@ -159,6 +159,11 @@ func pythonDir() string {
 func TestHubOverVeth(t *testing.T) {
 	table := fmt.Sprintf("address_table = %q\n", filepath.Join(pythonDir(), "tests", "board.xml"))
 	f := startHubFixture(t, table, "--metrics", "9464")
+	// One device: Go code on one CPU (hubProcs), unless GOMAXPROCS says
+	// otherwise.
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set && !strings.Contains(f.hub.stderr.String(), " procs=1 ") {
+		t.Errorf("ready line does not say procs=1:\n%s", f.hub.stderr.String())
+	}
 	c, err := client.Dial(f.sock)
 	if err != nil {
 		t.Fatal(err)
