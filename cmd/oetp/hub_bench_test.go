@@ -73,7 +73,8 @@ func BenchmarkHub(b *testing.B) {
 		b.Cleanup(func() { ep.Close() })
 		return ep
 	}
-	floorHello, floorProm, floorPingPong := buildFloor(b, "hello"), buildFloor(b, "promlink"), buildFloor(b, "pingpong")
+	floorHello, floorProm, floorTeam := buildFloor(b, "hello"), buildFloor(b, "promlink"), buildFloor(b, "teamlibs")
+	floorPingPong := buildFloor(b, "pingpong")
 	rmemEP := inproc(benchRMEMMAC, endpoint.ModeRMEM)
 	dmaEP := inproc(benchDMAMAC, endpoint.ModeDMARead)
 	c, err := client.Dial(f.sock)
@@ -208,6 +209,9 @@ func BenchmarkHub(b *testing.B) {
 		promLoop = 0
 		promLoop = shellLoop(b, floorProm)
 	})
+	// All the libraries the team's rules name that oetp links (pcapgo,
+	// cobra, toml, progressbar, netlink, x/sys and client_golang).
+	run("shell-rmem-read/floor-go-team-libs", func(b *testing.B) { shellLoop(b, floorTeam) })
 	run("shell-rmem-read/oetp-version", func(b *testing.B) { shellLoop(b, "version") })
 	run("shell-rmem-read/hub", func(b *testing.B) { shellLoop(b, read) })
 	run("shell-rmem-read/no-hub", func(b *testing.B) { shellLoop(b, read+" --no-hub --mac "+benchRMEMMAC.String()) })
