@@ -44,6 +44,9 @@ func (r *RTT) Backoff() {
 	}
 }
 
+// EndBackoff ends the doubling of the timeout (a timeout found spurious).
+func (r *RTT) EndBackoff() { r.backoff = 0 }
+
 // RTO returns the retransmission timeout in force.
 func (r *RTT) RTO() time.Duration {
 	rto := r.initial

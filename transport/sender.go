@@ -68,6 +68,11 @@ type SenderStats struct {
 	CRCDrops        uint64 // frames dropped for a bad CRC32C
 	Resets          uint64 // RSTs received for this session
 	Syns            uint64 // SYNs sent
+	// SpuriousTimeouts counts timeout episodes found spurious: a request
+	// the timer resent was answered twice, so its first transmission had
+	// arrived and been answered (the timer fired on a delay, not a loss),
+	// and the congestion window's cut was undone.
+	SpuriousTimeouts uint64
 }
 
 // sendSlot is one request frame kept for retransmission.
@@ -80,6 +85,15 @@ type sendSlot struct {
 	retx   bool   // sent more than once: no RTT sample (Karn)
 	done   bool   // its response arrived
 	queued bool   // waiting in the retransmission queue
+}
+
+// rtoMark is a request a retransmission timeout resent after its only
+// earlier transmission: a second response to it shows the timeout was
+// spurious. Kept apart from the slots, which are reused before the
+// second response arrives.
+type rtoMark struct {
+	psn uint32
+	set bool
 }
 
 // Sender is the initiator side of one session to one responder MAC.
@@ -111,6 +125,13 @@ type Sender struct {
 	cwnd, ssthresh int
 	recover        uint32 // loss events before this PSN do not cut cwnd again
 
+	// Spurious-timeout undo: the congestion state before the first
+	// timeout of an episode, restored when a request the timer resent is
+	// answered twice (see OnFrame). Disarmed by a loss event.
+	undoArmed              bool
+	undoCwnd, undoSsthresh int
+	marks                  []rtoMark // by PSN mod Depth
+
 	st SenderStats
 }
 
@@ -122,7 +143,7 @@ func NewSender(cfg Config, local, peer wire.MAC) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sender{cfg: c, local: local, peer: peer, slots: make([]sendSlot, c.Depth),
+	s := &Sender{cfg: c, local: local, peer: peer, slots: make([]sendSlot, c.Depth), marks: make([]rtoMark, c.Depth),
 		synBuf: make([]byte, 0, 64), rtt: newRTT(c.InitialRTO, c.MinRTO, c.MaxRTO)}
 	for i := range s.slots {
 		s.slots[i].buf = make([]byte, 0, c.MaxFrame)
@@ -170,6 +191,7 @@ func (s *Sender) Open(now time.Duration, session, isn uint32) {
 	s.cwnd = s.cfg.InitialCwnd * cwndUnit
 	s.ssthresh = s.cfg.Depth * cwndUnit
 	s.recover = isn
+	s.undoArmed = false
 	s.synBuf = reliable.AppendSyn(s.synBuf[:0], s.peer, s.local,
 		reliable.Header{Flags: reliable.FlagSyn, Session: session, PSN: isn},
 		reliable.Syn{Depth: uint16(s.cfg.Depth), Congestion: reliable.CongestionAIMD, MaxFrame: uint16(s.cfg.MaxFrame)})
@@ -357,10 +379,22 @@ func (s *Sender) OnTimer(now time.Duration) Result {
 		return Result{Event: EventFailed}
 	}
 	s.rtt.Backoff()
+	if s.retries == 1 {
+		// The first timeout of an episode: what a spurious one undoes.
+		s.undoArmed, s.undoCwnd, s.undoSsthresh = true, s.cwnd, s.ssthresh
+		clear(s.marks)
+	}
 	// RTO: multiplicative decrease to one frame.
 	s.ssthresh = max(s.cwnd/2, 2*cwndUnit)
 	s.cwnd = cwndUnit
 	s.recover = s.unsent
+	for p := s.una; p != s.unsent; p++ {
+		// Only a request sent once before: a second response to one sent
+		// more often could answer two of its retransmissions.
+		if sl := &s.slots[p%uint32(len(s.slots))]; !sl.done {
+			s.marks[p%uint32(len(s.marks))] = rtoMark{psn: p, set: !sl.retx}
+		}
+	}
 	s.queueFrom(s.una)
 	return Result{}
 }
@@ -388,6 +422,7 @@ func (s *Sender) queueFrom(p uint32) {
 
 // lossEvent halves the congestion window once per window of data.
 func (s *Sender) lossEvent(psn uint32) {
+	s.undoArmed = false // a frame was lost: a timeout's cut stands
 	if seqDiff(psn, s.recover) < 0 {
 		return
 	}
@@ -445,8 +480,11 @@ func (s *Sender) OnFrame(now time.Duration, frame []byte, h reliable.Header) Res
 	data := h.Flags&reliable.FlagData != 0
 	if data {
 		off := seqDiff(h.PSN, s.una)
-		if off < 0 || off >= seqDiff(s.unsent, s.una) || s.slots[h.PSN%uint32(len(s.slots))].done {
+		if sl := &s.slots[h.PSN%uint32(len(s.slots))]; off < 0 || off >= seqDiff(s.unsent, s.una) || sl.done {
 			s.drop(frame, h, &s.st.Duplicates)
+			if m := &s.marks[h.PSN%uint32(len(s.marks))]; s.undoArmed && m.set && m.psn == h.PSN && off < seqDiff(s.unsent, s.una) && (off < 0 || sl.done) && reliable.CheckCRC(frame, h) {
+				s.spurious()
+			}
 			return Result{}
 		}
 	}
@@ -506,6 +544,25 @@ func (s *Sender) OnFrame(now time.Duration, frame []byte, h reliable.Header) Res
 		s.una++
 	}
 	return Result{Event: EventResponse, PSN: h.PSN}
+}
+
+// spurious undoes the congestion window's cut of a timeout episode found
+// spurious: the second response to a request the timer resent, whose first
+// transmission came before the timeout, shows that transmission arrived
+// and was answered (the responder replays a retransmitted request from its
+// cache; a lost request or a lost response gives one response), so the
+// timer fired on a delay (a stalled host), not on a loss. Like TCP's
+// DSACK-based undo (RFC 3708): cwnd and ssthresh go back to what they
+// were before the first timeout, and the timer's backoff ends. It takes
+// one round trip after the resent requests to learn, so the window was
+// resent (Go-Back-N) as before: only its cost to the rate is undone.
+func (s *Sender) spurious() {
+	s.undoArmed = false
+	clear(s.marks)
+	s.st.SpuriousTimeouts++
+	s.cwnd = max(s.cwnd, s.undoCwnd)
+	s.ssthresh = max(s.ssthresh, s.undoSsthresh)
+	s.rtt.EndBackoff()
 }
 
 func (s *Sender) drop(frame []byte, h reliable.Header, counter *uint64) {

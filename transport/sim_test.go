@@ -32,7 +32,10 @@ type sim struct {
 	dropToB, dropToA func(n int, f []byte) bool
 	// corrupt, when set, may change a frame in flight.
 	corruptToB, corruptToA func(n int, f []byte)
-	nB, nA                 int
+	// lateToA, when set, adds a delay to the n-th frame to A (a stalled
+	// host: the frame arrives, late).
+	lateToA func(n int) time.Duration
+	nB, nA  int
 
 	reads     map[uint32]int    // address -> executions
 	responses map[uint32]uint32 // Request ID -> data of the response delivered to A
@@ -125,10 +128,21 @@ func (m *sim) sendToA(f []byte) {
 	if m.corruptToA != nil {
 		m.corruptToA(n, c)
 	}
+	at := m.now + m.delay
+	if m.lateToA != nil {
+		at += m.lateToA(n)
+	}
 	if m.logOn {
 		m.log = append(m.log, "B>A "+describe(c))
 	}
-	m.toA = append(m.toA, inflight{m.now + m.delay, c})
+	// In arrival order: a late frame is overtaken.
+	i := len(m.toA)
+	for i > 0 && m.toA[i-1].at > at {
+		i--
+	}
+	m.toA = append(m.toA, inflight{})
+	copy(m.toA[i+1:], m.toA[i:])
+	m.toA[i] = inflight{at, c}
 }
 
 // flushA hands the Sender's pending frames to the wire.

@@ -543,3 +543,127 @@ func TestExactlyOnceBatches(t *testing.T) {
 		}
 	}
 }
+
+// A stall, not a loss: B's first four responses arrive 2 ms late, past
+// the 1 ms RTO. The timer resends the window (Go-Back-N) and B answers the
+// copies from its replay cache; when the late originals arrive they are
+// second responses to requests the timer resent, which shows their first
+// transmissions had arrived: the timeout was spurious, and the congestion
+// window's cut is undone (cwnd and ssthresh as before the timeout).
+func TestSpuriousTimeoutUndo(t *testing.T) {
+	m := newSim(t, Config{InitialCwnd: 8, MinRTO: time.Millisecond}, Config{})
+	m.open(7, 10)
+	m.logOn = true
+	m.lateToA = func(n int) time.Duration { // #0 SYN-ACK, #1..#4 responses to 10..13
+		if n >= 1 && n <= 4 {
+			return 2 * time.Millisecond
+		}
+		return 0
+	}
+	before := m.s.Cwnd()
+	m.runOps(4, time.Second)
+	m.checkExactlyOnce(4)
+	if ss := m.s.Stats(); ss.Timeouts != 1 || ss.SpuriousTimeouts != 0 || m.s.Cwnd() >= before {
+		t.Fatalf("after the replays: sender %+v cwnd %v, want 1 timeout, none found spurious yet, cwnd cut below %v", ss, m.s.Cwnd(), before)
+	}
+	m.runUntil(func() bool { return len(m.toA) == 0 && len(m.toB) == 0 }, time.Second)
+	want := []string{
+		"A>B DATA|ACK psn=10 apsn=10 cr=0",
+		"A>B DATA|ACK psn=11 apsn=10 cr=0",
+		"A>B DATA|ACK psn=12 apsn=10 cr=0",
+		"A>B DATA|ACK psn=13 apsn=10 cr=0",
+		"B>A DATA|ACK|RSP psn=10 apsn=11 cr=32", // late
+		"B>A DATA|ACK|RSP psn=11 apsn=12 cr=32",
+		"B>A DATA|ACK|RSP psn=12 apsn=13 cr=32",
+		"B>A DATA|ACK|RSP psn=13 apsn=14 cr=32",
+		"A>B DATA|ACK psn=10 apsn=10 cr=0", // the timer: Go-Back-N from 10
+		"A>B DATA|ACK psn=11 apsn=10 cr=0",
+		"A>B DATA|ACK psn=12 apsn=10 cr=0",
+		"A>B DATA|ACK psn=13 apsn=10 cr=0",
+		"B>A DATA|ACK|RSP psn=10 apsn=11 cr=32", // replays, byte for byte; they arrive first
+		"B>A DATA|ACK|RSP psn=11 apsn=12 cr=32",
+		"B>A DATA|ACK|RSP psn=12 apsn=13 cr=32",
+		"B>A DATA|ACK|RSP psn=13 apsn=14 cr=32",
+	}
+	if d := cmp.Diff(want, m.log); d != "" {
+		t.Fatalf("wire (-want +got):\n%s", d)
+	}
+	ss, rs := m.s.Stats(), m.r.Stats()
+	if ss.Timeouts != 1 || ss.SpuriousTimeouts != 1 || ss.Retransmitted != 4 || ss.Duplicates != 4 || ss.Responses != 4 || rs.Replays != 4 || rs.Executed != 4 {
+		t.Errorf("sender %+v receiver %+v", ss, rs)
+	}
+	if got := m.s.Cwnd(); got != before {
+		t.Errorf("cwnd %v after the undo, want %v (before the timeout)", got, before)
+	}
+	if got := m.s.RTO(); got != time.Millisecond {
+		t.Errorf("RTO %v after the undo, want the backoff ended (1ms)", got)
+	}
+}
+
+// Genuine losses are not undone: a lost request (one response to its
+// retransmission), a lost response (one replay), and a request resent by
+// two timeouts whose two responses both arrive (they may answer the two
+// retransmissions: ambiguous).
+func TestGenuineTimeoutNotUndone(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		setup    func(m *sim)
+		timeouts uint64
+	}{
+		{"request lost", func(m *sim) { m.dropToB = func(n int, _ []byte) bool { return n == 1 } }, 1},
+		{"response lost", func(m *sim) { m.dropToA = func(n int, _ []byte) bool { return n == 1 } }, 1},
+		{"resent twice", func(m *sim) {
+			// The request is lost; the response to its first retransmission
+			// comes after the second timeout, so two responses arrive.
+			m.dropToB = func(n int, _ []byte) bool { return n == 1 }
+			m.lateToA = func(n int) time.Duration {
+				if n == 1 {
+					return 3 * time.Millisecond
+				}
+				return 0
+			}
+		}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newSim(t, Config{InitialCwnd: 8, MinRTO: time.Millisecond}, Config{})
+			m.open(7, 10)
+			c.setup(m)
+			m.runOps(1, time.Second)
+			m.checkExactlyOnce(1)
+			m.runUntil(func() bool { return len(m.toA) == 0 && len(m.toB) == 0 }, time.Second)
+			ss := m.s.Stats()
+			if ss.Timeouts != c.timeouts || ss.SpuriousTimeouts != 0 {
+				t.Errorf("sender %+v, want %d timeouts, none spurious", ss, c.timeouts)
+			}
+			if got := m.s.Cwnd(); got >= 8 {
+				t.Errorf("cwnd %v, want the timeout's cut kept (below 8)", got)
+			}
+		})
+	}
+}
+
+// The same stall while the window keeps moving (a DMA block): the replays'
+// responses let new requests into the slots of 10..13 before the late
+// originals arrive, and the late originals still show the timeout was
+// spurious.
+func TestSpuriousTimeoutUndoSlotsReused(t *testing.T) {
+	m := newSim(t, Config{Depth: 4, InitialCwnd: 4, MinRTO: time.Millisecond}, Config{Depth: 4})
+	m.open(7, 10)
+	m.lateToA = func(n int) time.Duration {
+		if n >= 1 && n <= 4 {
+			return 2 * time.Millisecond
+		}
+		return 0
+	}
+	before := m.s.Cwnd()
+	m.runOps(12, time.Second)
+	m.checkExactlyOnce(12)
+	m.runUntil(func() bool { return len(m.toA) == 0 && len(m.toB) == 0 }, time.Second)
+	ss := m.s.Stats()
+	if ss.Timeouts != 1 || ss.SpuriousTimeouts != 1 || ss.Duplicates != 4 {
+		t.Errorf("sender %+v, want 1 timeout found spurious by the 4 late originals", ss)
+	}
+	if got := m.s.Cwnd(); got < before {
+		t.Errorf("cwnd %v after the undo, want at least %v (before the timeout)", got, before)
+	}
+}

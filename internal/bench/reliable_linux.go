@@ -565,18 +565,19 @@ func runFanIn(o *Options) ([]Result, error) {
 	all := rate(total, together)
 	// What the congestion control did: each sender's losses and its
 	// congestion window at the end.
-	var sent, retx, fast, timeouts, naks uint64
+	var sent, retx, fast, timeouts, spurious, naks uint64
 	cwnds := make([]string, senders)
 	for i, x := range ss {
 		st := x.rl.Stats()
 		sent, retx, fast, timeouts, naks = sent+st.Sent, retx+st.Retransmitted, fast+st.FastRetransmits, timeouts+st.Timeouts, naks+st.NAKsReceived
+		spurious += st.SpuriousTimeouts
 		if pi, ok := x.rl.Peer(recvHost.MAC()); ok {
 			cwnds[i] = fmt.Sprintf("%.1f", pi.Cwnd)
 		}
 	}
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
-		"%s: fan-in congestion control (AIMD): the senders sent %d requests, %d retransmitted (%d fast, %d timeouts, %d NAKs received); the receiver saw %d gaps and its socket dropped %d frames (queue full); congestion windows at the end %s (Depth %d)",
-		ScenarioReliable, sent, retx, fast, timeouts, naks, rr.Stats().Gaps, lr.Stats().DropQueueFull, strings.Join(cwnds, ", "), transport.DefaultDepth))
+		"%s: fan-in congestion control (AIMD): the senders sent %d requests, %d retransmitted (%d fast, %d timeouts in which %d episodes were found spurious and their window cut undone, %d NAKs received); the receiver saw %d gaps and its socket dropped %d frames (queue full); congestion windows at the end %s (Depth %d)",
+		ScenarioReliable, sent, retx, fast, timeouts, spurious, naks, rr.Stats().Gaps, lr.Stats().DropQueueFull, strings.Join(cwnds, ", "), transport.DefaultDepth))
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: fan-in through a bridge, DMA writes of %s blocks through the reliable transport: one sender alone %.1f MB/s; three senders together %.1f MB/s in all (%.2f× alone), each %s MB/s, Jain's fairness index %.3f (targets: ≥ 0.8× alone, ≥ 0.9)",
 		ScenarioReliable, SizeString(fanInBlock), one, all, all/one, strings.Join(parts, ", "), jain))

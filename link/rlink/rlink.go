@@ -137,9 +137,12 @@ type Stats struct {
 	Retransmitted   uint64 `json:"retransmitted"`
 	FastRetransmits uint64 `json:"fast_retransmits"`
 	Timeouts        uint64 `json:"timeouts"`
-	NAKsReceived    uint64 `json:"naks_received"`
-	Responses       uint64 `json:"responses"`
-	Duplicates      uint64 `json:"duplicates"`
+	// SpuriousTimeouts: timeout episodes found spurious (a request the
+	// timer resent answered twice) and their congestion-window cut undone.
+	SpuriousTimeouts uint64 `json:"spurious_timeouts"`
+	NAKsReceived     uint64 `json:"naks_received"`
+	Responses        uint64 `json:"responses"`
+	Duplicates       uint64 `json:"duplicates"`
 
 	Executed  uint64 `json:"executed"`
 	Replays   uint64 `json:"replays"`
@@ -861,6 +864,7 @@ func (l *Link) Stats() Stats {
 			st.Retransmitted += s.Retransmitted
 			st.FastRetransmits += s.FastRetransmits
 			st.Timeouts += s.Timeouts
+			st.SpuriousTimeouts += s.SpuriousTimeouts
 			st.NAKsReceived += s.NAKs
 			st.Responses += s.Responses
 			st.Duplicates += s.Duplicates

@@ -606,3 +606,45 @@ func TestBatchOfRequests(t *testing.T) {
 	lb.Close()
 	<-reads
 }
+
+// A response held up past the retransmission timeout (a stalled host, not
+// a loss) on link/mem: the timer resends the request, B answers the copy
+// from its replay cache (the read executes once and completes), and when
+// the held-up original arrives it is a second response to a request the
+// timer resent: the timeout is counted as spurious and the congestion
+// window's cut is undone.
+func TestSpuriousTimeoutUndone(t *testing.T) {
+	var held atomic.Bool
+	p := newPair(t, rlink.Reliable, true, transport.Config{MinRTO: 100 * time.Millisecond},
+		mem.Rule{Action: mem.Delay, By: 1500 * time.Millisecond, Count: 1, From: macB, Match: func(f []byte) bool {
+			if !reliable.IsReliable(f) || f[16] != byte(reliable.FlagData|reliable.FlagAck|reliable.FlagRsp) {
+				return false
+			}
+			held.Store(true)
+			return true
+		}})
+	ctx := context.Background()
+	if ok, err := p.la.Open(ctx, macB); !ok || err != nil {
+		t.Fatalf("Open: %v %v", ok, err)
+	}
+	pi, _ := p.la.Peer(macB)
+	before := pi.Cwnd
+	v, err := p.a.RMEMRead(ctx, 0, 0x40)
+	if err != nil || v != 1 {
+		t.Fatalf("read: %d %v, want 1 (one execution)", v, err)
+	}
+	if !held.Load() {
+		t.Fatal("the response was not held up")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for p.la.Stats().SpuriousTimeouts == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	sa, sb := p.la.Stats(), p.lb.Stats()
+	if sa.Timeouts == 0 || sa.SpuriousTimeouts != 1 || sa.Duplicates != 1 || sb.Executed != 1 || sb.Replays == 0 {
+		t.Fatalf("A %+v B %+v: want a timeout found spurious by one duplicate response, one execution, a replay", sa, sb)
+	}
+	if pi, _ := p.la.Peer(macB); pi.Cwnd < before {
+		t.Errorf("cwnd %v after the undo, want at least %v (before the timeout)", pi.Cwnd, before)
+	}
+}
