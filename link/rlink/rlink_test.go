@@ -342,18 +342,30 @@ func TestZeroAllocsPerFrame(t *testing.T) {
 	raw := func(dst, src wire.MAC) []byte {
 		return append(append(append([]byte{}, dst[:]...), src[:]...), 0x88, 0xb6, 1, 2)
 	}
-	time.Sleep(5 * time.Millisecond) // the SYN is on its way
-	pa.Write(raw(macB, macA))
-	if _, err := lb.ReadBatch(bufs, sizes); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(5 * time.Millisecond) // the SYN-ACK is on its way
-	pb.Write(raw(macA, macB))
-	if _, err := la.ReadBatch(abufs, asizes); err != nil {
-		t.Fatal(err)
-	}
-	if !<-done {
-		t.Fatal("no session")
+	// Each round lets both readers handle what has arrived: a host too
+	// slow to send the SYN (or the SYN-ACK) before the raw frame only
+	// takes another round.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		pa.Write(raw(macB, macA))
+		if _, err := lb.ReadBatch(bufs, sizes); err != nil {
+			t.Fatal(err)
+		}
+		pb.Write(raw(macA, macB))
+		if _, err := la.ReadBatch(abufs, asizes); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ok := <-done:
+			if !ok {
+				t.Fatal("no session")
+			}
+		case <-time.After(time.Millisecond):
+			if time.Now().Before(deadline) {
+				continue
+			}
+			t.Fatal("no session in 10s")
+		}
+		break
 	}
 	req := wire.AppendRMEMReadReq(nil, macB, macA, 1, 0x10)
 	rsp := wire.AppendRMEMReadRsp(nil, macA, macB, 1, 5)
