@@ -342,9 +342,10 @@ func TestKernelDropsOverVeth(t *testing.T) {
 	if kd == 0 || rx+kd != burst || st["drop_unknown_source"] != rx {
 		t.Errorf("burst of %d: rx_frames %v + rx_kernel_drops %v, drop_unknown_source %v; want kernel drops, all %d frames accounted for, each read one dropped as unknown", burst, rx, kd, st["drop_unknown_source"], burst)
 	}
-	waitFor(t, "warnings", func() bool {
-		e := srv.stderr.String()
-		return strings.Contains(e, "the kernel dropped received frames") && strings.Contains(e, "admit_with=\"--peer "+netNobody+",mode=dma-write\"")
+	waitFor(t, "warnings and events", func() bool { // serve writes stderr before stdout
+		e, o := srv.stderr.String(), srv.stdout.String()
+		return strings.Contains(e, "the kernel dropped received frames") && strings.Contains(e, "admit_with=\"--peer "+netNobody+",mode=dma-write\"") &&
+			strings.Contains(o, `"event":"kernel_drops"`) && strings.Contains(o, `"event":"unknown_source"`)
 	})
 	if !strings.Contains(srv.stderr.String(), "rx_kernel_drops=") {
 		t.Errorf("stats line lacks rx_kernel_drops:\n%s", srv.stderr.String())
