@@ -77,8 +77,11 @@ limit of the medium underneath, measured in the same run:
          one-way AF_PACKET stream of 8192-byte frames (sendmmsg/recvmmsg
          batches of 64: the medium's limit) on the same veth pair, in the
          same run; a DMA row's targets are ≥ 1.0× TCP and ≥ 0.6× the stream;
-         RMEM reads from 32 goroutines against v1 one at a time (≥ 10×), and
-         3 senders into one receiver through a bridge. Needs root.
+         RMEM reads from 32 goroutines against v1 one at a time (≥ 10×),
+         beside the raw pipelined exchange of the same frames with 32 in
+         flight (two locked threads, sendmmsg/recvmmsg: the medium's limit
+         for that exchange), and 3 senders into one receiver through a
+         bridge. Needs root.
 
 Each engine figure is printed as a ratio of its baseline, with the target
 (RMEM read p50 ≤ 1.10×, DMA MB/s ≥ 0.95× from 1 MiB blocks up, codec

@@ -1,0 +1,176 @@
+//go:build linux
+
+package bench
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/openenoc/oetp/wire"
+)
+
+// The raw pipelined exchange: the medium's limit for RMEM reads with many
+// in flight, the figure the 32-goroutine RMEM row is set against beside
+// its target (issue 13: ≥ 10× v1 one at a time). One locked OS thread on
+// the near side keeps pipeDepth requests of 24 bytes in flight, sending
+// with sendmmsg(2) and receiving with recvmmsg(2) in batches: each batch
+// of replies that arrives is answered by as many new requests in one call.
+// The far side is an echo on a locked OS thread that reads requests in
+// recvmmsg batches and answers each batch with one sendmmsg. No protocol,
+// no goroutine per request, no copy beyond the kernel's: what two threads
+// and the kernel's per-packet path allow for this exchange.
+
+// pipeDepth is the number of requests the pipelined exchange keeps in
+// flight: the reliable transport's depth and the RMEM row's callers.
+const pipeDepth = parallelCallers
+
+// rawPipe is one pipelined exchange between two raw sockets.
+type rawPipe struct {
+	near, far *rawSock
+	req, rsp  []byte
+	stop      []byte
+}
+
+// round runs the exchange for about d and returns the replies received
+// and the time taken.
+func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
+	p.near.drain()
+	p.far.drain()
+	echoDone := make(chan error, 1)
+	ready := make(chan error, 1)
+	go func() {
+		if err := lockThread(-1); err != nil {
+			ready <- err
+			return
+		}
+		bufs := make([][]byte, streamBatch)
+		for i := range bufs {
+			bufs[i] = make([]byte, 9216)
+		}
+		in := newMmsgBatch(bufs)
+		outFrames := make([][]byte, streamBatch)
+		for i := range outFrames {
+			outFrames[i] = p.rsp
+		}
+		out := newMmsgBatch(outFrames)
+		ready <- nil
+		for {
+			n, err := in.recvmmsg(p.far.fd)
+			if err == errRawTimeout {
+				continue // the near side's stop frame ends the loop
+			}
+			if err != nil {
+				echoDone <- err
+				return
+			}
+			k := 0
+			for i := range n {
+				switch {
+				case int(in.msgs[i].Len) >= wire.ParamOffset && bufs[i][15] == stopCmd:
+					echoDone <- nil
+					return
+				case int(in.msgs[i].Len) == len(p.req):
+					k++
+				}
+			}
+			// One sendmmsg of k replies (from message streamBatch-k on).
+			for i := streamBatch - k; i < streamBatch; {
+				m, err := out.sendmmsg(p.far.fd, i)
+				if err != nil {
+					echoDone <- err
+					return
+				}
+				i += m
+			}
+		}
+	}()
+	if err := <-ready; err != nil {
+		return 0, 0, err
+	}
+	type result struct {
+		n   int64
+		el  time.Duration
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		if err := lockThread(-1); err != nil {
+			res <- result{err: err}
+			return
+		}
+		bufs := make([][]byte, streamBatch)
+		for i := range bufs {
+			bufs[i] = make([]byte, 9216)
+		}
+		in := newMmsgBatch(bufs)
+		reqs := make([][]byte, pipeDepth)
+		for i := range reqs {
+			reqs[i] = p.req
+		}
+		out := newMmsgBatch(reqs)
+		send := func(k int) error {
+			for i := pipeDepth - k; i < pipeDepth; {
+				m, err := out.sendmmsg(p.near.fd, i)
+				if err != nil {
+					return err
+				}
+				i += m
+			}
+			return nil
+		}
+		var got int64
+		start := time.Now()
+		deadline := start.Add(d)
+		if err := send(pipeDepth); err != nil {
+			res <- result{err: err}
+			return
+		}
+		for time.Now().Before(deadline) {
+			n, err := in.recvmmsg(p.near.fd)
+			if err == errRawTimeout {
+				// Frames lost (a full queue): fill the pipe again.
+				err = send(pipeDepth)
+				n = 0
+			}
+			if err != nil {
+				res <- result{err: err}
+				return
+			}
+			k := 0
+			for i := range n {
+				if int(in.msgs[i].Len) == len(p.rsp) {
+					k++
+				}
+			}
+			got += int64(k)
+			if err := send(k); err != nil {
+				res <- result{err: err}
+				return
+			}
+		}
+		res <- result{n: got, el: time.Since(start)}
+	}()
+	r := <-res
+	// The stop frame ends the echo; resent should a copy be lost.
+	var eerr error
+	for i := 0; ; i++ {
+		_ = p.near.write(p.stop)
+		select {
+		case eerr = <-echoDone:
+		case <-time.After(rawTimeout):
+			if i < 10 {
+				continue
+			}
+			eerr = errRawTimeout
+		}
+		break
+	}
+	p.near.drain()
+	if r.err == nil {
+		r.err = eerr
+	}
+	if r.err != nil {
+		return 0, 0, fmt.Errorf("bench: raw pipelined exchange: %w", r.err)
+	}
+	return r.n, r.el, nil
+}
