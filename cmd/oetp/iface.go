@@ -86,8 +86,13 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 		// socket, where the network poller adds about two epoll_pwait
 		// per frame (BENCHMARKS.md, the proc rows). Busy polling needs
 		// the poller's mode; so do many endpoints in one process, whose
-		// blocked readers would hold the runtime's Ps.
+		// blocked readers would hold the runtime's Ps. The one receive
+		// keeps its P while it waits (afpacket Config.HoldP): the
+		// runtime's monitor then neither takes it away nor wakes up every
+		// 20 µs to look (BENCHMARKS.md, "system calls the runtime does
+		// not see").
 		cfg.IO = afpacket.IOBlocking
+		cfg.HoldP = true
 	}
 	l, err := afpacket.Open(o.Name, cfg)
 	if err != nil {

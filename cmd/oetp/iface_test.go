@@ -45,18 +45,19 @@ func TestBusyPollWithPcap(t *testing.T) {
 }
 
 // TestIfaceIOMode checks the I/O mode the commands give their links: a
-// blocking receive for one endpoint per process without busy polling (the
-// proc rows of BENCHMARKS.md), the network poller with busy polling or when
-// asked for (the hub's many endpoints).
+// blocking receive that keeps its P for one endpoint per process without
+// busy polling (the proc rows of BENCHMARKS.md), the network poller with
+// busy polling or when asked for (the hub's many endpoints).
 func TestIfaceIOMode(t *testing.T) {
 	h := netns.NewPair(t).Host(0)
 	for _, c := range []struct {
-		o    ifaceOptions
-		want afpacket.IOMode
+		o     ifaceOptions
+		want  afpacket.IOMode
+		holdP bool
 	}{
-		{ifaceOptions{}, afpacket.IOBlocking},
-		{ifaceOptions{BusyPoll: 20 * time.Microsecond}, afpacket.IOPoll},
-		{ifaceOptions{IO: afpacket.IOPoll}, afpacket.IOPoll},
+		{ifaceOptions{}, afpacket.IOBlocking, true},
+		{ifaceOptions{BusyPoll: 20 * time.Microsecond}, afpacket.IOPoll, false},
+		{ifaceOptions{IO: afpacket.IOPoll}, afpacket.IOPoll, false},
 	} {
 		c.o.Name = h.IfName()
 		var il *ifaceLink
@@ -65,6 +66,9 @@ func TestIfaceIOMode(t *testing.T) {
 		}
 		if got := il.Link.(*afpacket.Link).Mode(); got != c.want {
 			t.Errorf("%+v: mode %v, want %v", c.o, got, c.want)
+		}
+		if got := il.Link.(*afpacket.Link).HoldP(); got != c.holdP {
+			t.Errorf("%+v: HoldP %v, want %v", c.o, got, c.holdP)
 		}
 		il.Link.Close()
 		il.finish()

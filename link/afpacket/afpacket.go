@@ -85,6 +85,36 @@
 // (BenchmarkThroughput) favours IOBlocking slightly: 2.6 against 3.1 µs per
 // frame written one at a time, 2.4 against 2.6 µs in batches of 32.
 //
+// # A receive that keeps its P
+//
+// A blocking receive tells the Go runtime that it enters a system call
+// that may block (entersyscall): its processor, the P that runs
+// goroutines, stays with the thread, but the runtime's monitor (sysmon)
+// may take it away when the call lasts longer than one of its ticks and
+// another goroutine is waiting or no other P is idle, and the thread must
+// then win a P back when the frame arrives (exitsyscall's slow path).
+// The monitor itself then keeps waking every 20 µs to look, since a P it
+// took resets its back-off. Between two processes over veth each side saw
+// about 0.1 monitor wake-ups per fragment of a DMA block, and one in 25
+// fragments found its P gone: a wake-up of a sleeping thread costs several
+// µs of CPU on this VM.
+//
+// With Config.HoldP an IOBlocking receive is a raw system call that the
+// runtime does not see: the goroutine counts as running while its thread
+// sleeps in the kernel, so the monitor neither takes the P nor shortens
+// its sleep for it. A receive holds its P only while fewer than GOMAXPROCS
+// - 1 others do (across the process), so that the other goroutines always
+// have a P; beyond that, and with GOMAXPROCS 1, it waits as an ordinary
+// system call. The runtime still preempts a goroutine that has run for
+// 10 ms, and stops the world for the garbage collector, by a signal
+// (SIGURG): the receive, bounded by SO_RCVTIMEO, then returns EINTR and
+// waits again after the goroutine was rescheduled. Close interrupts it the
+// same way. A frame wakes it at once, as before.
+//
+// Every send is first made with MSG_DONTWAIT as a raw system call, which
+// cannot block, and again as an ordinary blocking one only when the
+// socket's send buffer is full.
+//
 // # Busy polling
 //
 // With Config.BusyPoll (IOPoll mode), ReadLoop does not park in the network
@@ -197,6 +227,13 @@ type Config struct {
 	// 0, the default, never spins; the most is MaxBusyPoll. IOBlocking
 	// mode and ReadBatch ignore it.
 	BusyPoll time.Duration
+	// HoldP, in IOBlocking mode, makes a blocking receive keep its
+	// goroutine's processor (the Go scheduler's P) while it waits in the
+	// kernel, as long as at least one other P stays free for the rest of
+	// the process (see "A receive that keeps its P" above). It is meant
+	// for a process with one endpoint, such as oetp serve and the
+	// one-shot commands; IOPoll mode ignores it.
+	HoldP bool
 }
 
 // MaxBusyPoll is the largest Config.BusyPoll: a spin window longer than this

@@ -52,6 +52,7 @@ type Link struct {
 	maxFrame int
 	mode     IOMode
 	busyPoll time.Duration // IOPoll's ReadLoop spin window; 0 never spins
+	holdP    bool          // IOBlocking receives keep their P (Config.HoldP)
 
 	fd     int
 	file   *os.File        // IOPoll only
@@ -105,6 +106,7 @@ type Link struct {
 
 	txFrames, txBytes, rxFrames, rxBytes atomic.Uint64
 	spins                                atomic.Uint64
+	sendWaits                            atomic.Uint64 // sends that found the buffer full and waited (see send)
 	rxTagged                             atomic.Uint64
 }
 
@@ -166,7 +168,7 @@ func Open(ifname string, cfg Config) (*Link, error) {
 		}
 		return nil, fmt.Errorf("afpacket: open %s: %w", ifname, err)
 	}
-	l := &Link{ifname: ifname, maxFrame: maxFrame, mode: mode, busyPoll: busyPoll, fd: fd, txfd: -1}
+	l := &Link{ifname: ifname, maxFrame: maxFrame, mode: mode, busyPoll: busyPoll, holdP: cfg.HoldP && mode == IOBlocking, fd: fd, txfd: -1}
 	if err := l.setup(cfg, bufSize); err != nil {
 		unix.Close(fd)
 		return nil, err
@@ -390,6 +392,10 @@ func (l *Link) MTU() int { return l.mtu }
 // BusyPoll returns ReadLoop's spin window (Config.BusyPoll); 0 never spins.
 func (l *Link) BusyPoll() time.Duration { return l.busyPoll }
 
+// HoldP reports whether the link's blocking receives keep their P
+// (Config.HoldP in IOBlocking mode).
+func (l *Link) HoldP() bool { return l.holdP }
+
 // Mode returns the I/O mode in use (never IODefault).
 func (l *Link) Mode() IOMode { return l.mode }
 
@@ -410,8 +416,38 @@ func (l *Link) armControl(k int) {
 	}
 }
 
-// recv makes one receive attempt into the prepared buffers.
-func (l *Link) recv(fd int) (int, error) {
+// recv makes one receive attempt into the prepared buffers, as a system
+// call the Go runtime knows may block.
+func (l *Link) recv(fd int) (int, error) { return l.recvCall(fd, false) }
+
+// heldPs counts the receives of the process that hold their P (HoldP).
+var heldPs atomic.Int32
+
+// holdP reports whether one more receive may hold its P: at least one P
+// then stays for the other goroutines. A true answer has been counted in
+// heldPs; the caller releases it with heldPs.Add(-1).
+func holdP() bool {
+	if int(heldPs.Add(1)) < runtime.GOMAXPROCS(0) {
+		return true
+	}
+	heldPs.Add(-1)
+	return false
+}
+
+// recvBlocking is recv for IOBlocking mode: with HoldP, a raw system call
+// that keeps the goroutine's P while it waits, when holdP allows it (see
+// "A receive that keeps its P").
+func (l *Link) recvBlocking(fd int) (int, error) {
+	if l.holdP && holdP() {
+		n, err := l.recvCall(fd, true)
+		heldPs.Add(-1)
+		return n, err
+	}
+	return l.recvCall(fd, false)
+}
+
+// recvCall makes one receive attempt, as a raw system call if raw.
+func (l *Link) recvCall(fd int, raw bool) (int, error) {
 	l.armControl(l.rk)
 	if l.rk == 1 {
 		v := &l.riov[0]
@@ -420,14 +456,26 @@ func (l *Link) recv(fd int) (int, error) {
 			v.Base = &l.rbuf[0]
 		}
 		v.SetLen(len(l.rbuf))
-		r, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.rmsgs[0].Hdr)), 0)
+		var r uintptr
+		var e unix.Errno
+		if raw {
+			r, _, e = unix.RawSyscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.rmsgs[0].Hdr)), 0)
+		} else {
+			r, _, e = unix.Syscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.rmsgs[0].Hdr)), 0)
+		}
 		if e != 0 {
 			return 0, e
 		}
 		l.rmsgs[0].Len = uint32(r)
 		return 1, nil
 	}
-	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.rmsgs[0])), uintptr(l.rk), unix.MSG_WAITFORONE, 0, 0)
+	var r uintptr
+	var e unix.Errno
+	if raw {
+		r, _, e = unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.rmsgs[0])), uintptr(l.rk), unix.MSG_WAITFORONE, 0, 0)
+	} else {
+		r, _, e = unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.rmsgs[0])), uintptr(l.rk), unix.MSG_WAITFORONE, 0, 0)
+	}
 	if e != 0 {
 		return 0, e
 	}
@@ -518,7 +566,7 @@ func (l *Link) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 				err = link.ErrClosed
 				break
 			}
-			n, err = l.recv(l.fd)
+			n, err = l.recvBlocking(l.fd)
 			l.fdmu.RUnlock()
 			if err != unix.EAGAIN && err != unix.EINTR {
 				break
@@ -562,16 +610,39 @@ func (l *Link) checkFrame(f []byte) error {
 }
 
 // send makes one send attempt of the prepared frames not yet sent.
+//
+// It first sends with MSG_DONTWAIT as a raw system call, which the Go
+// runtime does not see: a send that cannot block need not tell the
+// scheduler it might (entersyscall and exitsyscall, and a thread left in a
+// system call that the runtime's monitor may take the processor from).
+// Only when the send buffer is full (EAGAIN) does it send again as an
+// ordinary, blocking system call, which waits for room as before. What goes
+// on the wire is the same: MSG_DONTWAIT only changes whether a full buffer
+// waits. Two processes over veth, 64 MiB `oetp dma write` against
+// `oetp serve`: see BENCHMARKS.md ("system calls the runtime does not see").
 func (l *Link) send(fd int) error {
 	if l.wk == 1 {
-		if _, err := unix.Write(fd, l.wframe); err != nil {
-			return err
+		f := l.wframe
+		if len(f) == 0 {
+			return unix.EINVAL // checkFrame refuses these before
+		}
+		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&f[0])), uintptr(len(f)), unix.MSG_DONTWAIT, 0, 0)
+		if e == unix.EAGAIN {
+			l.sendWaits.Add(1)
+			_, _, e = unix.Syscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&f[0])), uintptr(len(f)))
+		}
+		if e != 0 {
+			return e
 		}
 		l.wdone = 1
 		return nil
 	}
 	for l.wdone < l.wk {
-		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.wmsgs[l.wdone])), uintptr(l.wk-l.wdone), 0, 0, 0)
+		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.wmsgs[l.wdone])), uintptr(l.wk-l.wdone), unix.MSG_DONTWAIT, 0, 0)
+		if e == unix.EAGAIN {
+			l.sendWaits.Add(1)
+			r, _, e = unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&l.wmsgs[l.wdone])), uintptr(l.wk-l.wdone), 0, 0, 0)
+		}
 		if e != 0 {
 			return e
 		}

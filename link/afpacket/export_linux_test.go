@@ -19,3 +19,11 @@ func SetBlockTimeout(d time.Duration) (restore func()) {
 	blockTimeout = d
 	return func() { blockTimeout = old }
 }
+
+// HeldPs returns the number of receives of the process holding their P
+// (Config.HoldP).
+func HeldPs() int { return int(heldPs.Load()) }
+
+// SendWaits returns the number of sends that found the socket's send
+// buffer full and waited for room as a blocking system call.
+func (l *Link) SendWaits() uint64 { return l.sendWaits.Load() }
