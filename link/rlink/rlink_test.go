@@ -624,10 +624,27 @@ func TestBatchOfRequests(t *testing.T) {
 // from its replay cache (the read executes once and completes), and when
 // the held-up original arrives it is a second response to a request the
 // timer resent: the timeout is counted as spurious and the congestion
-// window's cut is undone.
+// window's cut is undone. An attempt in which the timer fired twice
+// before the replay arrived (a very loaded host: the request was then
+// resent twice, and its two responses are ambiguous by design) proves
+// nothing and is repeated, up to 3 times.
 func TestSpuriousTimeoutUndone(t *testing.T) {
+	for attempt := 1; ; attempt++ {
+		if spuriousAttempt(t) {
+			return
+		}
+		if attempt == 3 {
+			t.Fatal("3 attempts: the timer fired more than once before the replay every time")
+		}
+	}
+}
+
+// spuriousAttempt runs the scenario once; false when its precondition
+// (exactly one timeout) did not hold.
+func spuriousAttempt(t *testing.T) bool {
+	t.Helper()
 	var held atomic.Bool
-	p := newPair(t, rlink.Reliable, true, transport.Config{MinRTO: 100 * time.Millisecond},
+	p := newPair(t, rlink.Reliable, true, transport.Config{MinRTO: 200 * time.Millisecond},
 		mem.Rule{Action: mem.Delay, By: 1500 * time.Millisecond, Count: 1, From: macB, Match: func(f []byte) bool {
 			if !reliable.IsReliable(f) || f[16] != byte(reliable.FlagData|reliable.FlagAck|reliable.FlagRsp) {
 				return false
@@ -649,14 +666,19 @@ func TestSpuriousTimeoutUndone(t *testing.T) {
 		t.Fatal("the response was not held up")
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for p.la.Stats().SpuriousTimeouts == 0 && time.Now().Before(deadline) {
+	for p.la.Stats().SpuriousTimeouts == 0 && p.la.Stats().Duplicates == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	sa, sb := p.la.Stats(), p.lb.Stats()
-	if sa.Timeouts == 0 || sa.SpuriousTimeouts != 1 || sa.Duplicates != 1 || sb.Executed != 1 || sb.Replays == 0 {
-		t.Fatalf("A %+v B %+v: want a timeout found spurious by one duplicate response, one execution, a replay", sa, sb)
+	if sa.Timeouts != 1 {
+		t.Logf("attempt with %d timeouts (want 1): repeated", sa.Timeouts)
+		return false
+	}
+	if sa.SpuriousTimeouts != 1 || sa.Duplicates != 1 || sb.Executed != 1 || sb.Replays != 1 {
+		t.Fatalf("A %+v B %+v: want the timeout found spurious by one duplicate response, one execution, one replay", sa, sb)
 	}
 	if pi, _ := p.la.Peer(macB); pi.Cwnd < before {
 		t.Errorf("cwnd %v after the undo, want at least %v (before the timeout)", pi.Cwnd, before)
 	}
+	return true
 }
