@@ -149,7 +149,9 @@ func newProcEnv(o *Options) (_ *procEnv, err error) {
 
 // openLib starts the library rows' initiating endpoints on the near host,
 // in this process: AF_PACKET links with a blocking receive, as the
-// commands open them.
+// commands open them, but without afpacket's HoldP, which lets only one
+// receive of a process hold its P with GOMAXPROCS 2, and here three
+// endpoints share the process.
 func (p *procEnv) openLib(maxBlock int) error {
 	p.lib = map[string]*endpoint.Endpoint{}
 	far := p.n.Host(1).MAC()
@@ -541,7 +543,7 @@ func runProc(o *Options) ([]Result, error) {
 		return nil, err
 	}
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
-		"%s: what users run: oetp serve on one host of a veth pair, each operation one oetp rmem read, dma write or dma read process on the other (default flags, unpinned; --json, and (tty) rows with standard error a terminal), timed as the command reports it (--json seconds); the engine→serve rows: an endpoint of the bench process (a blocking-receive AF_PACKET link, as the commands open theirs) against the same oetp serve, two processes in steady state; the raw ping-pongs on the same veth pair",
+		"%s: what users run: oetp serve on one host of a veth pair, each operation one oetp rmem read, dma write or dma read process on the other (default flags, unpinned; --json, and (tty) rows with standard error a terminal), timed as the command reports it (--json seconds); the engine→serve rows: an endpoint of the bench process (a blocking-receive AF_PACKET link as the commands open theirs, but without HoldP: three such endpoints share the bench process) against the same oetp serve, two processes in steady state; the raw ping-pongs on the same veth pair",
 		ScenarioProc))
 	return runEnv(o, p)
 }
