@@ -200,6 +200,7 @@ unicast.`,
 			if err != nil {
 				return err
 			}
+			dst.reserve(int64(length.v))
 			s, err := f.open(cmd, endpoint.ModeDMAWrite)
 			if err != nil {
 				dst.finish(false)
