@@ -17,45 +17,52 @@ import (
 
 func TestNoAllocs(t *testing.T) {
 	forModes(t, func(t *testing.T, mode afpacket.IOMode) {
-		tn := netns.NewPair(t)
-		a, b := open(t, tn.Host(0), afpacket.Config{IO: mode}), open(t, tn.Host(1), afpacket.Config{IO: mode})
-		f := frame(b.Addr(), a.Addr(), afpacket.EtherType, 1000, 1)
-		one := [][]byte{make([]byte, 8192)}
-		bufs := make([][]byte, 32)
-		for i := range bufs {
-			bufs[i] = make([]byte, 8192)
+		testNoAllocs(t, afpacket.Config{IO: mode})
+	})
+	t.Run("blocking-holdp", func(t *testing.T) {
+		testNoAllocs(t, afpacket.Config{IO: afpacket.IOBlocking, HoldP: true})
+	})
+}
+
+func testNoAllocs(t *testing.T, cfg afpacket.Config) {
+	tn := netns.NewPair(t)
+	a, b := open(t, tn.Host(0), cfg), open(t, tn.Host(1), cfg)
+	f := frame(b.Addr(), a.Addr(), afpacket.EtherType, 1000, 1)
+	one := [][]byte{make([]byte, 8192)}
+	bufs := make([][]byte, 32)
+	for i := range bufs {
+		bufs[i] = make([]byte, 8192)
+	}
+	sizes := make([]int, 32)
+	var err error
+	allocs := testing.AllocsPerRun(500, func() {
+		if err == nil {
+			err = a.Write(f)
 		}
-		sizes := make([]int, 32)
-		var err error
-		allocs := testing.AllocsPerRun(500, func() {
-			if err == nil {
-				err = a.Write(f)
-			}
-			if err == nil {
-				_, err = b.ReadBatch(one, sizes)
-			}
-		})
-		if err != nil || allocs != 0 {
-			t.Errorf("Write + ReadBatch(1): %v allocations per frame, err %v; want 0", allocs, err)
-		}
-		frames := make([][]byte, 16)
-		for i := range frames {
-			frames[i] = frame(b.Addr(), a.Addr(), afpacket.EtherType, 60+i, byte(i))
-		}
-		allocs = testing.AllocsPerRun(200, func() {
-			if err == nil {
-				_, err = a.WriteBatch(frames)
-			}
-			for got := 0; got < len(frames) && err == nil; {
-				var n int
-				n, err = b.ReadBatch(bufs, sizes)
-				got += n
-			}
-		})
-		if err != nil || allocs != 0 {
-			t.Errorf("WriteBatch(16) + ReadBatch(32): %v allocations per batch, err %v; want 0", allocs, err)
+		if err == nil {
+			_, err = b.ReadBatch(one, sizes)
 		}
 	})
+	if err != nil || allocs != 0 {
+		t.Errorf("Write + ReadBatch(1): %v allocations per frame, err %v; want 0", allocs, err)
+	}
+	frames := make([][]byte, 16)
+	for i := range frames {
+		frames[i] = frame(b.Addr(), a.Addr(), afpacket.EtherType, 60+i, byte(i))
+	}
+	allocs = testing.AllocsPerRun(200, func() {
+		if err == nil {
+			_, err = a.WriteBatch(frames)
+		}
+		for got := 0; got < len(frames) && err == nil; {
+			var n int
+			n, err = b.ReadBatch(bufs, sizes)
+			got += n
+		}
+	})
+	if err != nil || allocs != 0 {
+		t.Errorf("WriteBatch(16) + ReadBatch(32): %v allocations per batch, err %v; want 0", allocs, err)
+	}
 }
 
 // BenchmarkPingPong measures the round trip of one frame between two
