@@ -69,5 +69,8 @@ func (*Link) Mode() IOMode { return IODefault }
 // BusyPoll returns 0: AF_PACKET sockets need Linux.
 func (*Link) BusyPoll() time.Duration { return 0 }
 
+// HoldP returns false: AF_PACKET sockets need Linux.
+func (*Link) HoldP() bool { return false }
+
 // HandOff returns an error: AF_PACKET is Linux only.
 func (*Link) HandOff() ([]*os.File, error) { return nil, errNoPacket }
