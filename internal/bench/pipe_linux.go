@@ -43,16 +43,8 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 			ready <- err
 			return
 		}
-		bufs := make([][]byte, streamBatch)
-		for i := range bufs {
-			bufs[i] = make([]byte, 9216)
-		}
-		in := newMmsgBatch(bufs)
-		outFrames := make([][]byte, streamBatch)
-		for i := range outFrames {
-			outFrames[i] = p.rsp
-		}
-		out := newMmsgBatch(outFrames)
+		in, bufs := newRecvBatch()
+		out := newSendBatch(p.rsp, streamBatch)
 		ready <- nil
 		for {
 			n, err := in.recvmmsg(p.far.fd)
@@ -98,16 +90,8 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 			res <- result{err: err}
 			return
 		}
-		bufs := make([][]byte, streamBatch)
-		for i := range bufs {
-			bufs[i] = make([]byte, 9216)
-		}
-		in := newMmsgBatch(bufs)
-		reqs := make([][]byte, pipeDepth)
-		for i := range reqs {
-			reqs[i] = p.req
-		}
-		out := newMmsgBatch(reqs)
+		in, _ := newRecvBatch()
+		out := newSendBatch(p.req, pipeDepth)
 		send := func(k int) error {
 			for i := pipeDepth - k; i < pipeDepth; {
 				m, err := out.sendmmsg(p.near.fd, i)

@@ -39,6 +39,25 @@ type mmsgBatch struct {
 	iov  []unix.Iovec
 }
 
+// newRecvBatch returns a batch of streamBatch receive buffers of 9216
+// bytes (a jumbo frame), and the buffers.
+func newRecvBatch() (*mmsgBatch, [][]byte) {
+	bufs := make([][]byte, streamBatch)
+	for i := range bufs {
+		bufs[i] = make([]byte, 9216)
+	}
+	return newMmsgBatch(bufs), bufs
+}
+
+// newSendBatch returns a batch of n messages that all send frame.
+func newSendBatch(frame []byte, n int) *mmsgBatch {
+	frames := make([][]byte, n)
+	for i := range frames {
+		frames[i] = frame
+	}
+	return newMmsgBatch(frames)
+}
+
 func newMmsgBatch(bufs [][]byte) *mmsgBatch {
 	b := &mmsgBatch{msgs: make([]unix.Mmsghdr, len(bufs)), iov: make([]unix.Iovec, len(bufs))}
 	for i := range b.msgs {
@@ -143,11 +162,7 @@ func (st *rawStream) round(m *meter, d time.Duration) error {
 			ready <- err
 			return
 		}
-		bufs := make([][]byte, streamBatch)
-		for i := range bufs {
-			bufs[i] = make([]byte, 9216)
-		}
-		b := newMmsgBatch(bufs)
+		b, bufs := newRecvBatch()
 		ready <- nil
 		for {
 			n, err := b.recvmmsg(st.to.fd)
@@ -188,11 +203,7 @@ func (st *rawStream) round(m *meter, d time.Duration) error {
 			sendDone <- err
 			return
 		}
-		frames := make([][]byte, streamBatch)
-		for i := range frames {
-			frames[i] = st.frame
-		}
-		b := newMmsgBatch(frames)
+		b := newSendBatch(st.frame, streamBatch)
 		start := time.Now()
 		begin.Store(int64(start.Sub(t0)))
 		deadline := start.Add(d)
