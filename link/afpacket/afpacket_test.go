@@ -1067,24 +1067,32 @@ func TestCloseInterruptsBlocked(t *testing.T) {
 			c <- err
 		}()
 		time.Sleep(30 * time.Millisecond) // let it block in the kernel
-		closed := make(chan error, 1)
-		go func() { closed <- l.Close() }()
-		select {
-		case err := <-closed:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%d buffers: Close waited for the blocked ReadBatch's 10 s timeout", k)
+		closeUnblocks(t, l, c, fmt.Sprintf("%d buffers: blocked ReadBatch", k))
+	}
+}
+
+// closeUnblocks closes l, whose ReadBatch (what) blocks in the kernel with
+// a 10 s timeout and reports to c, and checks that Close returns at once
+// and the ReadBatch with link.ErrClosed.
+func closeUnblocks(t *testing.T, l *afpacket.Link, c <-chan error, what string) {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
 		}
-		select {
-		case err := <-c:
-			if err != link.ErrClosed {
-				t.Fatalf("%d buffers: blocked ReadBatch returned %v, want link.ErrClosed", k, err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%d buffers: ReadBatch still blocked after Close", k)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: Close waited for its 10 s timeout", what)
+	}
+	select {
+	case err := <-c:
+		if err != link.ErrClosed {
+			t.Fatalf("%s returned %v, want link.ErrClosed", what, err)
 		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: still blocked after Close", what)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/netns"
 )
@@ -111,24 +110,7 @@ func TestHoldPClose(t *testing.T) {
 		c <- err
 	}()
 	waitHeld(t, 1)
-	closed := make(chan error, 1)
-	go func() { closed <- l.Close() }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close waited for the held receive's 10 s timeout")
-	}
-	select {
-	case err := <-c:
-		if err != link.ErrClosed {
-			t.Fatalf("held ReadBatch returned %v, want link.ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("held ReadBatch still blocked after Close")
-	}
+	closeUnblocks(t, l, c, "held ReadBatch")
 	waitHeld(t, 0)
 }
 
