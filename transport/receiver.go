@@ -184,6 +184,11 @@ func (r *Receiver) OnFrame(frame []byte, h reliable.Header) Decision {
 		r.ackOwed = true
 		return Decision{}
 	}
+	return r.replay(frame, h, sl)
+}
+
+// replay answers a request whose response sl holds, once its CRC holds.
+func (r *Receiver) replay(frame []byte, h reliable.Header, sl *cacheSlot) Decision {
 	if !reliable.CheckCRC(frame, h) {
 		r.st.CRCDrops++
 		return Decision{}
@@ -211,13 +216,7 @@ func (r *Receiver) onRequest(frame []byte, h reliable.Header, off int) Decision 
 			r.drop(frame, h, &r.st.Stale)
 			return Decision{}
 		case sl.valid:
-			if !reliable.CheckCRC(frame, h) {
-				r.st.CRCDrops++
-				return Decision{}
-			}
-			r.noteAck(h.APSN)
-			r.st.Replays++
-			return Decision{Verdict: Replay, PSN: h.PSN, Control: sl.buf}
+			return r.replay(frame, h, sl)
 		}
 	}
 	if h.PSN != r.next {

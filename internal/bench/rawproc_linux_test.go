@@ -18,14 +18,7 @@ import (
 // request with exactly the baseline's reply, addressed to the request's
 // source, and returns at the stop frame.
 func TestRawEcho(t *testing.T) {
-	if why := vethUnavailable(); why != "" {
-		t.Skip(why)
-	}
-	n, err := netns.New(netns.Topology{Hosts: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := netns.NewPair(t)
 	near, far := n.Host(0), n.Host(1)
 	s, err := openRawOn(near)
 	if err != nil {
@@ -88,14 +81,7 @@ func TestRawEcho(t *testing.T) {
 // TestRawEchoStdinEnd checks that the echo process ends once its parent is
 // gone (its standard input reaches its end), even with no stop frame.
 func TestRawEchoStdinEnd(t *testing.T) {
-	if why := vethUnavailable(); why != "" {
-		t.Skip(why)
-	}
-	n, err := netns.New(netns.Topology{Hosts: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := netns.NewPair(t)
 	far := n.Host(1)
 	done := make(chan error, 1)
 	go func() {
