@@ -29,6 +29,8 @@ func newBenchCmd() *cobra.Command {
 		busyPoll  time.Duration
 		quiet     bool
 		rawEcho   string
+		floorEcho string
+		floorWays bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -95,11 +97,15 @@ Every measurement also stops after --max-ops operations.`,
   sudo oetp bench --svg docs/bench.svg`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if rawEcho != "" && floorEcho != "" {
+				// The proc scenario's floor echo process (hidden).
+				return bench.FloorEcho(rawEcho, floorEcho, cmd.InOrStdin(), cmd.OutOrStdout())
+			}
 			if rawEcho != "" {
 				// The proc scenario's raw echo process (hidden).
 				return bench.RawEcho(rawEcho, cmd.InOrStdin(), cmd.OutOrStdout())
 			}
-			o := bench.Options{Duration: duration, Rounds: rounds, MaxOps: maxOps, LinkIO: linkIO, EngineAnyCPU: anyCPU, BusyPoll: busyPoll}
+			o := bench.Options{Duration: duration, Rounds: rounds, MaxOps: maxOps, LinkIO: linkIO, EngineAnyCPU: anyCPU, BusyPoll: busyPoll, FloorWays: floorWays}
 			var err error
 			// The proc scenario runs this very binary as serve and the
 			// one-shot commands.
@@ -172,6 +178,12 @@ Every measurement also stops after --max-ops operations.`,
 	// the raw ping-pong's echo as a process of its own.
 	f.StringVar(&rawEcho, bench.RawEchoFlag, "", "run the raw ping-pong's echo on interface `IF` (the proc scenario's own use)")
 	_ = f.MarkHidden(bench.RawEchoFlag)
+	// With it, the echo is the floor rows' (a region of the size given).
+	f.StringVar(&floorEcho, bench.FloorFlag, "", "with --"+bench.RawEchoFlag+", the floor rows' echo with a region `SPEC` (the proc scenario's own use)")
+	_ = f.MarkHidden(bench.FloorFlag)
+	// Diagnosis: every way of the floor rows' copies (Options.FloorWays).
+	f.BoolVar(&floorWays, "floor-ways", false, "add a proc floor row on one CPU for every other way of its copies")
+	_ = f.MarkHidden("floor-ways")
 	return cmd
 }
 

@@ -101,8 +101,23 @@ func TestBenchRawEchoHidden(t *testing.T) {
 	if code != exitOK || strings.Contains(out, bench.RawEchoFlag) {
 		t.Errorf("bench --help: exit %d, mentions --%s: %v", code, bench.RawEchoFlag, strings.Contains(out, bench.RawEchoFlag))
 	}
+	for _, hidden := range []string{bench.FloorFlag, "floor-ways"} {
+		if strings.Contains(out, hidden) {
+			t.Errorf("bench --help mentions --%s", hidden)
+		}
+	}
 	out, errOut, code := runCLI(t, "", "bench", "--"+bench.RawEchoFlag, "no-such-if0")
 	if code != exitFailed || out != "" || !strings.Contains(errOut, "no-such-if0") {
 		t.Errorf("bench --%s no-such-if0: exit %d, stdout %q, stderr %q; want exit 1 naming the interface", bench.RawEchoFlag, code, out, errOut)
+	}
+	// The floor echo: a bad region is refused before the interface is
+	// looked at, then the interface as for the raw echo.
+	out, errOut, code = runCLI(t, "", "bench", "--"+bench.RawEchoFlag, "no-such-if0", "--"+bench.FloorFlag, "4096,big")
+	if code != exitFailed || out != "" || !strings.Contains(errOut, "unknown option \"big\"") {
+		t.Errorf("bench --%s with --%s 4096,big: exit %d, stdout %q, stderr %q; want exit 1 naming the option", bench.RawEchoFlag, bench.FloorFlag, code, out, errOut)
+	}
+	out, errOut, code = runCLI(t, "", "bench", "--"+bench.RawEchoFlag, "no-such-if0", "--"+bench.FloorFlag, "4096")
+	if code != exitFailed || out != "" || !strings.Contains(errOut, "no-such-if0") {
+		t.Errorf("bench --%s no-such-if0 --%s 4096: exit %d, stdout %q, stderr %q; want exit 1 naming the interface", bench.RawEchoFlag, bench.FloorFlag, code, out, errOut)
 	}
 }

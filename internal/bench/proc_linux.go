@@ -78,6 +78,9 @@ type procEnv struct {
 	// source and destination blocks.
 	lib            map[string]*endpoint.Endpoint
 	libSrc, libDst []byte
+	// floorWays: measure every way of the floor rows' copies
+	// (Options.FloorWays).
+	floorWays bool
 	// written is the prefix of the server's memory that DMA writes have
 	// overwritten with procPattern; beyond it the memory is zero.
 	written int
@@ -93,7 +96,7 @@ func newProcEnv(o *Options) (_ *procEnv, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &procEnv{bin: o.Binary, n: n, near: n.Host(0), cpu: lastCPU()}
+	p := &procEnv{bin: o.Binary, n: n, near: n.Host(0), cpu: lastCPU(), floorWays: o.FloorWays}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -245,9 +248,14 @@ func (p *procEnv) bases(op string) []*step {
 // ping-pong with its echo in another process (both are two processes).
 func (p *procEnv) post(op string, engines []*step) {
 	var idle, two *Result
+	floors := map[int64]*Result{} // the better floor row of each block
 	for _, e := range engines {
 		r := &e.res
 		switch {
+		case strings.HasPrefix(r.Name, "floor "):
+			if f := floors[r.Block]; f == nil || r.MBps > f.MBps {
+				floors[r.Block] = r
+			}
 		case !r.Info:
 		case strings.HasSuffix(r.Name, " after idle"):
 			idle = r
@@ -268,6 +276,12 @@ func (p *procEnv) post(op string, engines []*step) {
 			add = fmt.Sprintf("p50 %.2f× the %s", float64(r.P50)/float64(two.P50), two.Name)
 		case op != opRMEMRead && two != nil && two.MBps > 0:
 			add = fmt.Sprintf("%.2f× the MB/s of the %s", r.MBps/two.MBps, two.Name)
+		}
+		if f := floors[r.Block]; f != nil && f.MBps > 0 && op != opRMEMRead {
+			if add != "" {
+				add += "; "
+			}
+			add += fmt.Sprintf("%.2f× the MB/s of the %s row (%.0f MB/s, %.2f× the limit)", r.MBps/f.MBps, f.Name, f.MBps, f.Ratio)
 		}
 		if add == "" {
 			continue
@@ -309,6 +323,23 @@ func (p *procEnv) extra(op string, blocks []int64) []*step {
 	out := []*step{p.rawProcStep(op, p.cpu, 0), p.rawProcStep(op, -1, 0)}
 	if op == opRMEMRead {
 		return append(out, p.rawProcStep(op, -1, procIdle), p.library(op, 4))
+	}
+	// The floors of the blocks the target applies to, on one CPU and
+	// free (the better counts), and with FloorWays every other way of
+	// their copies on one CPU.
+	for _, b := range blocks {
+		if b < TargetBlock {
+			continue
+		}
+		w := floorCopies[op]
+		out = append(out, p.floorStep(op, int(b), p.cpu, w), p.floorStep(op, int(b), -1, w))
+		if p.floorWays {
+			for _, x := range floorWays(op) {
+				if x != w {
+					out = append(out, p.floorStep(op, int(b), p.cpu, x))
+				}
+			}
+		}
 	}
 	for _, b := range blocks {
 		if b >= TargetBlock {

@@ -93,8 +93,28 @@ func TestRunProc(t *testing.T) {
 	if r := rep.Find(ScenarioProc, "oetp dma write", 1<<20); r != nil && !strings.Contains(r.Note, "× the MB/s of the raw 8192↔20 echo process") {
 		t.Errorf("oetp dma write note %q; want its ratio to the raw ping-pong with an echo process", r.Note)
 	}
+	// The floors: from 1 MiB up, on one CPU and free, each checked by the
+	// scenario (the echo's region after writes, the output after reads),
+	// printed beside the command rows.
+	for _, op := range []string{opDMAWrite, opDMARead} {
+		for _, where := range []string{"one CPU", "any CPU"} {
+			name := "floor " + op + " " + where
+			r := rep.Find(ScenarioProc, name, 1<<20)
+			if r == nil || r.Ops < procMinOps || !r.Baseline || !r.Info || r.Versus == "" || r.Ratio <= 0 || r.Target != "" || r.Met != nil || !strings.HasPrefix(r.Note, "floor: the least any ") {
+				t.Errorf("%s 1MiB: %+v; want an informational row compared with the limit, without a target, with its note", name, r)
+			}
+			if r := rep.Find(ScenarioProc, name, 64<<10); r != nil {
+				t.Errorf("%s 64KiB: a floor row below 1 MiB", name)
+			}
+		}
+		for _, name := range []string{procName(op), "engine→serve " + op} {
+			if r := rep.Find(ScenarioProc, name, 1<<20); r == nil || !strings.Contains(r.Note, "× the MB/s of the floor "+op) {
+				t.Errorf("%s 1MiB: %+v; want its ratio to the floor in its note", name, r)
+			}
+		}
+	}
 	for _, r := range rep.Results {
-		if r.Scenario == ScenarioProc && !r.Info && r.Versus != "" && strings.Contains(r.Versus, "echo process") {
+		if r.Scenario == ScenarioProc && !r.Info && r.Versus != "" && (strings.Contains(r.Versus, "echo process") || strings.HasPrefix(r.Versus, "floor")) {
 			t.Errorf("%s is compared with %s: an informational baseline must never be the limit", r.Name, r.Versus)
 		}
 	}

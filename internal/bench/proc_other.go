@@ -18,3 +18,11 @@ const RawEchoFlag = "raw-echo"
 func RawEcho(ifname string, stdin io.Reader, ready io.Writer) error {
 	return errors.New("bench: the raw echo needs Linux (AF_PACKET)")
 }
+
+// FloorFlag is the hidden flag of `oetp bench` that runs FloorEcho.
+const FloorFlag = "raw-echo-floor"
+
+// FloorEcho needs AF_PACKET (Linux).
+func FloorEcho(ifname, spec string, stdin io.Reader, ready io.Writer) error {
+	return errors.New("bench: the floor echo needs Linux (AF_PACKET)")
+}

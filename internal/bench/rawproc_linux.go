@@ -76,14 +76,19 @@ type rawProc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	done  chan error
+	out   *syncBuf // what it wrote after its ready line
 }
 
 // startRawEcho starts a RawEcho process on the far host, pinned to cpu, or
 // with the CPUs the bench started with when cpu is negative, and waits
 // until its socket is bound.
-func (p *procEnv) startRawEcho(cpu int) (*rawProc, error) {
+func (p *procEnv) startRawEcho(cpu int) (*rawProc, error) { return p.startEchoProc(cpu) }
+
+// startEchoProc starts the raw echo process with more arguments (the
+// floor echo's), as startRawEcho.
+func (p *procEnv) startEchoProc(cpu int, args ...string) (*rawProc, error) {
 	hb := p.n.Host(1)
-	cmd := hb.Command(p.bin, "bench", "--"+RawEchoFlag, hb.IfName())
+	cmd := hb.Command(p.bin, append([]string{"bench", "--" + RawEchoFlag, hb.IfName()}, args...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -107,12 +112,13 @@ func (p *procEnv) startRawEcho(cpu int) (*rawProc, error) {
 	if err := <-errc; err != nil {
 		return nil, fmt.Errorf("bench: starting the raw echo process: %w", err)
 	}
-	r := &rawProc{cmd: cmd, stdin: stdin, done: make(chan error, 1)}
+	r := &rawProc{cmd: cmd, stdin: stdin, done: make(chan error, 1), out: &syncBuf{}}
 	line := make(chan string, 1)
 	go func() {
-		l, _ := bufio.NewReader(stdout).ReadString('\n')
+		br := bufio.NewReader(stdout)
+		l, _ := br.ReadString('\n')
 		line <- l
-		_, _ = io.Copy(io.Discard, stdout)
+		_, _ = io.Copy(r.out, br)
 		r.done <- cmd.Wait()
 	}()
 	select {

@@ -46,6 +46,12 @@ type Options struct {
 	// 0 means DefaultBusyPoll; a negative value leaves that part out. The
 	// first part never spins.
 	BusyPoll time.Duration
+	// FloorWays adds to the proc scenario's floor rows, which do their
+	// copies the cheapest way measured, a row on one CPU for every other
+	// way (pread or a gather send from an mmap of the source; pwrite or
+	// an mmap of the output; the echo's region with or without huge
+	// pages, its read replies copied or gathered).
+	FloorWays bool
 	// Log, if not nil, receives one line per measurement as it starts.
 	Log io.Writer
 

@@ -1,0 +1,137 @@
+//go:build linux
+
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/wire"
+)
+
+// TestFloorEcho runs the floor rows' echo in this process on the far host
+// of a veth pair, in each way of its region, and checks that it copies a
+// DMA write's payload into its region at the request's address, answers
+// with exactly the DMA_WRITE_RSP of the request's ID, answers a DMA read
+// with exactly the DMA_READ_RSP of its region's bytes (word padding and
+// EndOfData included), ignores requests outside its region, and reports
+// the CRC-32 of its region at the stop frame.
+func TestFloorEcho(t *testing.T) {
+	n := netns.NewPair(t)
+	near, far := n.Host(0), n.Host(1)
+	s, err := openRawOn(near)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	const size = 3 * wire.MaxFragment
+	for _, spec := range []floorSpec{{size: size}, {size: size, huge: true}, {size: size, gather: true}, {size: size, huge: true, gather: true}} {
+		t.Run(spec.String(), func(t *testing.T) {
+			stdin, stdinW := io.Pipe()
+			defer stdinW.Close()
+			out := &syncBuf{}
+			done := make(chan error, 1)
+			go func() {
+				done <- far.Do(func() error { return FloorEcho(far.IfName(), spec.String(), stdin, out) })
+			}()
+			deadline := time.Now().Add(10 * time.Second)
+			for out.String() != "ready\n" {
+				if time.Now().After(deadline) {
+					t.Fatalf("no ready line: %q", out.String())
+				}
+				time.Sleep(time.Millisecond)
+			}
+			region := make([]byte, size)
+			for i := range region {
+				region[i] = floorFill(i)
+			}
+			buf := make([]byte, 9216)
+			exchange := func(req []byte) []byte {
+				t.Helper()
+				if err := s.write(retype(req)); err != nil {
+					t.Fatal(err)
+				}
+				m, err := s.read(buf)
+				if err != nil {
+					t.Fatalf("no reply to % x...: %v", req[:28], err)
+				}
+				return buf[:m]
+			}
+			// A write of 4099 bytes (a padded last word) at offset 8160+5.
+			payload := make([]byte, 4099)
+			for i := range payload {
+				payload[i] = byte(i*13 + 1)
+			}
+			off := wire.MaxFragment + 5
+			got := exchange(wire.AppendDMAWriteReq(nil, far.MAC(), near.MAC(), 77, remoteBase+uint32(off), payload))
+			if want := retype(wire.AppendDMAWriteRsp(nil, near.MAC(), far.MAC(), 77)); !bytes.Equal(got, want) {
+				t.Errorf("write reply % x; want % x", got, want)
+			}
+			copy(region[off:], payload)
+			// Reads: a full fragment, a padded one, the last bytes.
+			for _, r := range []struct{ off, n int }{{0, wire.MaxFragment}, {off - 3, 4102}, {size - 1, 1}} {
+				got := exchange(wire.AppendDMAReadReq(nil, far.MAC(), near.MAC(), 9, remoteBase+uint32(r.off), uint32(r.n)))
+				want := retype(wire.AppendDMAReadRsp(nil, near.MAC(), far.MAC(), 9, region[r.off:r.off+r.n]))
+				if !bytes.Equal(got, want) {
+					t.Errorf("read of %d bytes at %d: reply of %d bytes % x...; want %d bytes % x...", r.n, r.off, len(got), got[:min(len(got), 28)], len(want), want[:28])
+				}
+			}
+			// Outside the region: no reply (the next reply is the one to
+			// the read after them), and the region unchanged.
+			for _, req := range [][]byte{
+				wire.AppendDMAWriteReq(nil, far.MAC(), near.MAC(), 1, remoteBase+size-4, payload[:8]),
+				wire.AppendDMAWriteReq(nil, far.MAC(), near.MAC(), 1, remoteBase-4, payload[:8]),
+				wire.AppendDMAReadReq(nil, far.MAC(), near.MAC(), 1, remoteBase+size-4, 8),
+			} {
+				if err := s.write(retype(req)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got = exchange(wire.AppendDMAReadReq(nil, far.MAC(), near.MAC(), 10, remoteBase+size-8, 8))
+			if want := retype(wire.AppendDMAReadRsp(nil, near.MAC(), far.MAC(), 10, region[size-8:])); !bytes.Equal(got, want) {
+				t.Errorf("after requests outside the region, the reply % x; want % x", got, want)
+			}
+			if err := s.write(stopFrame(far.MAC(), near.MAC())); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("FloorEcho: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("FloorEcho did not return at the stop frame")
+			}
+			want := fmt.Sprintf("ready\ncrc32 %08x\n", crc32.ChecksumIEEE(region))
+			if out.String() != want {
+				t.Errorf("output %q; want %q", out.String(), want)
+			}
+			if err := checkFloorCRC(opDMAWrite, size, strings.TrimPrefix(out.String(), "ready\n"), crc32.ChecksumIEEE(region)); err != nil {
+				t.Error(err)
+			}
+			if err := checkFloorCRC(opDMAWrite, size, strings.TrimPrefix(out.String(), "ready\n"), crc32.ChecksumIEEE(region)+1); err == nil {
+				t.Error("checkFloorCRC accepts a wrong CRC")
+			}
+		})
+	}
+}
+
+func TestFloorSpec(t *testing.T) {
+	for _, s := range []string{"8160", "8160,huge", "8160,gather", "8160,huge,gather"} {
+		f, err := parseFloorSpec(s)
+		if err != nil || f.String() != s {
+			t.Errorf("parseFloorSpec(%q) = %v, %v; want it back", s, f, err)
+		}
+	}
+	for _, s := range []string{"", "0", "-4", "x", "8160,big", fmt.Sprint(MaxBlock + 1)} {
+		if _, err := parseFloorSpec(s); err == nil {
+			t.Errorf("parseFloorSpec(%q) accepted", s)
+		}
+	}
+}
