@@ -195,7 +195,16 @@ type serveSettings struct {
 	Pcap          string
 	PcapFormat    pcap.Format
 	BusyPoll      time.Duration
+	Placement     placement
 	JSONEvents    bool
+}
+
+// place is openIface's placement role for serve.
+func (s *serveSettings) place() placeRole {
+	if s.Placement == placeOff {
+		return placeNone
+	}
+	return placeFollow
 }
 
 // serveFile is the TOML configuration file of `oetp serve`. Every key is the
@@ -215,6 +224,7 @@ type serveFile struct {
 	Pcap        *string      `toml:"pcap"`
 	PcapFormat  *string      `toml:"pcap_format"`
 	BusyPoll    *string      `toml:"busy_poll"`
+	Placement   *string      `toml:"placement"`
 	JSONEvents  *bool        `toml:"json_events"`
 }
 
@@ -277,7 +287,7 @@ func loadServeFile(path string) (*serveFile, error) {
 		return nil, usagef("--config %s: %v", path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return nil, usagef("--config %s: unknown key %q: the keys are the serve flags with '_' for '-' (iface, mac, group, [[region]], [[fault]], [[peer]], contexts, max_frame, raw_policy, rmem_timeout, dma_timeout, pcap, pcap_format, busy_poll, json_events)", path, und[0].String())
+		return nil, usagef("--config %s: unknown key %q: the keys are the serve flags with '_' for '-' (iface, mac, group, [[region]], [[fault]], [[peer]], contexts, max_frame, raw_policy, rmem_timeout, dma_timeout, pcap, pcap_format, busy_poll, placement, json_events)", path, und[0].String())
 	}
 	return &f, nil
 }
@@ -299,6 +309,7 @@ type serveFlags struct {
 	pcap        string
 	pcapFormat  formatFlag
 	busyPoll    time.Duration
+	placement   placementFlag
 	jsonEvents  bool
 }
 
@@ -397,6 +408,9 @@ func (sf *serveFlags) settings(fs *pflag.FlagSet) (*serveSettings, error) {
 	}
 	if changed("busy-poll") {
 		s.BusyPoll = sf.busyPoll
+	}
+	if changed("placement") {
+		s.Placement = sf.placement.p
 	}
 	if changed("json-events") {
 		s.JSONEvents = sf.jsonEvents
@@ -514,6 +528,11 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 	if f.BusyPoll != nil {
 		if s.BusyPoll, err = time.ParseDuration(*f.BusyPoll); err != nil {
 			return usagef("%s: %v (write a Go duration such as \"50us\"; \"0\" never spins)", where("busy_poll"), err)
+		}
+	}
+	if f.Placement != nil {
+		if s.Placement, err = parsePlacement(*f.Placement); err != nil {
+			return usagef("%s: %v", where("placement"), err)
 		}
 	}
 	if f.JSONEvents != nil {

@@ -67,11 +67,13 @@ func TestServeConfigExample(t *testing.T) {
 
 	// Flags override scalars; a list flag replaces the file's list.
 	got, err = serveSettingsOf(t, "--config", example, "--iface", "eth9", "--contexts", "2", "--json-events",
-		"--peer", "02:0e:0c:00:00:09,mode=3", "--rmem-timeout", "0", "--raw-policy", "promiscuous", "--mac", "02:0e:0c:00:00:05", "--busy-poll", "50us")
+		"--peer", "02:0e:0c:00:00:09,mode=3", "--rmem-timeout", "0", "--raw-policy", "promiscuous", "--mac", "02:0e:0c:00:00:05", "--busy-poll", "50us",
+		"--placement", "off")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want.Iface, want.Contexts, want.JSONEvents, want.RMEMTimeout, want.BusyPoll = "eth9", 2, true, 0, 50*time.Microsecond
+	want.Placement = placeOff
 	want.RawPolicy, want.MAC = endpoint.RawPromiscuous, mustMAC(t, "02:0e:0c:00:00:05")
 	want.Peers = []endpoint.Peer{{MAC: mustMAC(t, "02:0e:0c:00:00:09"), Mode: endpoint.ModeDMARead, WindowSize: 1 << 32, EventEnable: true}}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -139,6 +141,7 @@ func TestServeUsageErrors(t *testing.T) {
 	badTimeout := conf("timeout.toml", "dma_timeout = \"soon\"\n")
 	badTOML := conf("bad.toml", "iface = \n")
 	badBusy := conf("busy.toml", "iface = \"lo\"\nbusy_poll = \"soon\"\n")
+	badPlace := conf("place.toml", "iface = \"lo\"\nplacement = \"pinned\"\n")
 	badNum := conf("num.toml", "[[fault]]\nbase = 1.5\nsize = 4\nresp = \"slverr\"\n")
 	peer := "--peer=02:0e:0c:00:00:02,mode=rmem"
 	for _, c := range []struct {
@@ -165,6 +168,8 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--iface", "lo", "--busy-poll", "20ms"}, "--busy-poll 20ms: use 0 (off) through 10ms"},
 		{[]string{"serve", "--iface", "lo", "--busy-poll", "-1us"}, "--busy-poll -1µs: use 0 (off) through 10ms"},
 		{[]string{"serve", "--config", badBusy}, `busy_poll: time: invalid duration "soon"`},
+		{[]string{"serve", "--iface", "lo", "--placement", "pinned"}, `invalid argument "pinned" for "--placement" flag: "pinned": use auto or off`},
+		{[]string{"serve", "--config", badPlace}, `placement: "pinned": use auto or off`},
 		{[]string{"serve", "--config", filepath.Join(dir, "missing.toml")}, "--config"},
 		{[]string{"serve", "--config", unknown}, `unknown key "speed"`},
 		{[]string{"serve", "--config", badRegion}, "[[region]] #1: size"},
@@ -217,6 +222,7 @@ func TestInitiatorUsageErrors(t *testing.T) {
 		{[]string{"dma", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--length", "4", "--out", filepath.Join(dir, "no", "such", "dir")}, "--out"},
 		{[]string{"dma", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--length", "4", "--out", filepath.Join(dir, "x"), "--fragment", "x"}, `"--fragment"`},
 		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0", "--busy-poll", "11ms"}, "--busy-poll 11ms: use 0 (off) through 10ms"},
+		{[]string{"dma", "write", "--iface", "lo", "--peer", p, "--addr", "0", "--in", "x", "--placement", "on"}, `invalid argument "on" for "--placement" flag: "on": use auto or off`},
 		{[]string{"rmem", "frob"}, "unknown command"},
 	} {
 		out, errOut, code := runCLI(t, "", c.args...)

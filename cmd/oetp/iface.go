@@ -26,6 +26,9 @@ type ifaceOptions struct {
 	// commands), IOPoll otherwise; a process with many endpoints (the
 	// hub) asks for IOPoll.
 	IO afpacket.IOMode
+	// Place is what to do with the process's threads when the link waits
+	// in a blocking receive (placement.go).
+	Place placeRole
 }
 
 // checkBusyPoll validates a --busy-poll value. It goes with --pcap too: the
@@ -93,6 +96,7 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 		// not see").
 		cfg.IO = afpacket.IOBlocking
 		cfg.HoldP = true
+		cfg.FollowCPU = o.Place == placeFollow
 	}
 	l, err := afpacket.Open(o.Name, cfg)
 	if err != nil {
@@ -101,6 +105,9 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 		// 2). afpacket's errors say what to do, e.g. "eth1 is down: bring
 		// it up (ip link set eth1 up)" or "needs CAP_NET_RAW: run as root".
 		return nil, &usageError{fmt.Errorf("--iface %s: %w", o.Name, err)}
+	}
+	if o.Place == placeStay && cfg.IO == afpacket.IOBlocking {
+		stayHere()
 	}
 	il := &ifaceLink{Link: l, ceiling: maxFrame, MTU: ifi.MTU}
 	if o.Pcap != "" {

@@ -45,6 +45,7 @@ type opFlags struct {
 	pcap     string
 	format   formatFlag
 	busyPoll time.Duration
+	place    placementFlag
 	json     bool
 	wait     time.Duration
 	// transport: v1, reliable or auto (docs/reliable.md).
@@ -74,6 +75,7 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.pcap, "pcap", "", "record every frame sent and received in `PATH` (pcapng; see --pcap-format)")
 	fs.Var(&f.format, "pcap-format", pcapFormatUsage)
 	fs.DurationVar(&f.busyPoll, "busy-poll", 0, busyPollUsage)
+	fs.Var(&f.place, "placement", placementUsage)
 	fs.BoolVar(&f.json, "json", false, "print the result as one JSON object, the last line of stdout")
 	fs.DurationVar(&f.wait, "wait", 10*time.Second, waitUsage)
 	fs.StringVar(&f.transport, "transport", "v1", "transport `T`: v1 (plain oETP v1), reliable (the reliable transport of docs/reliable.md: the peer's serve needs transport=reliable for this MAC), or auto (reliable if the peer answers its handshake within 3 RTOs, else v1 with a note)")
@@ -148,7 +150,11 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 		}
 		return s, err
 	}
-	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, Format: f.format.f, BusyPoll: f.busyPoll})
+	place := placeStay
+	if f.place.p == placeOff {
+		place = placeNone
+	}
+	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, Format: f.format.f, BusyPoll: f.busyPoll, Place: place})
 	if err != nil {
 		return nil, err
 	}

@@ -122,6 +122,7 @@ the file's list.`,
 	fs.StringVar(&sf.pcap, "pcap", "", "record every frame sent and received in `PATH` (pcapng; see --pcap-format)")
 	fs.Var(&sf.pcapFormat, "pcap-format", pcapFormatUsage)
 	fs.DurationVar(&sf.busyPoll, "busy-poll", 0, busyPollUsage)
+	fs.Var(&sf.placement, "placement", placementUsage)
 	fs.BoolVar(&sf.jsonEvents, "json-events", false, "print one JSON object per event (and the counters) on standard output")
 	return cmd, sf
 }
@@ -218,7 +219,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 			f.Close()
 		}
 	}
-	il, err := openIface(ifaceOptions{Name: s.Iface, MAC: s.MAC, MaxFrame: s.MaxFrame, Pcap: s.Pcap, Format: s.PcapFormat, AllTypes: s.RawPolicy != endpoint.RawDrop, BusyPoll: s.BusyPoll})
+	il, err := openIface(ifaceOptions{Name: s.Iface, MAC: s.MAC, MaxFrame: s.MaxFrame, Pcap: s.Pcap, Format: s.PcapFormat, AllTypes: s.RawPolicy != endpoint.RawDrop, BusyPoll: s.BusyPoll, Place: s.place()})
 	if err != nil {
 		closeFiles()
 		return err
@@ -313,7 +314,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	c := ep.Config()
 	log.Info("ready", "iface", s.Iface, "mac", c.MAC.String(), "group", c.Group.String(),
 		"max_frame", c.MaxFrame, "fragment_ceiling", wire.FragmentCeiling(c.MaxFrame), "mtu", il.MTU,
-		"contexts", c.Contexts, "peers", len(s.Peers), "raw_policy", c.RawPolicy.String(), "pid", os.Getpid())
+		"contexts", c.Contexts, "peers", len(s.Peers), "raw_policy", c.RawPolicy.String(), "placement", placementOf(il.Link), "pid", os.Getpid())
 
 	ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -336,7 +337,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 		case <-ctx.Done():
 			done = true
 		case <-usr1:
-			printStats(ep.Stats(), w.kernelDrops(), log, out, s.JSONEvents)
+			printStats(ep.Stats(), w.kernelDrops(), w.cpuMoves(), log, out, s.JSONEvents)
 			printTransportStats(rl, log, out, s.JSONEvents)
 		}
 	}
@@ -345,7 +346,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	kd := w.kernelDrops()
 	err = stop()
 	w.tick(true)
-	printStats(ep.Stats(), max(kd, w.kernelDrops()), log, out, s.JSONEvents)
+	printStats(ep.Stats(), max(kd, w.kernelDrops()), w.cpuMoves(), log, out, s.JSONEvents)
 	printTransportStats(rl, log, out, s.JSONEvents)
 	log.Info("stopped")
 	return err
@@ -411,8 +412,9 @@ func printTransportStats(rl *rlink.Link, log *slog.Logger, out *lineWriter, asJS
 // printStats logs the counters, and prints them as one JSON object
 // {"event":"stats", "rx_frames": ...} with --json-events. rx_kernel_drops
 // is the socket's: frames the kernel dropped because its receive queue was
-// full, which the endpoint never saw.
-func printStats(st endpoint.Stats, kernelDrops uint64, log *slog.Logger, out *lineWriter, asJSON bool) {
+// full, which the endpoint never saw; cpu_moves counts the moves of the
+// process to the CPU its requests arrive on (--placement auto).
+func printStats(st endpoint.Stats, kernelDrops, cpuMoves uint64, log *slog.Logger, out *lineWriter, asJSON bool) {
 	v := reflect.ValueOf(st)
 	attrs := make([]any, 0, v.NumField())
 	obj := map[string]any{"event": "stats", "time": time.Now().Format(time.RFC3339Nano)}
@@ -422,8 +424,9 @@ func printStats(st endpoint.Stats, kernelDrops uint64, log *slog.Logger, out *li
 		attrs = append(attrs, slog.Any(name, val))
 		obj[name] = val
 	}
-	attrs = append(attrs, slog.Uint64("rx_kernel_drops", kernelDrops))
+	attrs = append(attrs, slog.Uint64("rx_kernel_drops", kernelDrops), slog.Uint64("cpu_moves", cpuMoves))
 	obj["rx_kernel_drops"] = kernelDrops
+	obj["cpu_moves"] = cpuMoves
 	log.Info("stats", attrs...)
 	if asJSON {
 		out.json(obj)

@@ -69,6 +69,24 @@ func (w *watch) kernelDrops() uint64 {
 	return w.kernel.Stats().DropQueueFull
 }
 
+// cpuMoves returns the moves of the process to the CPU its requests arrive
+// on (afpacket Stats.CPUMoves), 0 without a socket.
+func (w *watch) cpuMoves() uint64 {
+	if w.kernel == nil {
+		return 0
+	}
+	return w.kernel.Stats().CPUMoves
+}
+
+// placementOf returns the placement in force for serve's ready line: auto
+// when its socket follows the CPU its requests arrive on, else off.
+func placementOf(l link.Link) string {
+	if k, ok := link.Innermost(l).(*afpacket.Link); ok && k.FollowCPU() {
+		return placeAuto.String()
+	}
+	return placeOff.String()
+}
+
 // run reports every watchTick until ctx ends.
 func (w *watch) run(ctx context.Context) {
 	t := time.NewTicker(watchTick)

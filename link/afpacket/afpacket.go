@@ -115,6 +115,25 @@
 // cannot block, and again as an ordinary blocking one only when the
 // socket's send buffer is full.
 //
+// # Following the traffic
+//
+// With Config.FollowCPU the link moves its process to the CPU its frames
+// are received on. An AF_PACKET socket cannot tell that CPU
+// (SO_INCOMING_CPU is only set by TCP and UDP), but its socket filter can:
+// a second socket on the interface, the probe, runs the link's filter
+// ending in "return 1 + the CPU" (the classic BPF load SKF_AD_CPU) instead
+// of "accept", into a PACKET_MMAP ring that the receive loop reads after
+// each batch without a system call. When two batches in a row came from
+// one other CPU that the process may use (its affinity mask at Open), and
+// the last move was at least 10 ms ago, every thread of the process is
+// moved there (sched_setaffinity; GOMAXPROCS is kept). Once placed, the
+// probe's filter drops the frames received on that CPU, so in the steady
+// state it receives nothing. Clients on different CPUs whose frames
+// interleave do not move the process; clients taking turns move it at
+// most every 10 ms. Over veth a frame is received on the CPU that sent it,
+// so oetp serve then runs on its client's CPU: 64 MiB writes against
+// serve moved (BENCHMARKS.md, "placement").
+//
 // # Busy polling
 //
 // With Config.BusyPoll (IOPoll mode), ReadLoop does not park in the network
@@ -234,6 +253,16 @@ type Config struct {
 	// for a process with one endpoint, such as oetp serve and the
 	// one-shot commands; IOPoll mode ignores it.
 	HoldP bool
+	// FollowCPU, in IOBlocking mode, moves the whole process (every
+	// thread) to the CPU its frames are received on, among the CPUs the
+	// process may use: after two receive batches in a row from one other
+	// CPU, at most every 10 ms (see "Following the traffic"). It is meant
+	// for a process with one endpoint that answers requests, such as
+	// oetp serve, whose receive loop then runs where its client sends
+	// (over veth: on the client's CPU) and is woken without a wake-up
+	// across CPUs. It does nothing when the process may use one CPU
+	// only; IOPoll mode ignores it.
+	FollowCPU bool
 }
 
 // MaxBusyPoll is the largest Config.BusyPoll: a spin window longer than this
@@ -260,6 +289,9 @@ type Stats struct {
 	// RxTagged counts received frames with an 802.1Q or 802.1ad tag,
 	// which the link put back into the frame (see "VLAN tags").
 	RxTagged uint64
+	// CPUMoves counts the moves of the process to the CPU its frames
+	// arrive on (Config.FollowCPU).
+	CPUMoves uint64
 }
 
 // ErrFrameTooLong is wrapped by the error Write and WriteBatch return for a

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/openenoc/oetp/internal/affinity"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/wire"
 )
@@ -53,6 +54,7 @@ type Link struct {
 	mode     IOMode
 	busyPoll time.Duration // IOPoll's ReadLoop spin window; 0 never spins
 	holdP    bool          // IOBlocking receives keep their P (Config.HoldP)
+	follow   *follower     // Config.FollowCPU; nil: off
 
 	fd     int
 	file   *os.File        // IOPoll only
@@ -177,6 +179,14 @@ func Open(ifname string, cfg Config) (*Link, error) {
 		if err := l.openSender(bufSize); err != nil {
 			unix.Close(fd)
 			return nil, err
+		}
+	}
+	if cfg.FollowCPU && mode == IOBlocking {
+		if allowed, err := affinity.Allowed(); err == nil && allowed.Count() > 1 {
+			if l.follow, err = l.openFollower(); err != nil {
+				unix.Close(fd)
+				return nil, err
+			}
 		}
 	}
 	l.rmsgs, l.riov = makeBatch(initialBatch)
@@ -396,6 +406,11 @@ func (l *Link) BusyPoll() time.Duration { return l.busyPoll }
 // (Config.HoldP in IOBlocking mode).
 func (l *Link) HoldP() bool { return l.holdP }
 
+// FollowCPU reports whether the link moves its process to the CPU its
+// frames arrive on (Config.FollowCPU, in IOBlocking mode, with more than
+// one CPU to use).
+func (l *Link) FollowCPU() bool { return l.follow != nil }
+
 // Mode returns the I/O mode in use (never IODefault).
 func (l *Link) Mode() IOMode { return l.mode }
 
@@ -594,6 +609,9 @@ func (l *Link) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 	}
 	l.rxFrames.Add(uint64(n))
 	l.rxBytes.Add(total)
+	if l.follow != nil {
+		l.follow.check(l)
+	}
 	return n, nil
 }
 
@@ -890,6 +908,7 @@ func (l *Link) Stats() Stats {
 		DropQueueFull: l.drops,
 		BusyPolls:     l.spins.Load(),
 		RxTagged:      l.rxTagged.Load(),
+		CPUMoves:      l.cpuMoves(),
 	}
 }
 
@@ -917,6 +936,9 @@ func (l *Link) Close() error {
 		l.lockFD()
 		err = unix.Close(l.fd)
 		l.fd = -1
+		if l.follow != nil {
+			l.follow.close()
+		}
 		l.fdmu.Unlock()
 		if err != nil {
 			err = os.NewSyscallError("close", err)
@@ -958,7 +980,15 @@ func (l *Link) HandOff() ([]*os.File, error) {
 		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
 			return os.NewSyscallError("setsockopt SO_ATTACH_FILTER", err)
 		}
-		for _, s := range []int{fd, l.txfd} {
+		socks := []int{fd, l.txfd}
+		if l.follow != nil {
+			// The probe too: its last close would wait as long.
+			if err := unix.SetsockoptSockFprog(l.follow.fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
+				return os.NewSyscallError("setsockopt SO_ATTACH_FILTER", err)
+			}
+			socks = append(socks, l.follow.fd)
+		}
+		for _, s := range socks {
 			if s < 0 {
 				continue
 			}

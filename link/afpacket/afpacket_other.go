@@ -69,6 +69,9 @@ func (*Link) Mode() IOMode { return IODefault }
 // BusyPoll returns 0: AF_PACKET sockets need Linux.
 func (*Link) BusyPoll() time.Duration { return 0 }
 
+// FollowCPU returns false: AF_PACKET sockets need Linux.
+func (*Link) FollowCPU() bool { return false }
+
 // HoldP returns false: AF_PACKET sockets need Linux.
 func (*Link) HoldP() bool { return false }
 

@@ -66,12 +66,24 @@ func filterProgram(outgoing, oetpOnly, promisc bool, addrs ...wire.MAC) []unix.S
 // attachFilter installs (or atomically replaces) the receive filter for the
 // link's current address, groups and promiscuous mode. Call with cmu held
 // or before the link is shared.
+// The probe of Config.FollowCPU gets the same frames.
 func (l *Link) attachFilter(fd int) error {
-	addrs := append(append([]wire.MAC{l.addr, wire.Broadcast}, l.extra...), l.groups...)
-	p := filterProgram(l.outgoingFilter, l.oetpOnly, l.promisc, addrs...)
+	p := l.filter()
 	prog := unix.SockFprog{Len: uint16(len(p)), Filter: &p[0]}
 	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
 		return fmt.Errorf("afpacket: %s: %w", l.ifname, os.NewSyscallError("setsockopt SO_ATTACH_FILTER", err))
 	}
+	if l.follow != nil {
+		if err := l.follow.attach(l); err != nil {
+			return fmt.Errorf("afpacket: %s: CPU probe: %w", l.ifname, os.NewSyscallError("setsockopt SO_ATTACH_FILTER", err))
+		}
+	}
 	return nil
+}
+
+// filter returns the link's receive filter program. Call with cmu held or
+// before the link is shared.
+func (l *Link) filter() []unix.SockFilter {
+	addrs := append(append([]wire.MAC{l.addr, wire.Broadcast}, l.extra...), l.groups...)
+	return filterProgram(l.outgoingFilter, l.oetpOnly, l.promisc, addrs...)
 }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/openenoc/oetp/internal/affinity"
+)
+
+// Placement of the threads of serve and the one-shot commands
+// (--placement, config key placement). A stop-and-wait exchange between
+// two processes runs fastest with both on one CPU: each frame then wakes
+// the other process on the CPU it was sent from, where a wake-up across
+// CPUs costs tens of µs on a VM whose idle vCPU is halted. The kernel's
+// scheduler does not keep them together on its own: it wakes a thread on
+// its previous CPU when that CPU is idle.
+//
+//   - auto (the default): serve moves its threads to the CPU its requests
+//     are received on (afpacket Config.FollowCPU: after two receive
+//     batches in a row from one other CPU, at most every 10 ms, within the
+//     CPUs it was given), and a one-shot rmem or dma command keeps all its
+//     threads on the CPU it started on, so that over veth serve follows it
+//     there. Only for an endpoint that waits in a blocking receive: not
+//     with --busy-poll (a spinning loop must not share its peer's CPU),
+//     not through a hub, never outside the process's affinity mask (taskset
+//     still decides), and nothing on a process given one CPU.
+//   - off: the threads are left to the kernel's scheduler, as before.
+type placement int
+
+const (
+	placeAuto placement = iota
+	placeOff
+)
+
+// placementUsage is the help of --placement.
+const placementUsage = "thread placement `P`: auto (serve moves to the CPU its requests arrive on; a one-shot command stays on the CPU it started on) or off (the kernel's scheduler places the threads)"
+
+func parsePlacement(s string) (placement, error) {
+	switch s {
+	case "auto":
+		return placeAuto, nil
+	case "off":
+		return placeOff, nil
+	}
+	return placeAuto, fmt.Errorf("%q: use auto or off", s)
+}
+
+func (p placement) String() string {
+	if p == placeOff {
+		return "off"
+	}
+	return "auto"
+}
+
+// placementFlag is the pflag.Value of --placement.
+type placementFlag struct{ p placement }
+
+func (f *placementFlag) String() string { return f.p.String() }
+func (f *placementFlag) Type() string   { return "P" }
+func (f *placementFlag) Set(s string) error {
+	p, err := parsePlacement(s)
+	f.p = p
+	return err
+}
+
+// placeRole says what openIface does with the threads of its process.
+type placeRole int
+
+const (
+	placeNone   placeRole = iota // leave them (the hub, --placement off)
+	placeFollow                  // serve: follow the traffic
+	placeStay                    // a one-shot command: stay on the CPU it started on
+)
+
+// stayHere keeps every thread of the process on the CPU the caller runs on,
+// if the process may use more than one. It is best effort: a process that
+// cannot be placed runs as it would have.
+func stayHere() {
+	allowed, err := affinity.Allowed()
+	if err != nil || allowed.Count() < 2 {
+		return
+	}
+	if cpu := affinity.Current(); cpu >= 0 {
+		_ = affinity.Pin(cpu, allowed)
+	}
+}
