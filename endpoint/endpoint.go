@@ -19,8 +19,9 @@ const rxBatch = 32
 // for concurrent use.
 type Endpoint struct {
 	link    link.Link
-	filter  link.Filter // nil when the link does not filter
-	looper  link.Looper // nil when the link cannot; see receive
+	filter  link.Filter     // nil when the link does not filter
+	looper  link.Looper     // nil when the link cannot; see receive
+	filler  link.FillWriter // nil when the link cannot; see request.fillData
 	mem     memory.Space
 	inline  bool           // mem is memory.Immediate: the receive loop serves requests itself
 	toucher memory.Toucher // mem, when warm, inline and a memory.Toucher; see prefetch
@@ -106,6 +107,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 	}
 	e.filter, _ = l.(link.Filter)
 	e.looper, _ = l.(link.Looper)
+	e.filler, _ = l.(link.FillWriter)
 	e.inline = memory.IsImmediate(mem)
 	if s, ok := l.(link.Spinner); ok && s.BusyPoll() > 0 {
 		e.warm = true

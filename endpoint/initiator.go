@@ -99,6 +99,15 @@ type request struct {
 	sig   chan struct{} // wake-up token for the waiter
 	timer respTimer
 	tx    [2][]byte // frame buffers: [0] the waiter's, [1] the receive loop's
+
+	// A DMA write try whose data the link fills (link.FillWriter): the
+	// frame in tx lacks its data, which fillFn (fillData, bound once)
+	// copies from the source straight into the link's copy of the frame.
+	// fillRID is the try being sent; both belong to the sending path.
+	in      *initiator
+	fill    bool
+	fillRID uint32
+	fillFn  func([]byte) bool
 }
 
 // The frame buffer of each sending path, so that a frame is never rebuilt
@@ -167,6 +176,8 @@ func (in *initiator) init(e *Endpoint, outstanding, maxFrame int) {
 		r.idx = i
 		r.sig = make(chan struct{}, 1)
 		r.timer = newRealTimer()
+		r.in = in
+		r.fillFn = r.fillData
 		r.tx = [2][]byte{make([]byte, 0, maxFrame), make([]byte, 0, maxFrame)}
 		in.free = append(in.free, outstanding-1-i)
 	}
@@ -339,6 +350,7 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code
 	rid := e.rid.Add(1) - 1
 	b := r.tx[buf][:0]
 	var f []byte
+	r.fill = false
 	switch r.op {
 	case opRMEMRead:
 		f = wire.AppendRMEMReadReq(b, r.dst, r.cfg.MAC, rid, r.addr)
@@ -362,7 +374,11 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code
 		if r.op == opDMAWrite {
 			var data []byte
 			f, data = wire.GrowDMAWriteReq(b, r.dst, r.cfg.MAC, rid, r.addr, r.fl)
-			if resp := blk.b.read(data, r.off); resp != memory.OKAY {
+			if e.filler != nil && !blk.group && blk.b.s == nil {
+				// The link fills the data in place when the frame is
+				// sent (fillData): a byte slice, which cannot fail.
+				r.fill = true
+			} else if resp := blk.b.read(data, r.off); resp != memory.OKAY {
 				code, err := memCode(resp, false, r.fl, r.off)
 				return nil, rid, code, err
 			}
@@ -411,8 +427,25 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code
 // records when the link accepted it and starts its timer. A refused frame
 // completes the operation with LOCAL_AXIS. The frame of a group destination
 // is only written.
+//
+// A DMA write try built for the link to fill (r.fill) is written with
+// WriteFill, its data copied once, from the source into the link's copy of
+// the frame (fillData). If the try has ended before its data is read
+// (Reset, Close, the caller's context: its waiter has been told), the frame
+// is cancelled and nothing is sent, as "pre-prepared fragments of a failed
+// block must be cancelled".
 func (in *initiator) send(r *request, frame []byte, rid uint32) error {
-	err := in.e.write(frame, false)
+	var err error
+	if r.fill {
+		r.fillRID = rid
+		var filled bool
+		filled, err = in.e.writeFill(frame, wire.ParamOffset+12, int(r.fl), r.fillFn)
+		if !filled && err == nil {
+			return nil
+		}
+	} else {
+		err = in.e.write(frame, false)
+	}
 	if r.dst.IsGroup() {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrLink, err)
@@ -447,6 +480,23 @@ func (in *initiator) send(r *request, frame []byte, rid uint32) error {
 		r.blk.b.touch(r.ahead())
 	}
 	return nil
+}
+
+// fillData writes the source bytes of r's DMA write try fillRID into data,
+// the frame's Data in the link's copy (link.FillWriter), if the try is
+// still outstanding: under in.mu, which keeps the block alive (once the try
+// has ended, its waiter may have returned the source buffer to the caller).
+// Otherwise it cancels the frame. The source is a byte slice, which cannot
+// fail.
+func (r *request) fillData(data []byte) bool {
+	in := r.in
+	in.mu.Lock()
+	ok := r.state == reqWaiting && r.rid == r.fillRID && r.blk != nil
+	if ok {
+		copy(data, r.blk.b.b[r.off:r.off+uint64(r.fl)])
+	}
+	in.mu.Unlock()
+	return ok
 }
 
 // deliver offers a response received in f (the receive ring's buffer) to the

@@ -87,6 +87,26 @@ func (e *Endpoint) write(frame []byte, reply bool) error {
 	return nil
 }
 
+// writeFill is write for an initiating frame whose data, frame[at:at+m],
+// fill writes in place (link.FillWriter). It reports whether the frame was
+// filled (false: fill cancelled it, nothing was written or counted) and the
+// link's error.
+func (e *Endpoint) writeFill(frame []byte, at, m int, fill func([]byte) bool) (bool, error) {
+	e.tx.lock(false)
+	e.st.txFrames.Add(1)
+	e.st.txBytes.Add(uint64(len(frame)))
+	filled, err := e.filler.WriteFill(frame, at, m, fill)
+	e.tx.unlock()
+	if !filled || err != nil {
+		e.st.txFrames.Add(^uint64(0))
+		e.st.txBytes.Add(^uint64(len(frame) - 1))
+		if err != nil {
+			e.st.txErrors.Add(1)
+		}
+	}
+	return filled, err
+}
+
 // respTimer is a request's response timer. C is the channel that receives
 // when it fires, the same for its whole life, so that a waiter can listen
 // before another path (the one that sends the try) starts it. Start arms

@@ -7,7 +7,7 @@
 // specification counts frames.
 //
 // Besides Link, a link may implement optional interfaces that the endpoint
-// looks for: Filter, Spinner and Looper. A link that wraps another (a pcap
+// looks for: Filter, Spinner, Looper and FillWriter. A link that wraps another (a pcap
 // capture, a lossy or paced wire) is built with Wrap, which forwards every
 // one of them that the wrapped link implements, and no other.
 package link
@@ -82,4 +82,24 @@ type Looper interface {
 	// they are then). ReadLoop returns nil as soon as batch returns false,
 	// and ErrClosed once the link is closed.
 	ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error
+}
+
+// FillWriter is implemented by links that let the writer put a frame's
+// data straight into the medium's own copy of the frame (link/mem: the
+// receiving port's queue slot), so that a payload is copied once, from its
+// source, instead of into the writer's frame and from there into the
+// medium. The endpoint uses it for the fragments of a DMA write.
+type FillWriter interface {
+	// WriteFill writes frame as Write does, except its data,
+	// frame[at:at+m], which fill writes in place: into the medium's copy
+	// of the frame, or into frame itself when the link takes another path
+	// (a fault, a group destination, a wrapper's Write hook). fill is
+	// called exactly once, before the frame is accepted or refused, with
+	// the m bytes to write, all of which it must write; it returns false
+	// to cancel the frame. Then nothing is written and WriteFill returns
+	// false and nil. Otherwise it returns true and what Write returns for
+	// the filled frame. Every byte of frame outside the data must be set
+	// before the call; the data bytes of frame may be overwritten. It
+	// panics unless 0 <= at <= at+m <= len(frame).
+	WriteFill(frame []byte, at, m int, fill func(data []byte) bool) (filled bool, err error)
 }

@@ -32,10 +32,14 @@ type Hooks struct {
 
 // Wrap returns a link that behaves like inner, changed by h, and that
 // implements exactly the optional interfaces that inner implements
-// (Filter, Looper, Spinner), forwarding them to inner: a capture, a lossy
-// wire or a pacer around a busy-polling AF_PACKET link keeps its group
-// filter, its receive loop and its busy polling. ReadLoop passes each
-// batch through h.Read on its way to the callback. The result's Unwrap
+// (Filter, Looper, Spinner, FillWriter), forwarding them to inner: a
+// capture, a lossy wire or a pacer around a busy-polling AF_PACKET link
+// keeps its group filter, its receive loop and its busy polling. ReadLoop
+// passes each batch through h.Read on its way to the callback. WriteFill
+// goes to inner's when there is no Write hook; with one, the data is
+// filled into the caller's frame, which then takes the path of Write
+// through the hook (so the hook sees, delays, drops or records the whole
+// frame, as for Write). The result's Unwrap
 // returns inner, for its own methods (such as Stats).
 //
 // Wrap allocates nothing per frame: a Write through the wrapper costs one
@@ -48,54 +52,120 @@ func Wrap(inner Link, h Hooks) Link {
 	f, isF := inner.(Filter)
 	s, isS := inner.(Spinner)
 	l, isL := inner.(Looper)
+	fw, isW := inner.(FillWriter)
 	var lp *loop
 	if isL {
 		lp = &loop{w: w, l: l}
 		lp.fn = lp.step
 	}
-	switch {
-	case isF && isS && isL:
+	var fp *fill
+	if isW {
+		fp = &fill{w: w, fw: fw}
+	}
+	// One case per combination, so that the result implements exactly the
+	// inner link's optional interfaces.
+	switch mask := b2i(isF) | b2i(isS)<<1 | b2i(isL)<<2 | b2i(isW)<<3; mask {
+	case 15:
+		return &struct {
+			*wrapped
+			Filter
+			Spinner
+			*loop
+			*fill
+		}{w, f, s, lp, fp}
+	case 14:
+		return &struct {
+			*wrapped
+			Spinner
+			*loop
+			*fill
+		}{w, s, lp, fp}
+	case 13:
+		return &struct {
+			*wrapped
+			Filter
+			*loop
+			*fill
+		}{w, f, lp, fp}
+	case 12:
+		return &struct {
+			*wrapped
+			*loop
+			*fill
+		}{w, lp, fp}
+	case 11:
+		return &struct {
+			*wrapped
+			Filter
+			Spinner
+			*fill
+		}{w, f, s, fp}
+	case 10:
+		return &struct {
+			*wrapped
+			Spinner
+			*fill
+		}{w, s, fp}
+	case 9:
+		return &struct {
+			*wrapped
+			Filter
+			*fill
+		}{w, f, fp}
+	case 8:
+		return &struct {
+			*wrapped
+			*fill
+		}{w, fp}
+	case 7:
 		return &struct {
 			*wrapped
 			Filter
 			Spinner
 			*loop
 		}{w, f, s, lp}
-	case isF && isS:
-		return &struct {
-			*wrapped
-			Filter
-			Spinner
-		}{w, f, s}
-	case isF && isL:
-		return &struct {
-			*wrapped
-			Filter
-			*loop
-		}{w, f, lp}
-	case isS && isL:
+	case 6:
 		return &struct {
 			*wrapped
 			Spinner
 			*loop
 		}{w, s, lp}
-	case isF:
+	case 5:
 		return &struct {
 			*wrapped
 			Filter
-		}{w, f}
-	case isS:
-		return &struct {
-			*wrapped
-			Spinner
-		}{w, s}
-	case isL:
+			*loop
+		}{w, f, lp}
+	case 4:
 		return &struct {
 			*wrapped
 			*loop
 		}{w, lp}
+	case 3:
+		return &struct {
+			*wrapped
+			Filter
+			Spinner
+		}{w, f, s}
+	case 2:
+		return &struct {
+			*wrapped
+			Spinner
+		}{w, s}
+	case 1:
+		return &struct {
+			*wrapped
+			Filter
+		}{w, f}
 	}
 	return w
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Unwrapper is implemented by links that wrap another (Wrap's links,
@@ -209,4 +279,22 @@ func (p *loop) step(n int) bool {
 		p.w.h.Read(p.bufs, p.sizes, n)
 	}
 	return p.batch(n)
+}
+
+// fill is the FillWriter part of a wrapper of a FillWriter.
+type fill struct {
+	w  *wrapped
+	fw FillWriter
+}
+
+// WriteFill writes through the inner link's WriteFill, or, with a Write
+// hook, fills the caller's frame and writes it as Write does.
+func (p *fill) WriteFill(frame []byte, at, m int, fill func(data []byte) bool) (bool, error) {
+	if p.w.h.Write == nil {
+		return p.fw.WriteFill(frame, at, m, fill)
+	}
+	if !fill(frame[at : at+m]) {
+		return false, nil
+	}
+	return true, p.w.Write(frame)
 }

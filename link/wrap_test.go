@@ -79,14 +79,32 @@ func (l loopPart) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) e
 // capabilities are the optional interfaces of package link that Wrap
 // forwards, by name.
 var capabilities = map[string]reflect.Type{
-	"Filter":  reflect.TypeFor[link.Filter](),
-	"Spinner": reflect.TypeFor[link.Spinner](),
-	"Looper":  reflect.TypeFor[link.Looper](),
+	"Filter":     reflect.TypeFor[link.Filter](),
+	"Spinner":    reflect.TypeFor[link.Spinner](),
+	"Looper":     reflect.TypeFor[link.Looper](),
+	"FillWriter": reflect.TypeFor[link.FillWriter](),
+}
+
+// fillPart is a FillWriter that fills into a buffer of its own and keeps
+// the frame with the base's writes.
+type fillPart struct {
+	b     *base
+	calls int
+}
+
+func (p *fillPart) WriteFill(frame []byte, at, m int, fill func([]byte) bool) (bool, error) {
+	p.calls++
+	own := bytes.Clone(frame)
+	if !fill(own[at : at+m]) {
+		return false, nil
+	}
+	p.b.out = append(p.b.out, own)
+	return true, nil
 }
 
 // makeLink builds a link with the capabilities whose bits are set in mask
-// (1 Filter, 2 Spinner, 4 Looper).
-func makeLink(mask int, b *base, f *filterPart) link.Link {
+// (1 Filter, 2 Spinner, 4 Looper, 8 FillWriter).
+func makeLink(mask int, b *base, f *filterPart, fl *fillPart) link.Link {
 	l := loopPart{b}
 	switch mask {
 	case 0:
@@ -124,23 +142,78 @@ func makeLink(mask int, b *base, f *filterPart) link.Link {
 			spinPart
 			loopPart
 		}{b, spinPart{}, l}
+	case 7:
+		return &struct {
+			*base
+			*filterPart
+			spinPart
+			loopPart
+		}{b, f, spinPart{}, l}
+	case 8:
+		return &struct {
+			*base
+			*fillPart
+		}{b, fl}
+	case 9:
+		return &struct {
+			*base
+			*filterPart
+			*fillPart
+		}{b, f, fl}
+	case 10:
+		return &struct {
+			*base
+			spinPart
+			*fillPart
+		}{b, spinPart{}, fl}
+	case 11:
+		return &struct {
+			*base
+			*filterPart
+			spinPart
+			*fillPart
+		}{b, f, spinPart{}, fl}
+	case 12:
+		return &struct {
+			*base
+			loopPart
+			*fillPart
+		}{b, l, fl}
+	case 13:
+		return &struct {
+			*base
+			*filterPart
+			loopPart
+			*fillPart
+		}{b, f, l, fl}
+	case 14:
+		return &struct {
+			*base
+			spinPart
+			loopPart
+			*fillPart
+		}{b, spinPart{}, l, fl}
+	case 15:
+		return &struct {
+			*base
+			*filterPart
+			spinPart
+			loopPart
+			*fillPart
+		}{b, f, spinPart{}, l, fl}
 	}
-	return &struct {
-		*base
-		*filterPart
-		spinPart
-		loopPart
-	}{b, f, spinPart{}, l}
+	panic("makeLink: mask out of range")
 }
 
 // TestWrapCapabilities checks every combination of capabilities: the
 // wrapper has exactly the inner link's, and each reaches the inner link.
 func TestWrapCapabilities(t *testing.T) {
-	names := []string{"Filter", "Spinner", "Looper"}
-	for mask := range 8 {
+	names := []string{"Filter", "Spinner", "Looper", "FillWriter"}
+	for mask := range 16 {
 		b := &base{in: [][]byte{{1, 2, 3}, {4, 5}}}
 		f := &filterPart{}
-		inner := makeLink(mask, b, f)
+		fl := &fillPart{b: b}
+		inner := makeLink(mask, b, f, fl)
 		var seen [][]byte
 		w := link.Wrap(inner, link.Hooks{Read: func(bufs [][]byte, sizes []int, n int) {
 			for i := range n {
@@ -150,43 +223,51 @@ func TestWrapCapabilities(t *testing.T) {
 		for i, name := range names {
 			want := mask&(1<<i) != 0
 			if got := reflect.TypeOf(w).Implements(capabilities[name]); got != want {
-				t.Errorf("mask %03b: wrapper implements %s = %v, want %v", mask, name, got, want)
+				t.Errorf("mask %04b: wrapper implements %s = %v, want %v", mask, name, got, want)
 			}
 		}
 		if fl, ok := w.(link.Filter); ok {
 			g := wire.MAC{3, 0, 0, 0, 0, 1}
 			if err := fl.JoinGroup(g); err != nil || len(f.joined) != 1 || f.joined[0] != g {
-				t.Errorf("mask %03b: JoinGroup: %v, inner joined %v", mask, err, f.joined)
+				t.Errorf("mask %04b: JoinGroup: %v, inner joined %v", mask, err, f.joined)
 			}
 		}
 		if s, ok := w.(link.Spinner); ok && s.BusyPoll() != 42*time.Microsecond {
-			t.Errorf("mask %03b: BusyPoll %v, want the inner link's 42µs", mask, s.BusyPoll())
+			t.Errorf("mask %04b: BusyPoll %v, want the inner link's 42µs", mask, s.BusyPoll())
+		}
+		if fw, ok := w.(link.FillWriter); ok {
+			frame := []byte{1, 2, 0, 0, 5}
+			filled, err := fw.WriteFill(frame, 2, 2, func(d []byte) bool { d[0], d[1] = 3, 4; return true })
+			if !filled || err != nil || fl.calls != 1 || len(b.out) != 1 || !bytes.Equal(b.out[0], []byte{1, 2, 3, 4, 5}) {
+				t.Errorf("mask %04b: WriteFill = %v, %v; inner called %d times, wrote %v", mask, filled, err, fl.calls, b.out)
+			}
+			b.out = nil
 		}
 		bufs, sizes := [][]byte{make([]byte, 16)}, []int{0}
 		if lp, ok := w.(link.Looper); ok {
 			var got []int
 			err := lp.ReadLoop(bufs, sizes, func(n int) bool { got = append(got, sizes[0]); return len(got) < 2 })
 			if err != nil || !reflect.DeepEqual(got, []int{3, 2}) {
-				t.Errorf("mask %03b: ReadLoop: %v, batches of sizes %v", mask, err, got)
+				t.Errorf("mask %04b: ReadLoop: %v, batches of sizes %v", mask, err, got)
 			}
 		} else {
 			for range 2 {
 				if n, err := w.ReadBatch(bufs, sizes); n != 1 || err != nil {
-					t.Fatalf("mask %03b: ReadBatch = %d, %v", mask, n, err)
+					t.Fatalf("mask %04b: ReadBatch = %d, %v", mask, n, err)
 				}
 			}
 		}
 		if want := [][]byte{{1, 2, 3}, {4, 5}}; !reflect.DeepEqual(seen, want) {
-			t.Errorf("mask %03b: the Read hook saw %v, want %v", mask, seen, want)
+			t.Errorf("mask %04b: the Read hook saw %v, want %v", mask, seen, want)
 		}
 		if w.Addr() != b.Addr() || w.MaxFrame() != 999 {
-			t.Errorf("mask %03b: Addr %v MaxFrame %d", mask, w.Addr(), w.MaxFrame())
+			t.Errorf("mask %04b: Addr %v MaxFrame %d", mask, w.Addr(), w.MaxFrame())
 		}
 		if u, ok := w.(link.Unwrapper); !ok || u.Unwrap() != inner || link.Innermost(w) != inner {
-			t.Errorf("mask %03b: Unwrap does not return the inner link", mask)
+			t.Errorf("mask %04b: Unwrap does not return the inner link", mask)
 		}
 		if err := w.Close(); err != nil || !b.closed {
-			t.Errorf("mask %03b: Close: %v, inner closed %v", mask, err, b.closed)
+			t.Errorf("mask %04b: Close: %v, inner closed %v", mask, err, b.closed)
 		}
 	}
 }
@@ -289,6 +370,9 @@ func (*nopLink) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) err
 	batch(1)
 	return nil
 }
+func (*nopLink) WriteFill(frame []byte, at, m int, fill func([]byte) bool) (bool, error) {
+	return fill(frame[at : at+m]), nil
+}
 
 func TestWrapNoAllocs(t *testing.T) {
 	var frames int
@@ -297,16 +381,58 @@ func TestWrapNoAllocs(t *testing.T) {
 		Write: func(f [][]byte, next func([][]byte) (int, error)) (int, error) { return next(f) },
 	})
 	lp := w.(link.Looper)
+	fw := w.(link.FillWriter)
+	bare := link.Wrap(&nopLink{}, link.Hooks{}).(link.FillWriter)
 	bufs, sizes := [][]byte{make([]byte, 64)}, []int{0}
 	batch := [][]byte{make([]byte, 64), make([]byte, 64)}
 	cb := func(int) bool { return false }
+	fill := func(d []byte) bool { d[0] = 1; return true }
 	allocs := testing.AllocsPerRun(100, func() {
 		_ = w.Write(batch[0])
 		_, _ = w.WriteBatch(batch)
 		_, _ = w.ReadBatch(bufs, sizes)
 		_ = lp.ReadLoop(bufs, sizes, cb)
+		_, _ = fw.WriteFill(batch[0], 4, 8, fill)
+		_, _ = bare.WriteFill(batch[0], 4, 8, fill)
 	})
 	if allocs != 0 || frames == 0 {
-		t.Errorf("Write+WriteBatch+ReadBatch+ReadLoop: %v allocations (%d frames read), want 0", allocs, frames)
+		t.Errorf("Write+WriteBatch+ReadBatch+ReadLoop+WriteFill: %v allocations (%d frames read), want 0", allocs, frames)
+	}
+}
+
+// TestWrapWriteFillHook checks WriteFill through a wrapper with a Write
+// hook: the data is filled into the caller's frame, the hook sees the whole
+// frame, and the inner link's WriteFill is not used; a fill that cancels
+// writes nothing, with or without a hook.
+func TestWrapWriteFillHook(t *testing.T) {
+	b := &base{}
+	fl := &fillPart{b: b}
+	inner := makeLink(8, b, nil, fl)
+	var hooked [][]byte
+	w := link.Wrap(inner, link.Hooks{Write: func(frames [][]byte, next func([][]byte) (int, error)) (int, error) {
+		for _, f := range frames {
+			hooked = append(hooked, bytes.Clone(f))
+		}
+		return next(frames)
+	}}).(link.FillWriter)
+	frame := []byte{9, 0, 0, 0, 8}
+	filled, err := w.WriteFill(frame, 1, 3, func(d []byte) bool { copy(d, []byte{1, 2, 3}); return true })
+	want := [][]byte{{9, 1, 2, 3, 8}}
+	if !filled || err != nil || !reflect.DeepEqual(hooked, want) || !reflect.DeepEqual(b.out, want) || fl.calls != 0 {
+		t.Errorf("WriteFill = %v, %v; hook saw %v, inner got %v, inner WriteFill called %d times; want %v through Write", filled, err, hooked, b.out, fl.calls, want)
+	}
+	if filled, err := w.WriteFill(frame, 1, 3, func([]byte) bool { return false }); filled || err != nil || len(b.out) != 1 || len(hooked) != 1 {
+		t.Errorf("cancelled WriteFill = %v, %v; %d frames written, want none more", filled, err, len(b.out)-1)
+	}
+	// Without a Write hook, WriteFill is the inner link's, cancel included.
+	w = link.Wrap(inner, link.Hooks{}).(link.FillWriter)
+	if filled, err := w.WriteFill(frame, 1, 3, func([]byte) bool { return false }); filled || err != nil || fl.calls != 1 || len(b.out) != 1 {
+		t.Errorf("cancelled WriteFill without a hook = %v, %v; inner called %d times, %d frames written", filled, err, fl.calls, len(b.out))
+	}
+	// A refusing hook's error comes back with filled true.
+	boom := errors.New("boom")
+	w = link.Wrap(inner, link.Hooks{Write: func([][]byte, func([][]byte) (int, error)) (int, error) { return 0, boom }}).(link.FillWriter)
+	if filled, err := w.WriteFill(frame, 1, 3, func([]byte) bool { return true }); !filled || !errors.Is(err, boom) {
+		t.Errorf("WriteFill through a refusing hook = %v, %v; want true, %v", filled, err, boom)
 	}
 }

@@ -15,14 +15,18 @@ var (
 	_ link.Link   = (*Port)(nil)
 	_ link.Filter = (*Port)(nil)
 	_ link.Looper = (*Port)(nil)
+
+	_ link.FillWriter = (*Port)(nil)
 )
 
 var errNoBufs = errors.New("mem: ReadBatch needs at least one buffer in bufs")
 
 // Port is one attachment to a Switch, with its own unicast MAC address. It
-// implements link.Link, link.Filter and link.Looper (whose ReadLoop hands
-// over queued frames without copying them). It is safe for concurrent use;
-// concurrent ReadBatch calls take turns.
+// implements link.Link, link.Filter, link.Looper (whose ReadLoop hands
+// over queued frames without copying them) and link.FillWriter (whose
+// WriteFill lets the writer fill a frame's data straight into the receiving
+// port's queue slot). It is safe for concurrent use; concurrent ReadBatch
+// calls take turns.
 type Port struct {
 	sw  *Switch
 	mac wire.MAC
@@ -41,15 +45,18 @@ type Port struct {
 
 	// The receive queue, guarded by mu. q is a ring of entries ordered by
 	// readable time (FIFO among equal times); each entry names a slot of
-	// max bytes. Slots are allocated on first use and then reused, so
-	// count + len(free) == len(slots) <= len(q).
-	mu      sync.Mutex
-	q       []entry
-	head    int
-	count   int
-	slots   [][]byte
-	free    []int32
-	waiting bool // a reader is about to block on notify
+	// max bytes. Slots are allocated on first use and then reused; a slot
+	// reserved by a WriteFill of another port is being filled, outside
+	// the lock, and counts against the queue. So count + reserved +
+	// len(free) == len(slots) <= len(q) until Close.
+	mu       sync.Mutex
+	q        []entry
+	head     int
+	count    int
+	reserved int
+	slots    [][]byte
+	free     []int32
+	waiting  bool // a reader is about to block on notify
 
 	readMu sync.Mutex  // serialises readers
 	timer  *time.Timer // guarded by readMu
@@ -161,22 +168,37 @@ func (p *Port) enqueue(b []byte, at int64) {
 		p.mu.Unlock()
 		return
 	}
-	qn := len(p.q)
-	if p.count == qn {
+	if p.count+p.reserved == len(p.q) {
 		p.mu.Unlock()
 		p.st.dropQueueFull.Add(1)
 		return
 	}
-	var s int32
-	if k := len(p.free); k > 0 {
-		s = p.free[k-1]
-		p.free = p.free[:k-1]
-	} else {
-		s = int32(len(p.slots))
-		p.slots = append(p.slots, make([]byte, p.max))
-	}
+	s := p.takeSlotLocked()
 	n := copy(p.slots[s], b)
-	// Insert after every entry readable no later than at.
+	wake := p.pushLocked(s, n, at)
+	p.mu.Unlock()
+	if wake {
+		p.wake()
+	}
+}
+
+// takeSlotLocked takes a free slot, allocating it on first use. The queue
+// has room. p.mu is held.
+func (p *Port) takeSlotLocked() int32 {
+	if k := len(p.free); k > 0 {
+		s := p.free[k-1]
+		p.free = p.free[:k-1]
+		return s
+	}
+	p.slots = append(p.slots, make([]byte, p.max))
+	return int32(len(p.slots) - 1)
+}
+
+// pushLocked queues slot s holding an n-byte frame readable from switch
+// time at, after every entry readable no later than at, and reports
+// whether a waiting reader must be woken. p.mu is held; the queue has room.
+func (p *Port) pushLocked(s int32, n int, at int64) (wake bool) {
+	qn := len(p.q)
 	i := p.count
 	for i > 0 {
 		prev := p.q[(p.head+i-1)%qn]
@@ -188,14 +210,117 @@ func (p *Port) enqueue(b []byte, at int64) {
 	}
 	p.q[(p.head+i)%qn] = entry{slot: s, n: int32(n), at: at}
 	p.count++
-	wake := p.waiting
+	wake = p.waiting
 	p.waiting = false
+	return wake
+}
+
+// wake gives the waiting reader its token.
+func (p *Port) wake() {
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+// WriteFill writes frame as Write does, with its data frame[at:at+m]
+// written by fill (link.FillWriter). A unicast frame for one other port,
+// while no fault is set, is built straight in a slot of that port's queue:
+// the bytes around the data are copied from frame, fill writes the data into
+// the slot, and the slot is queued as Write would queue a copy; the data
+// is copied once, by fill. The slot is reserved before fill runs and fill
+// runs without the port's lock, so a slow fill delays no reader. Every
+// other frame (a group or unknown destination, a fault, a full queue, a
+// refused length, a closed port) is filled into frame and takes Write's
+// path, with Write's counts and errors. fill is called exactly once; when
+// it returns false nothing is written and WriteFill returns false, nil.
+func (p *Port) WriteFill(frame []byte, at, m int, fill func(data []byte) bool) (bool, error) {
+	data := frame[at : at+m]
+	if q := p.fillTarget(frame); q != nil {
+		if s, slot, ok := q.reserve(); ok {
+			n := len(frame)
+			copy(slot[:at], frame[:at])
+			if !fill(slot[at : at+m]) {
+				q.unreserve(s)
+				return false, nil
+			}
+			copy(slot[at+m:n], frame[at+m:])
+			p.st.txFrames.Add(1)
+			p.st.txBytes.Add(uint64(n))
+			q.publish(s, n, p.departure(n))
+			return true, nil
+		}
+	}
+	if !fill(data) {
+		return false, nil
+	}
+	return true, p.Write(frame)
+}
+
+// fillTarget returns the one port that receives frame when Write would
+// deliver it without a fault to exactly one other port, or nil.
+func (p *Port) fillTarget(frame []byte) *Port {
+	if p.closed.Load() || len(frame) > p.max || len(frame) < headerLen || p.sw.faulty.Load() {
+		return nil
+	}
+	dst := wire.MAC(frame[:6])
+	if dst.IsBroadcast() {
+		return nil
+	}
+	t := p.sw.table.Load()
+	ports, ok := t.dest[dst]
+	if !ok {
+		ports = t.promisc
+	}
+	var to *Port
+	for _, q := range ports {
+		if q == p {
+			continue
+		}
+		if to != nil {
+			return nil
+		}
+		to = q
+	}
+	return to
+}
+
+// reserve takes a free slot of the queue for a frame being filled, if the
+// port is open and the queue has room.
+func (p *Port) reserve() (int32, []byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() || p.count+p.reserved == len(p.q) {
+		return 0, nil, false
+	}
+	s := p.takeSlotLocked()
+	p.reserved++
+	return s, p.slots[s], true
+}
+
+// unreserve gives back a reserved slot whose frame was cancelled.
+func (p *Port) unreserve(s int32) {
+	p.mu.Lock()
+	p.reserved--
+	if !p.closed.Load() {
+		p.free = append(p.free, s)
+	}
+	p.mu.Unlock()
+}
+
+// publish queues the n-byte frame filled into reserved slot s, readable
+// from switch time at; a port closed meanwhile discards it.
+func (p *Port) publish(s int32, n int, at int64) {
+	p.mu.Lock()
+	p.reserved--
+	if p.closed.Load() {
+		p.mu.Unlock()
+		return
+	}
+	wake := p.pushLocked(s, n, at)
 	p.mu.Unlock()
 	if wake {
-		select {
-		case p.notify <- struct{}{}:
-		default:
-		}
+		p.wake()
 	}
 }
 
