@@ -8,7 +8,9 @@
 // to its sender. Write copies the frame into a MaxFrame-sized slot of each
 // receiver's bounded queue (slots are allocated on first use and reused from
 // then on), so the caller may reuse its buffer at once; a frame that finds a
-// full queue is dropped and counted, like a NIC ring overflow.
+// full queue is dropped and counted, like a NIC ring overflow. WriteFill
+// (link.FillWriter) builds a unicast frame straight in the receiver's slot,
+// its data written there by the caller, so a payload is copied once.
 //
 // The switch can model a slow link (Config.Latency, Config.Bandwidth) and
 // inject faults (AddRule, SetLoss) with a seeded random source, so tests of
@@ -16,8 +18,8 @@
 // reproducible. Faults act once per written frame, at the switch ingress,
 // before the frame is fanned out to its receivers.
 //
-// In steady state the frame path (Write, WriteBatch, ReadBatch) allocates
-// nothing; only the fault path does.
+// In steady state the frame path (Write, WriteBatch, WriteFill, ReadBatch,
+// ReadLoop) allocates nothing; only the fault path does.
 package mem
 
 import (

@@ -11,8 +11,10 @@ import (
 // from l and every frame l accepted for writing, stamped with the time the
 // read or write returned. It is built on link.Wrap, so it implements
 // exactly the optional interfaces l implements (link.Filter, link.Looper,
-// link.Spinner), forwarding them to l: a capture of a busy-polling
-// AF_PACKET link keeps its receive loop and its busy polling. Unwrap()
+// link.Spinner, link.FillWriter), forwarding them to l: a capture of a
+// busy-polling AF_PACKET link keeps its receive loop and its busy polling.
+// A WriteFill through the capture fills the caller's frame and records it
+// as a Write (Wrap's Write hook needs the whole frame). Unwrap()
 // returns l. Tee does not allocate per frame. A failing w does not disturb
 // the link: Tee drops the records and w.Err reports the first error. Close
 // closes l, not w.
