@@ -101,13 +101,13 @@ type request struct {
 	tx    [2][]byte // frame buffers: [0] the waiter's, [1] the receive loop's
 
 	// A DMA write try whose data the link fills (link.FillWriter): the
-	// frame in tx lacks its data, which fillFn (fillData, bound once)
-	// copies from the source straight into the link's copy of the frame.
-	// fillRID is the try being sent; both belong to the sending path.
+	// frame in tx[buf] lacks its data, which fillFn[buf] (fillData, bound
+	// once per buffer) copies from the source straight into the link's
+	// copy of the frame, if the try fillRID[buf] (set by issueLocked) is
+	// still outstanding. Guarded by initiator.mu, except fillFn.
 	in      *initiator
-	fill    bool
-	fillRID uint32
-	fillFn  func([]byte) bool
+	fillRID [2]uint32
+	fillFn  [2]func([]byte) bool
 }
 
 // The frame buffer of each sending path, so that a frame is never rebuilt
@@ -177,7 +177,10 @@ func (in *initiator) init(e *Endpoint, outstanding, maxFrame int) {
 		r.sig = make(chan struct{}, 1)
 		r.timer = newRealTimer()
 		r.in = in
-		r.fillFn = r.fillData
+		r.fillFn = [2]func([]byte) bool{
+			func(d []byte) bool { return r.fillData(bufCaller, d) },
+			func(d []byte) bool { return r.fillData(bufRx, d) },
+		}
 		r.tx = [2][]byte{make([]byte, 0, maxFrame), make([]byte, 0, maxFrame)}
 		in.free = append(in.free, outstanding-1-i)
 	}
@@ -345,12 +348,12 @@ func memCode(resp memory.Resp, write bool, n uint32, off uint64) (wire.Code, err
 // a failed source read of a DMA write (the ID is consumed, nothing is
 // outstanding). For a new DMA fragment it samples the configuration (its
 // MAC and DMATimeout) and its retry allowance.
-func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code, error) {
+func (in *initiator) issueLocked(r *request, buf int) ([]byte, func([]byte) bool, uint32, wire.Code, error) {
 	e := in.e
 	rid := e.rid.Add(1) - 1
 	b := r.tx[buf][:0]
 	var f []byte
-	r.fill = false
+	var fill func([]byte) bool
 	switch r.op {
 	case opRMEMRead:
 		f = wire.AppendRMEMReadReq(b, r.dst, r.cfg.MAC, rid, r.addr)
@@ -377,10 +380,10 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code
 			if e.filler != nil && !blk.group && blk.b.s == nil {
 				// The link fills the data in place when the frame is
 				// sent (fillData): a byte slice, which cannot fail.
-				r.fill = true
+				fill, r.fillRID[buf] = r.fillFn[buf], rid
 			} else if resp := blk.b.read(data, r.off); resp != memory.OKAY {
 				code, err := memCode(resp, false, r.fl, r.off)
-				return nil, rid, code, err
+				return nil, nil, rid, code, err
 			}
 			r.expect, r.expLen = wire.DMAWriteRsp, 0
 		} else {
@@ -397,7 +400,7 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code
 	r.tries++
 	if r.dst.IsGroup() {
 		r.state = reqIdle
-		return f, rid, wire.CodeNone, nil
+		return f, nil, rid, wire.CodeNone, nil
 	}
 	r.timeout = r.cfg.RMEMTimeout
 	if r.blk != nil {
@@ -420,7 +423,7 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code
 		// write has returned; the timer itself starts after the write.
 		r.sent = time.Now()
 	}
-	return f, rid, wire.CodeNone, nil
+	return f, fill, rid, wire.CodeNone, nil
 }
 
 // send hands try rid of r to the link and, if it is still outstanding,
@@ -428,18 +431,19 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, uint32, wire.Code
 // completes the operation with LOCAL_AXIS. The frame of a group destination
 // is only written.
 //
-// A DMA write try built for the link to fill (r.fill) is written with
+// A DMA write try built for the link to fill (fill, from issueLocked) is written with
 // WriteFill, its data copied once, from the source into the link's copy of
 // the frame (fillData). If the try has ended before its data is read
 // (Reset, Close, the caller's context: its waiter has been told), the frame
 // is cancelled and nothing is sent, as "pre-prepared fragments of a failed
 // block must be cancelled".
-func (in *initiator) send(r *request, frame []byte, rid uint32) error {
+func (in *initiator) send(r *request, frame []byte, fill func([]byte) bool, rid uint32) error {
 	var err error
-	if r.fill {
-		r.fillRID = rid
+	if fill != nil {
 		var filled bool
-		filled, err = in.e.writeFill(frame, wire.ParamOffset+12, int(r.fl), r.fillFn)
+		// The Data words between the header and EndOfData: the
+		// fragment's bytes and their padding.
+		filled, err = in.e.writeFill(frame, wire.ParamOffset+12, len(frame)-(wire.ParamOffset+16), fill)
 		if !filled && err == nil {
 			return nil
 		}
@@ -482,18 +486,20 @@ func (in *initiator) send(r *request, frame []byte, rid uint32) error {
 	return nil
 }
 
-// fillData writes the source bytes of r's DMA write try fillRID into data,
-// the frame's Data in the link's copy (link.FillWriter), if the try is
+// fillData writes the source bytes of r's DMA write try fillRID[buf] into data,
+// the frame's Data and word padding in the link's copy (link.FillWriter), if the try is
 // still outstanding: under in.mu, which keeps the block alive (once the try
 // has ended, its waiter may have returned the source buffer to the caller).
 // Otherwise it cancels the frame. The source is a byte slice, which cannot
 // fail.
-func (r *request) fillData(data []byte) bool {
+func (r *request) fillData(buf int, data []byte) bool {
 	in := r.in
 	in.mu.Lock()
-	ok := r.state == reqWaiting && r.rid == r.fillRID && r.blk != nil
+	n := int(r.fl)
+	ok := r.state == reqWaiting && r.rid == r.fillRID[buf] && r.blk != nil && len(data) >= n
 	if ok {
-		copy(data, r.blk.b.b[r.off:r.off+uint64(r.fl)])
+		copy(data[:n], r.blk.b.b[r.off:r.off+uint64(n)])
+		clear(data[n:]) // the word padding
 	}
 	in.mu.Unlock()
 	return ok
@@ -628,14 +634,14 @@ func (in *initiator) nextFragmentLocked(r *request, fr wire.Frame) bool {
 		in.settleLocked(r, wire.CodeNone, nil)
 		return false
 	}
-	frame, rid, code, err := in.issueLocked(r, bufRx)
+	frame, fill, rid, code, err := in.issueLocked(r, bufRx)
 	if code != wire.CodeNone {
 		in.settleLocked(r, code, err)
 		return false
 	}
 	in.e.st.chained.Add(1)
 	in.mu.Unlock()
-	in.send(r, frame, rid)
+	in.send(r, frame, fill, rid)
 	in.mu.Lock()
 	return true
 }
@@ -680,7 +686,7 @@ func (r *request) mayRetryLocked() bool {
 
 // retryLocked builds r's next try (a new Request ID) into the waiter's
 // buffer and counts the retry. in.mu is held.
-func (in *initiator) retryLocked(r *request) ([]byte, uint32, wire.Code, error) {
+func (in *initiator) retryLocked(r *request) ([]byte, func([]byte) bool, uint32, wire.Code, error) {
 	in.rtt[r.peerIdx].retries++
 	in.e.st.retries.Add(1)
 	if r.blk != nil {
@@ -786,13 +792,13 @@ func (in *initiator) wait(ctx context.Context, r *request) (wire.Code, error) {
 // settles r); false with in.mu held when building it failed, which settles
 // r too.
 func (in *initiator) retryNowLocked(r *request) bool {
-	frame, rid, code, err := in.retryLocked(r)
+	frame, fill, rid, code, err := in.retryLocked(r)
 	if code != wire.CodeNone {
 		in.settleLocked(r, code, err)
 		return false
 	}
 	in.mu.Unlock()
-	in.send(r, frame, rid)
+	in.send(r, frame, fill, rid)
 	return true
 }
 

@@ -110,9 +110,9 @@ func (e *Endpoint) rmem(ctx context.Context, op string, peer int, addr, data, ma
 	if pol != nil && !p.MAC.IsGroup() && !pol.volatile(addr, 4) {
 		r.retries = pol.Retries
 	}
-	frame, rid, _, _ := in.issueLocked(r, bufCaller)
+	frame, fill, rid, _, _ := in.issueLocked(r, bufCaller)
 	in.mu.Unlock()
-	if err := in.send(r, frame, rid); err != nil { // a group destination
+	if err := in.send(r, frame, fill, rid); err != nil { // a group destination
 		return readFailed, e.rmemFailed(op, peer, addr, r, wire.CodeLocalAXIS, err)
 	}
 	if p.MAC.IsGroup() {
@@ -382,7 +382,7 @@ func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (
 			break
 		}
 		r.tries = 0
-		frame, rid, c, err := in.issueLocked(r, bufCaller)
+		frame, fill, rid, c, err := in.issueLocked(r, bufCaller)
 		if c != wire.CodeNone {
 			in.settleLocked(r, c, err)
 			in.mu.Unlock()
@@ -393,7 +393,7 @@ func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (
 			break
 		}
 		in.mu.Unlock()
-		in.send(r, frame, rid)
+		in.send(r, frame, fill, rid)
 		started++
 	}
 	for _, r := range chains[:started] {
@@ -430,13 +430,13 @@ func (e *Endpoint) runGroupBlock(ctx context.Context, blk *block, pol *RetryPoli
 		}
 		blk.yield = false
 		r.tries = 0
-		frame, rid, code, err := in.issueLocked(r, bufCaller)
+		frame, fill, rid, code, err := in.issueLocked(r, bufCaller)
 		in.mu.Unlock()
 		if code != wire.CodeNone {
 			blk.failOff = r.off
 			return code, err, r.unknown
 		}
-		if err := in.send(r, frame, rid); err != nil {
+		if err := in.send(r, frame, fill, rid); err != nil {
 			blk.failOff = r.off
 			return wire.CodeLocalAXIS, err, false
 		}

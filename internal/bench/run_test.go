@@ -92,10 +92,25 @@ func TestRunMem(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkResults(t, rep, ScenarioMem)
-	// One baseline and one engine row for RMEM, one baseline and a row per
-	// block for each DMA direction.
-	if want := 2 + 2*(1+len(o.Blocks)); len(rep.Results) != want {
+	// One baseline and one engine row for RMEM, one baseline and an engine
+	// and a floor row per block for each DMA direction.
+	if want := 2 + 2*(1+2*len(o.Blocks)); len(rep.Results) != want {
 		t.Errorf("%d results, want %d", len(rep.Results), want)
+	}
+	for _, op := range []string{opDMAWrite, opDMARead} {
+		for _, b := range o.Blocks {
+			f, e := rep.Find(ScenarioMem, "floor "+op, b), rep.Find(ScenarioMem, op, b)
+			if f == nil || e == nil {
+				t.Errorf("%s %d: floor row %v, engine row %v", op, b, f, e)
+				continue
+			}
+			if !f.Baseline || !f.Info || f.Ratio <= 0 || f.Target != "" || !strings.Contains(f.Note, "the least any implementation") {
+				t.Errorf("floor %s %d: %+v; want an informational baseline compared with the raw ping-pong, without a target", op, b, f)
+			}
+			if !strings.Contains(e.Note, "the MB/s of the floor "+op+" row") {
+				t.Errorf("%s %d: note %q does not compare with the floor", op, b, e.Note)
+			}
+		}
 	}
 	for _, name := range []string{opRMEMRead, opDMAWrite, opDMARead} {
 		if r := rep.Find(ScenarioMem, name, map[string]int64{opRMEMRead: 0}[name]+blockOf(name, o)); r == nil {
@@ -195,6 +210,37 @@ func TestEngineZeroAllocs(t *testing.T) {
 		}
 		if err := e.p.verify(c.op, c.n); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestMemFloorZeroAllocs checks that the mem scenario's floor rows, like
+// the raw ping-pong they extend, allocate nothing per block once warm.
+func TestMemFloorZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	e, err := newMemEnv(64 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	for _, op := range []string{opDMAWrite, opDMARead} {
+		for _, n := range []int{100, 64 << 10} {
+			s := e.floor.step(op, n)
+			if err := s.round(time.Millisecond, 1); err != nil { // warms up too
+				t.Fatal(err)
+			}
+			if a := testing.AllocsPerRun(50, func() {
+				if err := s.round(time.Hour, 1); err != nil {
+					t.Fatal(err)
+				}
+			}); a != 0 {
+				t.Errorf("floor %s of %d bytes: %v allocations per block, want 0", op, n, a)
+			}
+			if err := s.after(); err != nil {
+				t.Error(err)
+			}
 		}
 	}
 }
