@@ -68,6 +68,13 @@ endpoint accepts group writes on (zero, the default, disables them).
 --contexts is the number of requests served at once (default 1, like the
 hardware; a request that finds every context busy is dropped).
 
+--placement auto (the default) moves serve's threads to the CPU its requests
+are received on (after two receive batches in a row from that CPU, at most
+every 10 ms, never outside the CPUs the process was given), so that a client
+on that CPU and serve wake each other without a wake-up across CPUs; a
+one-shot rmem or dma command stays on the CPU it started on. --placement off
+leaves the threads to the kernel's scheduler. Not with --busy-poll.
+
 Logs go to standard error; a line with msg=ready is printed once the endpoint
 is serving. --json-events prints one JSON object per event (a failed request,
 PEER_DMA_COMPLETE or RMEM_ERROR) on standard output. SIGUSR1 prints the
