@@ -120,8 +120,9 @@ func floorRegion(f floorSpec) ([]byte, func(), error) {
 // carrying the region's bytes at its address. It checks nothing of the
 // protocol but that a request fits the region (one that does not is
 // ignored). At the stop frame, or within the read timeout once stdin
-// reaches its end, it writes "crc32 %08x" of the whole region to ready and
-// returns.
+// reaches its end, it writes "crc32 %08x" of the whole region to ready,
+// then "cpu NS FRAMES": the CPU time of its loop's thread and the requests
+// it answered, and returns.
 func FloorEcho(ifname, spec string, stdin io.Reader, ready io.Writer) error {
 	f, err := parseFloorSpec(spec)
 	if err != nil {
@@ -157,7 +158,7 @@ func FloorEcho(ifname, spec string, stdin io.Reader, ready io.Writer) error {
 		e.stop.Store(true)
 	}()
 	err = <-done
-	if _, werr := fmt.Fprintf(ready, "crc32 %08x\n", crc32.ChecksumIEEE(region)); err == nil {
+	if _, werr := fmt.Fprintf(ready, "crc32 %08x\ncpu %d %d\n", crc32.ChecksumIEEE(region), e.cpu, e.answered); err == nil {
 		err = werr
 	}
 	return err
@@ -170,6 +171,9 @@ type floorEcho struct {
 	gather bool
 	far    wire.MAC
 	stop   atomic.Bool
+	// cpu is the loop thread's CPU time in ns and answered the requests
+	// it answered, set when the loop returns.
+	cpu, answered int64
 }
 
 // The offsets of the DMA frames' fields (wire's layout).
@@ -184,6 +188,7 @@ func (e *floorEcho) loop() error {
 	if err := lockThread(-1); err != nil {
 		return err
 	}
+	defer func() { e.cpu = threadCPU() }()
 	buf := make([]byte, 9216)
 	wrsp := retype(wire.AppendDMAWriteRsp(nil, wire.MAC{}, e.far, 0))
 	out := make([]byte, 0, 9216)
@@ -220,6 +225,7 @@ func (e *floorEcho) loop() error {
 			if err := e.s.write(wrsp); err != nil {
 				return err
 			}
+			e.answered++
 		case byte(wire.DMAReadReq):
 			off, l, ok := e.span(buf)
 			if !ok {
@@ -239,8 +245,18 @@ func (e *floorEcho) loop() error {
 			if err != nil {
 				return err
 			}
+			e.answered++
 		}
 	}
+}
+
+// threadCPU returns the calling thread's CPU time in ns (0 if unknown).
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return ts.Nano()
 }
 
 // span returns the region offset and length a DMA request names, and
@@ -291,7 +307,12 @@ const (
 
 // floorCopies are the copies of the floor rows, by operation: the
 // pinger's way and the echo's region. They are the cheapest measured on
-// this VM (BENCHMARKS.md, "The floor").
+// this VM (BENCHMARKS.md, fifth round; Options.FloorWays measures the
+// others): for writes pread into the frame (a gather send from an mmap of
+// the source, its mapping counted, was the same within the noise); for
+// reads pwrite (an mmap'd output is slower); a Go heap region (huge pages
+// gained nothing), read replies copied (gathered from the region gained
+// nothing).
 var floorCopies = map[string]floorWay{
 	opDMAWrite: {pinger: floorPread},
 	opDMARead:  {pinger: floorPwrite},
@@ -344,7 +365,7 @@ func floorNote(op string, w floorWay) string {
 	case floorPread:
 		how = "the pinger preads each fragment's payload from a source file of the block's size (in the page cache, as dma write's --in) into its frame"
 	case floorGather:
-		how = "the pinger sends each fragment with writev from its header, an mmap of a source file of the block's size (in the page cache, as dma write's --in) and the frame's tail"
+		how = "the pinger sends each fragment with writev from its header, an mmap of a source file of the block's size (in the page cache, as dma write's --in; mapped with MAP_POPULATE and unmapped within each block, timed) and the frame's tail"
 	case floorPwrite:
 		how = "the pinger pwrites each reply's payload to an output file (truncated and fallocated to the block's size before each block, untimed)"
 	case floorMmapOut:
@@ -377,6 +398,7 @@ func (p *procEnv) floorStep(op string, n, cpu int, w floorWay) *step {
 	spec := floorSpec{size: n, huge: w.huge, gather: w.gather}
 	frames, bytes := opCounts(op, n)
 	want := p.floorWant(op, n)
+	var used floorCPU
 	s.round = func(d time.Duration, maxOps int64) error {
 		echo, err := p.startFloorEcho(cpu, spec)
 		if err != nil {
@@ -395,7 +417,7 @@ func (p *procEnv) floorStep(op string, n, cpu int, w floorWay) *step {
 			}
 			defer fp.close()
 			v.near.drain()
-			errc <- fp.run(s.m, d, maxOps, frames, bytes)
+			errc <- fp.run(s.m, &used, d, maxOps, frames, bytes)
 		}()
 		err = <-errc
 		out, serr := echo.stopOut(v.near, stopFrame(v.farMAC, v.nearMAC))
@@ -405,16 +427,44 @@ func (p *procEnv) floorStep(op string, n, cpu int, w floorWay) *step {
 		if err == nil {
 			err = checkFloorCRC(op, n, out, want)
 		}
+		used.addEcho(out)
 		return err
 	}
 	s.after = func() error {
-		s.res.Note = floorNote(op, w)
+		s.res.Note = floorNote(op, w) + used.String()
 		if op == opDMARead {
 			return checkFloorOut(p.floorOutPath(n), n)
 		}
 		return nil
 	}
 	return s
+}
+
+// floorCPU is the CPU time of a floor row's two sides: the pinger's thread
+// over the timed blocks, the echo's loop thread over its whole life (the
+// warm-up block included), and the fragments of each.
+type floorCPU struct {
+	pinger, pingerFrags int64
+	echo, echoFrags     int64
+}
+
+// addEcho adds the "cpu NS FRAMES" line of an echo process's output.
+func (c *floorCPU) addEcho(out string) {
+	for _, l := range strings.Split(out, "\n") {
+		var ns, frags int64
+		if _, err := fmt.Sscanf(l, "cpu %d %d", &ns, &frags); err == nil && frags > 0 {
+			c.echo += ns
+			c.echoFrags += frags
+		}
+	}
+}
+
+// String is the note's figure of CPU per fragment, or "".
+func (c *floorCPU) String() string {
+	if c.pingerFrags == 0 || c.echoFrags == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; CPU per fragment: pinger %.2f µs, echo %.2f µs", float64(c.pinger)/1e3/float64(c.pingerFrags), float64(c.echo)/1e3/float64(c.echoFrags))
 }
 
 // floorWant is the CRC-32 the floor echo's region has after a round of
@@ -505,12 +555,6 @@ func (p *procEnv) newFloorPinger(op string, n int, way string) (*floorPinger, er
 			return nil, err
 		}
 		fp.fd = int(fp.file.Fd())
-		if way == floorGather {
-			if fp.src, err = unix.Mmap(fp.fd, 0, n, unix.PROT_READ, unix.MAP_SHARED); err != nil {
-				fp.close()
-				return nil, fmt.Errorf("bench: floor source: %w", os.NewSyscallError("mmap", err))
-			}
-		}
 		fp.rspLen = len(wire.AppendDMAWriteRsp(nil, fp.near, fp.far, 0))
 	case opDMARead:
 		if fp.file, err = os.OpenFile(p.floorOutPath(n), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
@@ -536,7 +580,7 @@ func (fp *floorPinger) close() {
 
 // run times blocks for about d (at least procMinOps, at most maxOps),
 // each alone: a read's output is prepared before each block, untimed.
-func (fp *floorPinger) run(m *meter, d time.Duration, maxOps, frames, bytes int64) error {
+func (fp *floorPinger) run(m *meter, c *floorCPU, d time.Duration, maxOps, frames, bytes int64) error {
 	// Warm up: one block, the caches and page tables as in steady state.
 	if err := fp.prepare(); err != nil {
 		return err
@@ -556,6 +600,7 @@ func (fp *floorPinger) run(m *meter, d time.Duration, maxOps, frames, bytes int6
 		if err := fp.prepare(); err != nil {
 			return err
 		}
+		c0 := threadCPU()
 		t0 := time.Now()
 		if err := fp.block(); err != nil {
 			m.fail()
@@ -565,6 +610,8 @@ func (fp *floorPinger) run(m *meter, d time.Duration, maxOps, frames, bytes int6
 			continue
 		}
 		m.record(time.Since(t0), frames, bytes)
+		c.pinger += threadCPU() - c0
+		c.pingerFrags += frames / 2
 	}
 	return nil
 }
@@ -599,8 +646,22 @@ func (fp *floorPinger) prepare() error {
 	return nil
 }
 
-// block moves one block, fragment by fragment.
+// block moves one block, fragment by fragment. With floorGather it maps
+// the source first (MAP_POPULATE) and unmaps it after, as a command that
+// sends one block from an mmap must: the mapping's page tables are part of
+// its cost.
 func (fp *floorPinger) block() error {
+	if fp.way == floorGather {
+		m, err := unix.Mmap(fp.fd, 0, fp.n, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+		if err != nil {
+			return fmt.Errorf("bench: floor source: %w", os.NewSyscallError("mmap", err))
+		}
+		fp.src = m
+		defer func() {
+			_ = unix.Munmap(m)
+			fp.src = nil
+		}()
+	}
 	for off := 0; off < fp.n; off += wire.MaxFragment {
 		l := min(wire.MaxFragment, fp.n-off)
 		var err error

@@ -108,9 +108,15 @@ func TestFloorEcho(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("FloorEcho did not return at the stop frame")
 			}
-			want := fmt.Sprintf("ready\ncrc32 %08x\n", crc32.ChecksumIEEE(region))
-			if out.String() != want {
-				t.Errorf("output %q; want %q", out.String(), want)
+			// 1 write and 4 reads answered.
+			want := fmt.Sprintf("ready\ncrc32 %08x\ncpu ", crc32.ChecksumIEEE(region))
+			if !strings.HasPrefix(out.String(), want) || !strings.HasSuffix(out.String(), " 5\n") {
+				t.Errorf("output %q; want %q, the CPU time and 5 requests", out.String(), want)
+			}
+			var c floorCPU
+			c.addEcho(out.String())
+			if c.echoFrags != 5 || c.echo <= 0 {
+				t.Errorf("echo CPU %+v from %q; want 5 requests and their time", c, out.String())
 			}
 			if err := checkFloorCRC(opDMAWrite, size, strings.TrimPrefix(out.String(), "ready\n"), crc32.ChecksumIEEE(region)); err != nil {
 				t.Error(err)

@@ -277,7 +277,9 @@ func (p *procEnv) post(op string, engines []*step) {
 		case op != opRMEMRead && two != nil && two.MBps > 0:
 			add = fmt.Sprintf("%.2f× the MB/s of the %s", r.MBps/two.MBps, two.Name)
 		}
-		if f := floors[r.Block]; f != nil && f.MBps > 0 && op != opRMEMRead {
+		// Only the commands move files, as the floor does: the
+		// engine→serve rows move the bench process's memory.
+		if f := floors[r.Block]; f != nil && f.MBps > 0 && op != opRMEMRead && strings.HasPrefix(r.Name, "oetp ") {
 			if add != "" {
 				add += "; "
 			}

@@ -107,10 +107,14 @@ func TestRunProc(t *testing.T) {
 				t.Errorf("%s 64KiB: a floor row below 1 MiB", name)
 			}
 		}
-		for _, name := range []string{procName(op), "engine→serve " + op} {
+		for _, name := range []string{procName(op), procName(op) + " (tty)"} {
 			if r := rep.Find(ScenarioProc, name, 1<<20); r == nil || !strings.Contains(r.Note, "× the MB/s of the floor "+op) {
 				t.Errorf("%s 1MiB: %+v; want its ratio to the floor in its note", name, r)
 			}
+		}
+		// The library rows move memory, not files: no floor.
+		if r := rep.Find(ScenarioProc, "engine→serve "+op, 1<<20); r == nil || strings.Contains(r.Note, "floor") {
+			t.Errorf("engine→serve %s 1MiB: %+v; want no floor in its note", op, r)
 		}
 	}
 	for _, r := range rep.Results {
