@@ -42,6 +42,7 @@ func TestRunProc(t *testing.T) {
 	o := shortOptions(ScenarioProc)
 	o.Rounds = 1
 	o.Blocks = []int64{64 << 10, 1 << 20}
+	o.FloorWays = true
 	o.Binary = buildOetp(t)
 	rep, err := Run(o)
 	if err != nil {
@@ -110,6 +111,17 @@ func TestRunProc(t *testing.T) {
 		for _, name := range []string{procName(op), procName(op) + " (tty)"} {
 			if r := rep.Find(ScenarioProc, name, 1<<20); r == nil || !strings.Contains(r.Note, "× the MB/s of the floor "+op) {
 				t.Errorf("%s 1MiB: %+v; want its ratio to the floor in its note", name, r)
+			}
+		}
+		// Every other way of the copies, on one CPU, checked as the
+		// floor is.
+		for _, w := range floorWays(op) {
+			if w == floorCopies[op] {
+				continue
+			}
+			name := "floor " + op + " one CPU " + w.String()
+			if r := rep.Find(ScenarioProc, name, 1<<20); r == nil || r.Ops < procMinOps || !r.Info || !strings.HasPrefix(r.Note, "floor: the least any ") {
+				t.Errorf("%s 1MiB: %+v; want a checked row of that way", name, r)
 			}
 		}
 		// The library rows move memory, not files: no floor.
