@@ -168,6 +168,7 @@ func (e *Endpoint) startWorkers(n int) {
 	for ; e.nworkers < n; e.nworkers++ {
 		w := &worker{buf: make([]byte, e.bufLen), tx: make([]byte, 0, e.maxFrame)}
 		w.batchFn = func(n int) bool { return e.onBatch(w, n) }
+		w.fillFn = func(d []byte) bool { return e.fillRead(w, d) }
 		e.wg.Add(1)
 		go e.work(w)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -181,4 +182,59 @@ func TestDMAWriteFillCaptured(t *testing.T) {
 		eqBytes(t, "captured fragment", got[i], sent[i])
 	}
 	eqBytes(t, "fragment", wantFragments(pattern(40, 3), 0x3000, 0, 16)[2], got[2])
+}
+
+// A responder whose memory answers at once reads a DMA read's data
+// straight into the link's copy of the DMA_READ_RSP (WriteFill), with the
+// codec's exact bytes, word padding included; a read error sends the
+// ERROR_RSP a read of the memory first would have sent, and records and
+// counts the same.
+func TestDMAReadResponseFilled(t *testing.T) {
+	sw := newSwitch(t, mem.Config{})
+	p := newTap(t, sw, macP, false)
+	spy := &fillSpy{Port: attach(t, sw, macB)}
+	m := memory.NewMap()
+	ram, _ := memory.NewRAM(0x1000, 0x1000)
+	slv, _ := memory.NewFault(0x2000, 0x1000, memory.SLVERR)
+	if err := m.Add(0x1000, 0x1000, ram); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add(0x2000, 0x1000, slv); err != nil {
+		t.Fatal(err)
+	}
+	if !memory.IsImmediate(m) {
+		t.Fatal("the test's memory is not memory.Immediate")
+	}
+	ram.WriteAt(pattern(0x1000, 9), 0x1000)
+	b := newEPOn(t, spy, m, endpoint.Config{})
+	setPeer(t, b, 0, endpoint.Peer{MAC: macP, Mode: endpoint.ModeDMARead, WindowBase: 0x1000, WindowSize: 0x3000})
+	dr := func(rid, addr, n uint32) []byte { return frame(macB, macP, 0x30, le(rid), le(addr), le(n)) }
+
+	p.send(t, dr(1, 0x1003, 7))
+	eqBytes(t, "DMA_READ_RSP", wire.AppendDMAReadRsp(nil, macP, macB, 1, pattern(0x1000, 9)[3:10]), p.next(t))
+	if f, w := spy.fills.Load(), spy.writes.Load(); f != 1 || w != 0 {
+		t.Errorf("%d WriteFill and %d Write calls for a DMA read, want 1 and 0", f, w)
+	}
+
+	// SLVERR (cause 4), and DECERR (5) in the window past the mapped
+	// memory.
+	setPeer(t, b, 0, endpoint.Peer{MAC: macP, Mode: endpoint.ModeDMARead, WindowBase: 0x1000, WindowSize: 0x4000})
+	for i, c := range []struct {
+		addr  uint32
+		cause uint32
+	}{{0x2000, wire.CauseAXIRdSlverr}, {0x3000, wire.CauseAXIRdDecerr}} {
+		rid := uint32(2 + i)
+		p.send(t, dr(rid, c.addr, 8))
+		eqBytes(t, "ERROR_RSP", wire.AppendErrorRsp(nil, macP, macB, rid, c.cause), p.next(t))
+		if got, want := b.PeerStatus(0), failed(wire.Code(c.cause)); got != want {
+			t.Errorf("cause %d: status %+v, want %+v", c.cause, got, want)
+		}
+	}
+	st := b.Stats()
+	if st.ServedDMARead != 1 || st.ResponderFailures != 2 || st.TxFrames != 3 || st.TxErrors != 0 {
+		t.Errorf("served %d, failed %d, TxFrames %d, TxErrors %d; want 1, 2, 3, 0", st.ServedDMARead, st.ResponderFailures, st.TxFrames, st.TxErrors)
+	}
+	if f, w := spy.fills.Load(), spy.writes.Load(); f != 3 || w != 2 {
+		t.Errorf("%d WriteFill and %d Write calls, want 3 (one each read) and 2 (the ERROR_RSPs)", f, w)
+	}
 }

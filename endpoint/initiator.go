@@ -443,7 +443,7 @@ func (in *initiator) send(r *request, frame []byte, fill func([]byte) bool, rid 
 		var filled bool
 		// The Data words between the header and EndOfData: the
 		// fragment's bytes and their padding.
-		filled, err = in.e.writeFill(frame, wire.ParamOffset+12, len(frame)-(wire.ParamOffset+16), fill)
+		filled, err = in.e.writeFill(frame, wire.ParamOffset+12, len(frame)-(wire.ParamOffset+16), fill, false)
 		if !filled && err == nil {
 			return nil
 		}

@@ -91,7 +91,20 @@ func (e *Endpoint) prefetch(w *worker, f wire.Frame) {
 // reply transmits the reply that serve built in w.tx, with priority over
 // initiating frames. A reply the link refuses is counted in TxErrors; its
 // initiator times out.
+//
+// A DMA_READ_RSP that the link fills (w.fill) is written with WriteFill:
+// the memory is read straight into the link's copy of the frame, once. If
+// that read fails, nothing is sent but the ERROR_RSP the read error calls
+// for (readFailed), as when the memory is read first.
 func (e *Endpoint) reply(w *worker) {
+	if w.fill {
+		w.fill = false
+		filled, err := e.writeFill(w.tx, wire.ParamOffset+4, len(w.tx)-(wire.ParamOffset+8), w.fillFn, true)
+		if !filled && err == nil {
+			e.readFailed(w)
+		}
+		return
+	}
 	// Counted before the write, like TxFrames: the initiator may see the
 	// ERROR_RSP before Write returns.
 	if w.cause != 0 {
@@ -100,6 +113,48 @@ func (e *Endpoint) reply(w *worker) {
 	if e.write(w.tx, true) != nil && w.cause != 0 {
 		e.st.errorsSent[w.cause].Add(^uint64(0))
 	}
+}
+
+// fillRead reads the data of w's DMA_READ_RSP into data, the frame's Data
+// words in the link's copy, and zeroes their padding; on a read error it
+// keeps the answer in w.fillResp and cancels the frame.
+func (e *Endpoint) fillRead(w *worker, data []byte) bool {
+	n := int(w.fillN)
+	if len(data) < n {
+		w.fillResp = memory.DECERR
+		return false
+	}
+	if resp := e.mem.ReadAt(data[:n], w.fillAddr); resp != memory.OKAY {
+		w.fillResp = resp
+		return false
+	}
+	clear(data[n:])
+	return true
+}
+
+// readFailed completes the DMA_READ_REQ in w whose memory read failed as
+// reply sent it: what serve does for a failed access (the record, the
+// event, the counts), then the ERROR_RSP.
+func (e *Endpoint) readFailed(w *worker) {
+	cause := readCause(w.fillResp)
+	e.st.servedDMARead.Add(^uint64(0)) // counted by serve as served
+	w.aheadN = 0
+	code := wire.Code(cause)
+	e.record(w.peer, code)
+	e.st.responderFail.Add(1)
+	e.raiseResponder(PeerDMAComplete, w.peer, code)
+	f := wire.Frame(w.buf[:w.n])
+	w.tx = wire.AppendErrorRsp(w.tx[:0], f.Src(), w.cfg.MAC, f.RequestID(), cause)
+	w.cause = cause
+	e.reply(w)
+}
+
+// readCause is the wire cause of a failed memory read.
+func readCause(resp memory.Resp) uint32 {
+	if resp == memory.SLVERR {
+		return wire.CauseAXIRdSlverr
+	}
+	return wire.CauseAXIRdDecerr
 }
 
 // check returns the wire cause of the first failed admission check, or 0.
@@ -199,12 +254,17 @@ func (e *Endpoint) execute(w *worker, f wire.Frame) uint32 {
 	case wire.DMAReadReq:
 		n := f.Length()
 		frame, data := wire.GrowDMAReadRsp(w.tx[:0], dst, src, rid, n)
-		switch e.mem.ReadAt(data, addr) {
-		case memory.OKAY:
-		case memory.SLVERR:
-			return wire.CauseAXIRdSlverr
-		default:
-			return wire.CauseAXIRdDecerr
+		if e.filler != nil && e.inline && !w.group {
+			// The memory answers at once: it is read straight into the
+			// link's copy of the response when reply sends it (fillRead);
+			// a read error then becomes the ERROR_RSP (readFailed).
+			w.fill, w.fillAddr, w.fillN = true, addr, n
+		} else {
+			switch resp := e.mem.ReadAt(data, addr); resp {
+			case memory.OKAY:
+			default:
+				return readCause(resp)
+			}
 		}
 		w.tx = frame
 	case wire.DMAWriteReq:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -52,6 +53,16 @@ type worker struct {
 	// it stopped the loop for a request admitted to this worker.
 	batchFn  func(n int) bool
 	admitted bool
+
+	// A DMA_READ_RSP in tx whose data the link fills (link.FillWriter):
+	// fillFn (fillRead, bound once) reads fillN bytes at fillAddr straight
+	// into the link's copy of the frame when reply sends it; a failed read
+	// leaves its answer in fillResp.
+	fill     bool
+	fillAddr uint32
+	fillN    uint32
+	fillResp memory.Resp
+	fillFn   func([]byte) bool
 }
 
 func (e *Endpoint) work(w *worker) {

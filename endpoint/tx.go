@@ -87,12 +87,12 @@ func (e *Endpoint) write(frame []byte, reply bool) error {
 	return nil
 }
 
-// writeFill is write for an initiating frame whose data, frame[at:at+m],
-// fill writes in place (link.FillWriter). It reports whether the frame was
-// filled (false: fill cancelled it, nothing was written or counted) and the
-// link's error.
-func (e *Endpoint) writeFill(frame []byte, at, m int, fill func([]byte) bool) (bool, error) {
-	e.tx.lock(false)
+// writeFill is write for a frame whose data, frame[at:at+m], fill writes
+// in place (link.FillWriter). It reports whether the frame was filled
+// (false: fill cancelled it, nothing was written or counted) and the link's
+// error.
+func (e *Endpoint) writeFill(frame []byte, at, m int, fill func([]byte) bool, reply bool) (bool, error) {
+	e.tx.lock(reply)
 	e.st.txFrames.Add(1)
 	e.st.txBytes.Add(uint64(len(frame)))
 	filled, err := e.filler.WriteFill(frame, at, m, fill)
