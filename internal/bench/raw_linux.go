@@ -341,12 +341,17 @@ func pinProcess(cpu int) (restore func(), err error) {
 		}
 		return nil
 	}
-	if err := set(&one); err != nil {
-		return nil, err
-	}
 	// One P, as the runtime itself would choose for a process whose
 	// affinity is one CPU (Go 1.25+), without its delay of about a second.
+	// Set before the threads are pinned: the first explicit GOMAXPROCS
+	// turns the runtime's own updates off, and one made between the
+	// pinning and this call would already have lowered it to 1, which
+	// restore would then keep (TestPinProcessRestores, once in a full run).
 	procs := runtime.GOMAXPROCS(1)
+	if err := set(&one); err != nil {
+		runtime.GOMAXPROCS(procs)
+		return nil, err
+	}
 	return func() {
 		_ = set(&all)
 		runtime.GOMAXPROCS(procs)
