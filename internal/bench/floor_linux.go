@@ -471,15 +471,20 @@ func (c *floorCPU) String() string {
 // op on n bytes: the source's pattern after writes, its own fill after
 // reads.
 func (p *procEnv) floorWant(op string, n int) uint32 {
-	b := make([]byte, n)
-	for i := range b {
-		if op == opDMAWrite {
-			b[i] = procPattern(i)
-		} else {
-			b[i] = floorFill(i)
+	var crc uint32
+	var b [4096]byte
+	for off := 0; off < n; off += len(b) {
+		m := min(len(b), n-off)
+		for i := range m {
+			if op == opDMAWrite {
+				b[i] = procPattern(off + i)
+			} else {
+				b[i] = floorFill(off + i)
+			}
 		}
+		crc = crc32.Update(crc, crc32.IEEETable, b[:m])
 	}
-	return crc32.ChecksumIEEE(b)
+	return crc
 }
 
 func checkFloorCRC(op string, n int, out string, want uint32) error {

@@ -141,3 +141,21 @@ func TestFloorSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestFloorWant: the CRC the floor expects of the echo's region, computed
+// in chunks, is the CRC of the whole pattern.
+func TestFloorWant(t *testing.T) {
+	p := &procEnv{}
+	for _, n := range []int{1, 4095, 4096, 4097, 3 * wire.MaxFragment} {
+		w, r := make([]byte, n), make([]byte, n)
+		for i := range n {
+			w[i], r[i] = procPattern(i), floorFill(i)
+		}
+		if got, want := p.floorWant(opDMAWrite, n), crc32.ChecksumIEEE(w); got != want {
+			t.Errorf("write %d: %08x, want %08x", n, got, want)
+		}
+		if got, want := p.floorWant(opDMARead, n), crc32.ChecksumIEEE(r); got != want {
+			t.Errorf("read %d: %08x, want %08x", n, got, want)
+		}
+	}
+}
