@@ -53,8 +53,14 @@ limit of the medium underneath, measured in the same run:
          process" rows: what two processes cost with no protocol work), and
          the RMEM ping-pong after both sides idled 20ms ("after idle": the
          cold exchange a one-shot command makes), which the command rows'
-         notes compare with. This binary runs itself. Needs root and
-         nsenter;
+         notes compare with; and from 1 MiB up the floor of each DMA
+         direction ("floor" rows, on one CPU and free, beside which the
+         command rows' notes give their ratio): two processes doing only
+         what any dma write or read against serve must do with the data,
+         no protocol (a write's payloads preaded from a source file into
+         the frames, copied into the echo's region; a read's copied out of
+         it, pwritten to an output file). This binary runs itself. Needs
+         root and nsenter;
   codec  encode and decode of RMEM frames and 8160-byte DMA frames, against a
          plain 8160-byte copy (ns/frame, MB/s, allocations);
   mem    the engine on the in-process switch (link/mem): RMEM read latency
