@@ -39,7 +39,8 @@ func threadMasks(t *testing.T) map[int]affinity.Set {
 
 // TestFollowCPU: with Config.FollowCPU, traffic received on one CPU moves
 // every thread of the process to that CPU, then traffic from another CPU
-// moves it there; without it, the same traffic leaves every thread's
+// moves it there; frames received on two CPUs in turn (two clients) do not
+// move it; without FollowCPU, the same traffic leaves every thread's
 // affinity as it was. Needs two CPUs.
 func TestFollowCPU(t *testing.T) {
 	allowed, err := affinity.Allowed()
@@ -60,8 +61,9 @@ func TestFollowCPU(t *testing.T) {
 			cpus = append(cpus, c)
 		}
 	}
-	for _, follow := range []bool{false, true} {
-		t.Run(map[bool]string{false: "off", true: "on"}[follow], func(t *testing.T) {
+	for _, mode := range []string{"off", "on", "interleaved"} {
+		follow := mode != "off"
+		t.Run(mode, func(t *testing.T) {
 			tn := netns.NewPair(t)
 			tx := open(t, tn.Host(0), afpacket.Config{IO: afpacket.IOBlocking})
 			rx := open(t, tn.Host(1), afpacket.Config{IO: afpacket.IOBlocking, HoldP: true, FollowCPU: follow})
@@ -103,6 +105,22 @@ func TestFollowCPU(t *testing.T) {
 					}
 				}
 				return true
+			}
+			if mode == "interleaved" {
+				// Two clients on two CPUs whose frames take turns: the
+				// process never moves.
+				for n := range 200 {
+					exchange(cpus[n%2])
+				}
+				if moves := rx.Stats().CPUMoves; moves != 0 {
+					t.Errorf("frames received on CPUs %d and %d in turn: CPUMoves %d, want 0", cpus[0], cpus[1], moves)
+				}
+				for tid, s := range threadMasks(t) {
+					if tid != senderTID && s != allowed {
+						t.Errorf("frames received on two CPUs in turn: thread %d has %d CPUs, want %d", tid, s.Count(), allowed.Count())
+					}
+				}
+				return
 			}
 			for _, cpu := range cpus {
 				// Generous: the dwell between moves is 10 ms.
