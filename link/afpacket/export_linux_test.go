@@ -27,3 +27,12 @@ func HeldPs() int { return int(heldPs.Load()) }
 // SendWaits returns the number of sends that found the socket's send
 // buffer full and waited for room as a blocking system call.
 func (l *Link) SendWaits() uint64 { return l.sendWaits.Load() }
+
+// ProbeSeen returns the CPU probe's entries read so far (Config.FollowCPU):
+// frames received on another CPU than the one the process was placed on.
+func (l *Link) ProbeSeen() uint64 {
+	if l.follow == nil {
+		return 0
+	}
+	return l.follow.seen.Load()
+}

@@ -103,30 +103,35 @@ func TestFollowerRules(t *testing.T) {
 	}
 }
 
-// TestProbeProgram: the probe's filter is the link's with each accept
-// replaced by a jump to "return 1 + CPU, or drop on home".
+// TestProbeProgram: the probe's filter drops a frame received on home
+// first, then is the link's with each accept replaced by a jump to "return
+// 1 + CPU".
 func TestProbeProgram(t *testing.T) {
 	p := filterProgram(false, true, false, [6]byte{2, 0, 0, 0, 0, 1})
 	for _, home := range []int{-1, 3} {
 		q := probeProgram(p, home)
-		if len(q) != len(p)+5 {
-			t.Fatalf("home %d: %d instructions, want %d", home, len(q), len(p)+5)
-		}
-		tail := len(p)
-		for i, ins := range p {
-			if ins.Code == unix.BPF_RET|unix.BPF_K && ins.K == bpfAccept {
-				if q[i].Code != unix.BPF_JMP|unix.BPF_JA || i+1+int(q[i].K) != tail {
-					t.Fatalf("home %d: instruction %d is %+v, want a jump to %d", home, i, q[i], tail)
-				}
-			} else if q[i] != ins {
-				t.Fatalf("home %d: instruction %d changed: %+v, want %+v", home, i, q[i], ins)
-			}
+		if len(q) != len(p)+6 {
+			t.Fatalf("home %d: %d instructions, want %d", home, len(q), len(p)+6)
 		}
 		k := uint32(home)
 		if home < 0 {
 			k = 0xffffffff
 		}
-		if q[tail].K != skfAdOff+skfAdCPU || q[tail+1].K != k {
+		if q[0].K != skfAdOff+skfAdCPU || q[1].K != k || q[1].Jt != 0 || q[1].Jf != 1 || q[2] != bpfStmt(unix.BPF_RET|unix.BPF_K, 0) {
+			t.Fatalf("home %d: head %+v", home, q[:3])
+		}
+		tail := 3 + len(p)
+		for i, ins := range p {
+			j := 3 + i
+			if ins.Code == unix.BPF_RET|unix.BPF_K && ins.K == bpfAccept {
+				if q[j].Code != unix.BPF_JMP|unix.BPF_JA || j+1+int(q[j].K) != tail {
+					t.Fatalf("home %d: instruction %d is %+v, want a jump to %d", home, j, q[j], tail)
+				}
+			} else if q[j] != ins {
+				t.Fatalf("home %d: instruction %d changed: %+v, want %+v", home, j, q[j], ins)
+			}
+		}
+		if q[tail].K != skfAdOff+skfAdCPU || q[tail+1] != bpfStmt(unix.BPF_ALU|unix.BPF_ADD|unix.BPF_K, 1) || q[tail+2] != bpfStmt(unix.BPF_RET|unix.BPF_A, 0) {
 			t.Fatalf("home %d: tail %+v", home, q[tail:])
 		}
 	}

@@ -134,6 +134,15 @@ func TestFollowCPU(t *testing.T) {
 						continue
 					}
 					if placed(cpu) {
+						// Placed: the probe's filter now drops the
+						// frames received on cpu.
+						seen := rx.ProbeSeen()
+						for range 20 {
+							exchange(cpu)
+						}
+						if got := rx.ProbeSeen(); got != seen {
+							t.Errorf("placed on CPU %d: the probe saw %d of 20 frames received there, want 0", cpu, got-seen)
+						}
 						break
 					}
 					if time.Now().After(deadline) {
