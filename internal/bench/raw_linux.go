@@ -314,6 +314,8 @@ func startSink(s *rawSock) *rawSink {
 // started with and GOMAXPROCS its value. With cpu negative it does
 // nothing. The veth scenario runs its engine rounds this way, under the
 // same placement as the one-CPU baseline (both of its threads on cpu).
+// Call it inside holdGOMAXPROCS, as Run does: the runtime's automatic
+// GOMAXPROCS updates would otherwise race with the value it restores.
 func pinProcess(cpu int) (restore func(), err error) {
 	if cpu < 0 {
 		return func() {}, nil
