@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/openenoc/oetp/internal/affinity"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -323,23 +324,11 @@ func pinProcess(cpu int) (restore func(), err error) {
 	all := startCPUs // not the calling thread's: it may be pinned
 	var one unix.CPUSet
 	one.Set(cpu)
+	// Every thread, as serve's placement moves them (internal/affinity:
+	// passes until no thread was created with the old mask meanwhile).
 	set := func(s *unix.CPUSet) error {
-		// Two passes: a thread created during the first inherits the old
-		// affinity from a thread not yet moved.
-		for range 2 {
-			tids, err := os.ReadDir("/proc/self/task")
-			if err != nil {
-				return fmt.Errorf("bench: listing the process's threads: %w", err)
-			}
-			for _, t := range tids {
-				var tid int
-				if _, err := fmt.Sscan(t.Name(), &tid); err != nil {
-					continue
-				}
-				// A thread may exit meanwhile (ESRCH); a pinned baseline
-				// thread that has not exited yet keeps its own CPU.
-				_ = unix.SchedSetaffinity(tid, s)
-			}
+		if err := affinity.Restore(*s); err != nil {
+			return fmt.Errorf("bench: placing the process's threads: %w", err)
 		}
 		return nil
 	}

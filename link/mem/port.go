@@ -267,13 +267,8 @@ func (p *Port) fillTarget(frame []byte) *Port {
 	if dst.IsBroadcast() {
 		return nil
 	}
-	t := p.sw.table.Load()
-	ports, ok := t.dest[dst]
-	if !ok {
-		ports = t.promisc
-	}
 	var to *Port
-	for _, q := range ports {
+	for _, q := range p.sw.receivers(dst) {
 		if q == p {
 			continue
 		}

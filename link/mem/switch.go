@@ -273,20 +273,24 @@ func (sw *Switch) rebuild() {
 // receives dst, except from. at is when the frame becomes readable (0 for
 // at once).
 func (sw *Switch) deliver(from *Port, dst wire.MAC, b []byte, at int64) {
-	t := sw.table.Load()
-	var ports []*Port
-	if dst.IsBroadcast() {
-		ports = t.all
-	} else if d, ok := t.dest[dst]; ok {
-		ports = d
-	} else {
-		ports = t.promisc
-	}
-	for _, q := range ports {
+	for _, q := range sw.receivers(dst) {
 		if q != from {
 			q.enqueue(b, at)
 		}
 	}
+}
+
+// receivers returns the ports that receive a frame to dst, its sender
+// among them if it is one (the caller skips it).
+func (sw *Switch) receivers(dst wire.MAC) []*Port {
+	t := sw.table.Load()
+	if dst.IsBroadcast() {
+		return t.all
+	}
+	if d, ok := t.dest[dst]; ok {
+		return d
+	}
+	return t.promisc
 }
 
 // now is the switch clock in nanoseconds; it is never 0, which marks a frame
