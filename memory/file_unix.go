@@ -3,7 +3,9 @@
 package memory
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -13,6 +15,10 @@ import (
 // [base, base+size). The file is created (mode 0644 before umask) if it
 // does not exist and extended with zero bytes if it is shorter than size; a
 // longer file is neither truncated nor changed beyond its first size bytes.
+// On Linux the storage of the first size bytes is allocated at once
+// (fallocate), so a filesystem that cannot hold them is refused here, with
+// the free space in the error, rather than failing an access later; a file
+// created by a refused OpenFile is removed.
 // size must be at least 1 and base+size at most 2^32. base must be a
 // multiple of 4: a file mapping starts on a page boundary, so only then are
 // the words of the address space aligned in memory, which atomic word
@@ -24,6 +30,7 @@ func OpenFile(path string, base uint32, size uint64) (*File, error) {
 	if base%4 != 0 {
 		return nil, fmt.Errorf("memory: file region base %#x is not a multiple of 4; a shared file mapping must start on a word boundary so word accesses stay atomic, e.g. base %#x", base, base&^3)
 	}
+	_, statErr := os.Stat(path)
 	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
@@ -33,9 +40,12 @@ func OpenFile(path string, base uint32, size uint64) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
-	if fi.Mode().IsRegular() && uint64(fi.Size()) < size {
-		if err := fd.Truncate(int64(size)); err != nil {
-			return nil, fmt.Errorf("memory: extend to %d bytes: %w", size, err)
+	if fi.Mode().IsRegular() {
+		if err := allocate(fd, path, size, uint64(fi.Size())); err != nil {
+			if errors.Is(statErr, fs.ErrNotExist) {
+				os.Remove(path) // created here: leave nothing behind
+			}
+			return nil, err
 		}
 	}
 	m, err := unix.Mmap(int(fd.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
@@ -73,4 +83,32 @@ func (f *File) Close() error {
 		return fmt.Errorf("memory: %w", &os.PathError{Op: "munmap", Path: f.path, Err: err})
 	}
 	return nil
+}
+
+// extend makes the regular file fd (now cur bytes long) at least size bytes
+// long; the new bytes read as zero.
+func extend(fd *os.File, path string, size, cur uint64) error {
+	if cur >= size {
+		return nil
+	}
+	if err := fd.Truncate(int64(size)); err != nil {
+		return fmt.Errorf("memory: extend %s to %d bytes: %w", path, size, err)
+	}
+	return nil
+}
+
+// sizeWords writes n bytes for a message: "67108864 bytes (64 MiB)".
+func sizeWords(n uint64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift {
+			if n%(1<<u.shift) == 0 {
+				return fmt.Sprintf("%d bytes (%d %s)", n, n>>u.shift, u.name)
+			}
+			return fmt.Sprintf("%d bytes (%.1f %s)", n, float64(n)/float64(uint64(1)<<u.shift), u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

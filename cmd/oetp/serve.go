@@ -44,7 +44,10 @@ exactly as an openENOC endpoint's responder does.
 
 Address space: each --region BASE:SIZE[:PATH] is RAM, or with PATH a shared
 mapping of that file (created, or extended with zeros to SIZE; other processes
-see writes live). Addresses in no region are a bus decode error (DECERR), and
+see writes live). The file's SIZE bytes of storage are allocated at start: a
+filesystem without room for them is refused (exit 2, with its free space). If
+the file loses its storage while served (another process truncates it), the
+accesses to the lost pages answer SLVERR and serve keeps running. Addresses in no region are a bus decode error (DECERR), and
 a --fault BASE:SIZE:slverr|decerr range fails every access with that bus error:
 a DMA request there is answered with cause 4/5 (read SLVERR/DECERR) or 6/7
 (write); an RMEM request, whose word access has one error bit (the spec's

@@ -357,6 +357,42 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		}
 	})
 
+	t.Run("file region loses its backing", func(t *testing.T) {
+		// A server of its own, so the main server's counters stay as
+		// they are. Another process truncates the region's file under
+		// the live mapping: a read of the lost pages answers
+		// REMOTE_AXI_RD_SLVERR and the server keeps serving.
+		fMAC := "02:0e:0c:00:00:b3"
+		path := filepath.Join(dir, "lost.bin")
+		fSrv := startServe(t, bin, h1, "--iface", "eth0", "--mac", fMAC, "--region", "0x100000:64K:"+path, "--peer", netReader+",mode=dma-read")
+		defer fSrv.stop()
+		out := filepath.Join(dir, "lost-back.bin")
+		read := func() (map[string]any, int, string) {
+			stdout, errOut, code := cli("dma", "read", "--mac", netReader, "--peer", fMAC, "--addr", "0x104000", "--length", "4096", "--out", out, "--json")
+			return lastLineJSON(t, stdout), code, errOut
+		}
+		if got, code, errOut := read(); code != 0 {
+			t.Fatalf("dma read before truncation: exit %d, %v, %s", code, got, errOut)
+		}
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, code, errOut := read(); code != 1 || got["error_code"] != float64(wire.CodeRemoteAXIRdSlverr) {
+			t.Errorf("dma read of a truncated file region: exit %d, %v, %s; want exit 1 and REMOTE_AXI_RD_SLVERR (12)", code, got, errOut)
+		}
+		select {
+		case <-fSrv.done:
+			t.Fatalf("serve died on the lost backing: %v\n%s", fSrv.cmd.ProcessState, fSrv.stderr.String())
+		default:
+		}
+		if err := os.Truncate(path, 64<<10); err != nil {
+			t.Fatal(err)
+		}
+		if got, code, errOut := read(); code != 0 {
+			t.Errorf("dma read once the file is long again: exit %d, %v, %s", code, got, errOut)
+		}
+	})
+
 	t.Run("raw policy", func(t *testing.T) {
 		// A second endpoint on h1 with its own MAC logs the non-oETP
 		// frames addressed to it.
