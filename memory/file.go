@@ -20,8 +20,8 @@ type File struct {
 	bytesSpace
 	path string
 
-	mu     sync.Mutex // serializes Close and Sync
-	mapped []byte     // the whole mapping; nil once closed
+	mu     sync.Mutex    // serializes Close and Sync
+	mapped []byte        // the whole mapping; nil once closed
 	faults atomic.Uint64 // accesses that took a memory fault
 }
 
