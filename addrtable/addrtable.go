@@ -144,6 +144,10 @@ type Node struct {
 	// SideEffects marks a node whose accesses must not be repeated (the
 	// native format's volatile = true); ports are volatile regardless.
 	SideEffects bool `json:"side_effects,omitempty"`
+	// Reset is the node's value after reset (shifted down, as Field
+	// returns it) when HasReset; IP-XACT tables give it.
+	Reset    uint32 `json:"reset,omitempty"`
+	HasReset bool   `json:"has_reset,omitempty"`
 	// File and Line say where the node was defined (Line 0 if unknown).
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
@@ -277,6 +281,7 @@ const (
 	LiteXCSV                    // LiteX csr.csv
 	LiteXJSON                   // LiteX csr.json
 	Native                      // oetp's TOML
+	IPXACT                      // IP-XACT (IEEE 1685-2014 or -2022) XML
 )
 
 func (f Format) String() string {
@@ -289,12 +294,15 @@ func (f Format) String() string {
 		return "LiteX csr.json"
 	case Native:
 		return "oetp TOML"
+	case IPXACT:
+		return "IP-XACT XML"
 	}
 	return fmt.Sprintf("Format(%d)", uint8(f))
 }
 
 // FormatOf returns the format a file name's extension selects: .xml, .csv,
-// .json or .toml (any case).
+// .json or .toml (any case). An .xml file may be uHAL or IP-XACT: FormatOf
+// says UHAL, Load and Sniff look at the content.
 func FormatOf(path string) (Format, error) {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".xml":
@@ -306,7 +314,7 @@ func FormatOf(path string) (Format, error) {
 	case ".toml":
 		return Native, nil
 	}
-	return 0, &Error{File: path, Msg: "unknown address-table format: the file name must end in .xml (IPbus uHAL), .csv or .json (LiteX csr.csv / csr.json) or .toml (oetp)"}
+	return 0, &Error{File: path, Msg: "unknown address-table format: the file name must end in .xml (IPbus uHAL or IP-XACT), .csv or .json (LiteX csr.csv / csr.json) or .toml (oetp)"}
 }
 
 // Table is a loaded address table. It is immutable and safe for concurrent
@@ -442,7 +450,21 @@ func Load(path string) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load(f, path, osReader)
+	data, err := osReader(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: "cannot read the address table", Err: err}
+	}
+	return parse(Sniff(f, data), path, data, osReader)
+}
+
+// Sniff refines the format an extension selected by the content: an XML
+// document whose top element is in an IP-XACT namespace is IPXACT, other
+// XML is UHAL. Other formats are returned as they are.
+func Sniff(f Format, data []byte) Format {
+	if f == UHAL || f == IPXACT {
+		return sniffXML(bytes.TrimPrefix(data, []byte("\uFEFF")))
+	}
+	return f
 }
 
 // Parse reads a table of format f from data; name is used in errors. uHAL
@@ -490,6 +512,8 @@ func parse(f Format, name string, data []byte, read reader) (*Table, error) {
 		err = parseLiteXJSON(b, name, data)
 	case Native:
 		err = parseNative(b, name, data)
+	case IPXACT:
+		err = parseIPXACT(b, name, data)
 	default:
 		err = &Error{File: name, Msg: fmt.Sprintf("unknown format %d", f)}
 	}
@@ -564,7 +588,7 @@ func (b *builder) finish() (*Table, error) {
 	for i, n := range t.nodes {
 		t.byName[n.Name] = i
 	}
-	if t.format == UHAL || t.format == Native {
+	if t.format == UHAL || t.format == Native || t.format == IPXACT {
 		b.overlaps()
 	}
 	return t, nil

@@ -6,11 +6,15 @@
 //     permission, mode, size, description and module includes;
 //   - LiteX csr.csv (.csv) and csr.json (.json), as written by LiteX's
 //     litex.soc.integration.export (get_csr_csv / get_csr_json);
+//   - IP-XACT (IEEE 1685-2014 and 1685-2022) component XML (.xml), as
+//     PeakRDL-ipxact, Kactus2 and vendor IP packagers write it;
 //   - a native TOML format of oetp's own (.toml), see below.
 //
 // Every format becomes the same list of [Node]s: a dotted name, an oETP byte
 // address, a bit mask, a permission and an access mode. Load picks the
-// parser by the file's extension; Parse takes the format explicitly.
+// parser by the file's extension and, for .xml, by the content (a top
+// element in an IP-XACT namespace is IP-XACT, anything else uHAL); Parse
+// takes the format explicitly.
 //
 // # Addresses: IPbus words, oETP bytes
 //
@@ -75,6 +79,33 @@
 // them wb.mems.NAME). csr_base rows and constants are available through
 // Table.Bases and Table.Constants.
 //
+// # IP-XACT
+//
+// The component's memory maps are read: address blocks, register files,
+// registers and fields. Names are the dotted path block.register.field
+// (with more than one memory map, the map's name leads). Addresses are in
+// the map's addressUnitBits (8 by default) and become byte addresses.
+// Registers are 1 to 32 bits wide at byte addresses that are multiples of
+// 4 (a narrower register occupies the low bits of its word); a register is
+// a node of the whole width and each field a node with the field's mask.
+// Access (read-only, write-only, read-write, writeOnce, read-writeOnce;
+// 2014's <access> or 2022's access policies) is inherited from the block to
+// the register to the field; a register with fields allows what its fields
+// together allow, so writing a read-only field is refused before anything
+// is sent. A field with a readAction is volatile (its reads are never
+// repeated). Field reset values (resets/reset/value) are Node.Reset; a
+// register's is the fields' together when each field has one. Dimensioned
+// registers and register files (2014's <dim>, 2022's <array>, several dims
+// for more dimensions) become one node per element named name[i] (name[i][j]),
+// spaced by 2022's <stride> or, without it, by the register's size (a
+// register file's <range>). An address block without registers is one
+// block node of its range; usage "reserved" blocks are skipped. Numbers
+// are literals: decimal, 0x hex, Verilog 'h/'d/'b/'o (with an optional
+// width), and the K/M/G suffixes; expressions and parameter references are
+// refused with an error asking for the value. Banks, subspace maps and
+// memory remaps are skipped with a warning. 1685-2009 (SPIRIT) files are
+// refused with an error saying to save them as 2014 or 2022.
+//
 // # Native TOML
 //
 // The native format is a flat list of nodes with full dotted names and byte
@@ -120,7 +151,7 @@
 // # Errors
 //
 // Errors are *Error values naming the file, the line (the XML element, the
-// CSV row, the TOML [[node]] header or syntax error; JSON errors name the key
+// CSV row, the IP-XACT element, the TOML [[node]] header or syntax error; JSON errors name the key
 // path instead, such as csr_registers.ctrl_reset.type) and the node and field
 // at fault. Nodes of uHAL and TOML tables that share bits without one being
 // the other's ancestor are reported as warnings (Table.Warnings), as uHAL

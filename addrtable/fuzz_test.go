@@ -92,3 +92,12 @@ func FuzzNative(f *testing.F) {
 		}
 	})
 }
+
+func FuzzIPXACT(f *testing.F) {
+	addFiles(f, "testdata/ipxact/*.xml")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if tab, err := Parse(IPXACT, "map.xml", data); err == nil {
+			checkTable(t, tab)
+		}
+	})
+}

@@ -24,8 +24,10 @@ func newRegsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "regs",
 		Short: "List, read and write a board's registers by name from an address table",
-		Long: `regs names registers through an address table: IPbus uHAL XML (.xml), LiteX
-csr.csv (.csv) or csr.json (.json), or oetp's TOML (.toml, see examples/regs.toml).
+		Long: `regs names registers through an address table: IPbus uHAL XML (.xml), IP-XACT
+(IEEE 1685-2014 or -2022 component XML, .xml: told from uHAL by its namespace),
+LiteX csr.csv (.csv) or csr.json (.json), or oetp's TOML (.toml, see
+examples/regs.toml). docs/address-tables.md describes them.
 
 IPbus addresses are 32-bit WORD addresses: uHAL address W is oETP byte address
 4*W. LiteX and TOML addresses are byte addresses already.
@@ -58,7 +60,7 @@ Exit status: 0 success, 1 the operation failed (the JSON error_code says why),
 // loadTable loads --table; any problem with it is bad configuration.
 func loadTable(cmd *cobra.Command, path string) (*addrtable.Table, error) {
 	if path == "" {
-		return nil, usagef("--table is required: an address table (.xml uHAL, .csv/.json LiteX, .toml oetp)")
+		return nil, usagef("--table is required: an address table (.xml uHAL or IP-XACT, .csv/.json LiteX, .toml oetp)")
 	}
 	t, err := addrtable.Load(path)
 	if err != nil {
@@ -141,7 +143,7 @@ only the node of that name and the nodes below it. Nothing is sent.`,
 			return printNodes(out, nodes)
 		},
 	}
-	cmd.Flags().StringVar(&table, "table", "", "address table `FILE` (.xml uHAL, .csv/.json LiteX, .toml oetp)")
+	cmd.Flags().StringVar(&table, "table", "", "address table `FILE` (.xml uHAL or IP-XACT, .csv/.json LiteX, .toml oetp)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the nodes as one JSON object")
 	mustFlag(cmd.MarkFlagRequired("table"))
 	return cmd
@@ -183,7 +185,7 @@ func (f *regsOpFlags) register(cmd *cobra.Command, withCount bool) {
 		delete(fl.Annotations, cobra.BashCompOneRequiredFlag)
 		mustFlag(cmd.Flags().MarkHidden("addr"))
 	}
-	cmd.Flags().StringVar(&f.table, "table", "", "address table `FILE` (.xml uHAL, .csv/.json LiteX, .toml oetp)")
+	cmd.Flags().StringVar(&f.table, "table", "", "address table `FILE` (.xml uHAL or IP-XACT, .csv/.json LiteX, .toml oetp)")
 	mustFlag(cmd.MarkFlagRequired("table"))
 	if withCount {
 		cmd.Flags().Var(&f.count, "count", "words `N` to read from a block or port node (default its whole size)")
