@@ -21,12 +21,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -78,6 +80,13 @@ type Options struct {
 	Token string
 	// Timeout bounds connecting and the HELLO exchange (default 5s).
 	Timeout time.Duration
+	// TrustAnyOwner skips the checks made before using a Unix socket
+	// (rundir.CheckSocket: the socket and its directories are owned by
+	// root or this user and writable by no one else; the serving process
+	// runs as root or this user). Set it (or $OETP_HUB_TRUST_ANY_OWNER=1)
+	// only for a socket shared on purpose: whoever owns the socket or can
+	// write its directory can then answer in the hub's place.
+	TrustAnyOwner bool
 }
 
 // Client is a connection to a hub.
@@ -117,7 +126,13 @@ func DialOptions(o Options) (*Client, error) {
 	var nc conn
 	var err error
 	if network == "unix" {
-		nc, err = dialUnixBlocking(addr)
+		trustAny := o.TrustAnyOwner || rundir.TrustAnyOwner()
+		if !trustAny {
+			if err := rundir.CheckSocket(addr); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("oetp hub: %w", err)
+			}
+		}
+		nc, err = dialUnixBlocking(addr, !trustAny)
 	} else {
 		nc, err = net.DialTimeout(network, addr, o.Timeout)
 	}

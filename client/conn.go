@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openenoc/oetp/rundir"
 )
 
 // conn is the connection to the hub.
@@ -21,7 +23,10 @@ type conn interface {
 // plain blocking system calls rather than the runtime's network poller: the
 // kernel wakes the reading thread itself when the reply arrives, which
 // saves a scheduler hop on every round trip of a request-reply protocol.
-func dialUnixBlocking(path string) (conn, error) {
+//
+// With checkPeer, the process serving the socket must run as root or as
+// this process's user (SO_PEERCRED; rundir.CheckPeer).
+func dialUnixBlocking(path string, checkPeer bool) (conn, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -29,6 +34,16 @@ func dialUnixBlocking(path string) (conn, error) {
 	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
 		unix.Close(fd)
 		return nil, &os.PathError{Op: "connect", Path: path, Err: err}
+	}
+	if checkPeer {
+		cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if err == nil {
+			err = rundir.CheckPeer(path, int(cred.Pid), int(cred.Uid))
+		}
+		if err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
 	}
 	return &blockingConn{f: os.NewFile(uintptr(fd), path), fd: fd}, nil
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -227,12 +228,13 @@ func (h *Hub) Config() Config { return h.cfg }
 var ErrRunning = errors.New("another hub is serving this socket")
 
 // ListenUnix creates the Unix socket at path (mode 0660, its directory
-// created 0755 if missing) and returns its listener. A lock file path+".lock"
+// made by rundir.Ensure: 0755 for /run/oetp, else 0700, and refused when
+// another user could write to it) and returns its listener. A lock file path+".lock"
 // held for the listener's life makes sure two hubs never serve one socket: if
 // another hub holds it, ListenUnix fails with ErrRunning; a socket left by a
 // hub that died is detected (its lock is free) and replaced.
 func ListenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := rundir.Ensure(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
 	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)

@@ -20,6 +20,7 @@ import (
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -232,14 +233,18 @@ func runHub(cmd *cobra.Command, cfg hub.Config) error {
 
 func newHubStatusCmd() *cobra.Command {
 	var path string
-	var asJSON bool
+	var asJSON, trustAny bool
 	cmd := &cobra.Command{
 		Use:   "status [--hub PATH] [--json]",
 		Short: "Show a running hub's devices and counters",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client.Dial(path)
+			c, err := client.DialOptions(client.Options{Path: path, TrustAnyOwner: trustAny})
 			if err != nil {
+				var ue *rundir.UntrustedError
+				if errors.As(err, &ue) {
+					return usagef("%v", err)
+				}
 				return err
 			}
 			defer c.Close()
@@ -283,5 +288,6 @@ func newHubStatusCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&path, "hub", "", "the hub's socket `PATH`, or tcp://HOST:PORT (default $OETP_HUB, /run/oetp/hub.sock or the per-user socket)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as one JSON object")
+	cmd.Flags().BoolVar(&trustAny, "hub-trust-any-owner", false, hubTrustAnyUsage)
 	return cmd
 }

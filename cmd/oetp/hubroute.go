@@ -15,6 +15,7 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -30,6 +31,10 @@ import (
 const (
 	hubUsage   = "go through the hub at `PATH` (or tcp://HOST:PORT); default: $OETP_HUB, /run/oetp/hub.sock or the per-user socket, if a hub there serves --iface and --peer"
 	noHubUsage = "never go through a hub: run this command's own endpoint on --iface"
+	// hubTrustAnyUsage is the help of --hub-trust-any-owner.
+	hubTrustAnyUsage = "use the hub's socket even if it, a directory above it or the process serving it belongs to another user " +
+		"(or its directory is writable by others): only for a socket shared on purpose, since whoever owns it can answer in the hub's place " +
+		"(read results, \"ok\" for writes never made); also $" + rundir.TrustAnyOwnerEnv + "=1"
 )
 
 // hubBypass are the flags a hub cannot honour for one operation (its
@@ -76,8 +81,12 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*session, e
 			}
 		}
 	}
-	c, err := client.DialOptions(client.Options{Path: path, Timeout: 2 * time.Second})
+	c, err := client.DialOptions(client.Options{Path: path, Timeout: 2 * time.Second, TrustAnyOwner: f.hubAny})
 	if err != nil {
+		var ue *rundir.UntrustedError
+		if errors.As(err, &ue) && !explicit {
+			return nil, usagef("the hub socket this command would use: %v; or run without a hub: --no-hub", err)
+		}
 		if explicit {
 			return nil, usagef("--hub %s: %v", path, err)
 		}

@@ -52,6 +52,7 @@ type opFlags struct {
 	transport string
 	hub       string         // --hub (see hubroute.go)
 	noHub     bool           // --no-hub
+	hubAny    bool           // --hub-trust-any-owner
 	fs        *pflag.FlagSet // the command's flags, to tell which were given
 	rate      uint64         // --rate of dma write: bytes of frames per second; 0 unpaced
 
@@ -81,6 +82,7 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.transport, "transport", "v1", "transport `T`: v1 (plain oETP v1), reliable (the reliable transport of docs/reliable.md: the peer's serve needs transport=reliable for this MAC), or auto (reliable if the peer answers its handshake within 3 RTOs, else v1 with a note)")
 	fs.StringVar(&f.hub, "hub", "", hubUsage)
 	fs.BoolVar(&f.noHub, "no-hub", false, noHubUsage)
+	fs.BoolVar(&f.hubAny, "hub-trust-any-owner", false, hubTrustAnyUsage)
 	f.fs = fs
 	fs.Var(&f.retries, "retries", "retransmit an RMEM operation or DMA fragment up to `N` times when its try times out or is answered malformed, "+
 		"each time with a new Request ID and an RTT-adaptive timeout (at most --timeout); never after an ERROR_RSP. 0 sends one try, exactly as v1")

@@ -1,39 +1,32 @@
 package proto
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/openenoc/oetp/rundir"
 )
 
 // DefaultSocket is the socket path when none is configured:
 // /run/oetp/hub.sock for root, else $XDG_RUNTIME_DIR/oetp/hub.sock, else
-// /tmp/oetp-UID/hub.sock.
-func DefaultSocket() string {
-	if os.Geteuid() == 0 {
-		return SystemSocket
-	}
-	return UserSocket()
-}
+// $TMPDIR/oetp-UID/hub.sock (package rundir).
+func DefaultSocket() string { return filepath.Join(rundir.Default(), rundir.SocketName) }
 
 // SystemSocket is the system-wide default socket path.
-const SystemSocket = "/run/oetp/hub.sock"
+const SystemSocket = rundir.SystemDir + "/" + rundir.SocketName
 
 // UserSocket is the per-user socket path.
-func UserSocket() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "oetp", "hub.sock")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("oetp-%d", os.Geteuid()), "hub.sock")
-}
+func UserSocket() string { return filepath.Join(rundir.UserDir(), rundir.SocketName) }
 
 // ClientSocket is the socket a client uses when given none: $OETP_HUB if
-// set, else SystemSocket if it exists, else UserSocket().
+// set, else SystemSocket if something is there, else UserSocket(). The
+// client checks the socket it picks (rundir.CheckSocket) before it
+// connects.
 func ClientSocket() string {
 	if p := os.Getenv("OETP_HUB"); p != "" {
 		return p
 	}
-	if _, err := os.Stat(SystemSocket); err == nil {
+	if _, err := os.Lstat(SystemSocket); err == nil {
 		return SystemSocket
 	}
 	return UserSocket()

@@ -78,6 +78,112 @@ class Error(Exception):
     """Base class of the errors of this package."""
 
 
+class UntrustedSocketError(Error):
+    """The hub socket, a directory above it, or the process serving it
+    belongs to another user (or the socket's directory may be written by
+    others), so someone other than your hub could answer. ``path`` is the
+    socket, ``culprit`` the file or directory that failed the check, ``uid``
+    its owner. Nothing was sent. Pass ``trust_any_owner=True`` (or set
+    OETP_HUB_TRUST_ANY_OWNER=1) only for a socket shared on purpose."""
+
+    def __init__(self, path, culprit, uid, why, fix):
+        self.path = path
+        self.culprit = culprit
+        self.uid = uid
+        super().__init__("%s is not safe to use: %s; %s" % (path, why, fix))
+
+
+TRUST_ANY_OWNER_ENV = "OETP_HUB_TRUST_ANY_OWNER"
+_SHARED_FIX = ("to use a socket shared on purpose, set %s=1 (Python: trust_any_owner=True), which lets "
+               "whoever owns it or its directory answer in the hub's place" % TRUST_ANY_OWNER_ENV)
+
+
+def _owner(uid):
+    try:
+        import pwd
+        return "uid %d (%s)" % (uid, pwd.getpwuid(uid).pw_name)
+    except (ImportError, KeyError):
+        return "uid %d" % uid
+
+
+def _trusted_owners():
+    if os.geteuid() == 0:
+        return "root (you)"
+    return "you (%s) or root" % _owner(os.geteuid())
+
+
+def _trusted(uid):
+    return uid == 0 or uid == os.geteuid()
+
+
+def check_socket(path):
+    """Check that the hub socket at ``path`` may be trusted, as ssh and tmux
+    check theirs: the socket and every directory above it are owned by root
+    or by you, its directory is writable by no one else, and a directory
+    above it that others may write is sticky (as /tmp). Raises
+    :class:`UntrustedSocketError`, or FileNotFoundError when nothing is
+    there."""
+    import stat
+    path_abs = os.path.abspath(path)
+    st = os.lstat(path_abs)
+    if not stat.S_ISSOCK(st.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else ("a directory" if stat.S_ISDIR(st.st_mode) else "a file")
+        raise UntrustedSocketError(path, path_abs, st.st_uid, "it is %s owned by %s, not a socket" % (what, _owner(st.st_uid)),
+                                   "give the socket's own path (links are not followed); " + _SHARED_FIX)
+    if not _trusted(st.st_uid):
+        raise UntrustedSocketError(
+            path, path_abs, st.st_uid,
+            "the socket is owned by %s, not by %s: that user, not your hub, would answer" % (_owner(st.st_uid), _trusted_owners()),
+            "remove it if it is not a hub you meant to use, and start the hub again; " + _SHARED_FIX)
+    _check_dirs(path, os.path.dirname(path_abs), True, 0)
+
+
+def _check_dirs(path, d, first, depth):
+    import stat
+    if depth > 40:
+        raise Error("%s: too many levels of symbolic links" % path)
+    while True:
+        st = os.lstat(d)
+        if not _trusted(st.st_uid):
+            raise UntrustedSocketError(
+                path, d, st.st_uid,
+                "%s is owned by %s, not by %s: that user could put another socket there"
+                % (d, _owner(st.st_uid), _trusted_owners()),
+                "remove %s if it is not yours and start the hub again; %s" % (d, _SHARED_FIX))
+        if stat.S_ISLNK(st.st_mode):
+            target = os.readlink(d)
+            if not os.path.isabs(target):
+                target = os.path.join(os.path.dirname(d), target)
+            _check_dirs(path, os.path.normpath(target), first, depth + 1)
+        elif st.st_mode & 0o022 and (first or not st.st_mode & stat.S_ISVTX):
+            fix = "chmod go-w %s (as its owner)" % d
+            if first:
+                fix += ", or put the socket in a directory only you or root can write"
+            raise UntrustedSocketError(
+                path, d, st.st_uid,
+                "%s may be written by others (mode %04o), who could replace the socket" % (d, st.st_mode & 0o7777),
+                fix + "; " + _SHARED_FIX)
+        first = False
+        parent = os.path.dirname(d)
+        if parent == d:
+            return
+        d = parent
+
+
+def _check_peer(sock, path):
+    """The process serving the socket (SO_PEERCRED: the one that listened)
+    runs as root or as you."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return
+    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))
+    if not _trusted(uid):
+        raise UntrustedSocketError(
+            path, path, uid,
+            "the process serving it (pid %d) runs as %s, not as %s" % (pid, _owner(uid), _trusted_owners()),
+            "stop that process if it is not a hub you meant to use; " + _SHARED_FIX)
+
+
 class OpError(Error):
     """A failed device operation.
 
@@ -113,19 +219,24 @@ class HubError(Error):
         super().__init__("%s: %s" % (self.name, message))
 
 
-def connect(path=None, token=None, timeout=None):
+def connect(path=None, token=None, timeout=None, trust_any_owner=False):
     """Connect to the hub at ``path``: a Unix socket path or tcp://HOST:PORT
     (default: :func:`default_socket`). ``token`` is the shared secret for TCP
-    (default $OETP_HUB_TOKEN)."""
-    return Hub(path, token=token, timeout=timeout)
+    (default $OETP_HUB_TOKEN). A Unix socket is checked first
+    (:func:`check_socket`, and the serving process's user):
+    ``trust_any_owner=True`` or OETP_HUB_TRUST_ANY_OWNER=1 skips that, for a
+    socket shared on purpose only: whoever owns it can answer in the hub's
+    place."""
+    return Hub(path, token=token, timeout=timeout, trust_any_owner=trust_any_owner)
 
 
 class Hub:
     """A connection to the hub. Safe to share between threads: requests are
     serialised on the connection."""
 
-    def __init__(self, path=None, token=None, timeout=None):
+    def __init__(self, path=None, token=None, timeout=None, trust_any_owner=False):
         self.path = path or default_socket()
+        trust_any_owner = trust_any_owner or os.environ.get(TRUST_ANY_OWNER_ENV) == "1"
         if self.path.startswith("tcp://"):
             host, _, port = self.path[len("tcp://"):].rpartition(":")
             self._sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout or 5)
@@ -133,13 +244,23 @@ class Hub:
             if token is None:
                 token = os.environ.get("OETP_HUB_TOKEN", "")
         else:
+            if not trust_any_owner:
+                try:
+                    check_socket(self.path)
+                except FileNotFoundError as e:
+                    raise Error("cannot connect to the hub at %s: %s" % (self.path, e)) from e
             self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self._sock.settimeout(timeout or 5)
             try:
                 self._sock.connect(self.path)
+                if not trust_any_owner:
+                    _check_peer(self._sock, self.path)
             except OSError as e:
                 self._sock.close()
                 raise Error("cannot connect to the hub at %s: %s" % (self.path, e)) from e
+            except Error:
+                self._sock.close()
+                raise
         self._sock.settimeout(timeout)
         # Replies are received straight into one buffer with recv_into (no
         # file object: its Python-level readinto cost more than the

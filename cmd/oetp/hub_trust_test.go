@@ -1,0 +1,334 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/rundir"
+)
+
+// The hostile local user of these tests is uid 65534 (nobody): the tests
+// run as root and start its processes with that uid.
+const hostileUID = 65534
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to act as a second user, uid 65534)")
+	}
+}
+
+// hostileDir is a directory every user may enter (0755), holding a copy of
+// the test binary the hostile user's processes run (the build's own
+// directory is root's, 0700).
+func hostileDir(t *testing.T) (dir, exe string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "oetp-hostile-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe = filepath.Join(dir, "impostor.test")
+	if out, err := exec.Command("cp", self, exe).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	return dir, exe
+}
+
+// asHostile makes cmd run as the hostile user.
+func asHostile(cmd *exec.Cmd) *exec.Cmd {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: hostileUID, Gid: hostileUID}}
+	return cmd
+}
+
+// startImpostor starts, as the hostile user, a process that listens on the
+// Unix socket sock (creating its directory, mode 0777, if missing) and
+// answers every hub request with success: a read gets 0xBAD0BAD0. It
+// returns once the socket is listening.
+func startImpostor(t *testing.T, exe, sock string) {
+	t.Helper()
+	cmd := asHostile(exec.Command(exe, "-test.run=^TestHubImpostorHelper$"))
+	cmd.Env = append(os.Environ(), "OETP_TEST_IMPOSTOR="+sock)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "listening\n" {
+		t.Fatalf("impostor: %q %v", line, err)
+	}
+}
+
+// TestHubImpostorHelper is the impostor hub of startImpostor; it runs only
+// when OETP_TEST_IMPOSTOR names its socket.
+func TestHubImpostorHelper(t *testing.T) {
+	sock := os.Getenv("OETP_TEST_IMPOSTOR")
+	if sock == "" {
+		t.Skip("the impostor hub of the hostile-user tests")
+	}
+	os.MkdirAll(filepath.Dir(sock), 0o777)
+	os.Chmod(filepath.Dir(sock), 0o777)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(sock, 0o777)
+	os.Stdout.WriteString("listening\n")
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go impostorServe(c)
+	}
+}
+
+// impostorServe answers every request with success.
+func impostorServe(c net.Conn) {
+	defer c.Close()
+	var buf []byte
+	for {
+		var hdr proto.Header
+		var err error
+		hdr, _, buf, err = proto.ReadMessage(c, buf)
+		if err != nil {
+			return
+		}
+		out := proto.AppendReplyHeader(nil, hdr, proto.StatusOK, 0, "")
+		switch hdr.Type {
+		case proto.Hello:
+			out = binary.LittleEndian.AppendUint16(out, proto.Version)
+			out = binary.LittleEndian.AppendUint32(out, proto.MaxMessage)
+			out = binary.LittleEndian.AppendUint16(out, 1)
+			out = binary.LittleEndian.AppendUint64(out, 0)
+		case proto.Open:
+			out = append(out, 1, 0, 0, 0)
+			for range 4 {
+				out = append(out, 2, 0, 0, 0, 0, 9)
+			}
+			out = proto.AppendStr16(out, "board1")
+			out = proto.AppendStr16(out, "lo")
+		case proto.Read:
+			out = binary.LittleEndian.AppendUint32(out, 0xBAD0BAD0)
+		case proto.WriteBlock, proto.ReadBlock:
+			out = binary.LittleEndian.AppendUint32(out, 0)
+			out = binary.LittleEndian.AppendUint32(out, 0)
+		}
+		if _, err := c.Write(proto.Finish(out, 0)); err != nil {
+			return
+		}
+	}
+}
+
+// inPrivateMounts runs fn on a thread of its own with a private mount
+// namespace in which /run is an empty tmpfs, so that the system socket
+// path can be planted without touching the host's /run. Processes fn
+// starts inherit the namespace; other goroutines never see it.
+func inPrivateMounts(t *testing.T, fn func()) {
+	t.Helper()
+	done := make(chan any, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with its namespace
+		defer func() { done <- recover() }()
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			t.Errorf("unshare: %v", err)
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			t.Errorf("mount --make-rprivate /: %v", err)
+			return
+		}
+		if err := unix.Mount("tmpfs", "/run", "tmpfs", 0, "mode=0755"); err != nil {
+			t.Errorf("mount tmpfs /run: %v", err)
+			return
+		}
+		fn()
+	}()
+	if r := <-done; r != nil {
+		panic(r)
+	}
+}
+
+// clientEnv is the environment of a client that finds the hub by itself.
+func clientEnv(tmp string) []string {
+	var env []string
+	for _, e := range os.Environ() {
+		k, _, _ := strings.Cut(e, "=")
+		switch k {
+		case "OETP_HUB", "XDG_RUNTIME_DIR", "TMPDIR", rundir.TrustAnyOwnerEnv:
+			continue
+		}
+		env = append(env, e)
+	}
+	return append(env, "TMPDIR="+tmp, "PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH="+pythonDir())
+}
+
+// pyConnect is a Python client that connects to the default socket (or
+// argv[1]) and says how it went.
+const pyConnect = `
+import sys, oetp
+try:
+    h = oetp.connect(sys.argv[1] if len(sys.argv) > 1 else None)
+    print("CONNECTED", h.device("board1").read(0x10))
+except oetp.UntrustedSocketError as e:
+    print("REFUSED uid=%d %s" % (e.uid, e))
+    sys.exit(3)
+`
+
+// An impostor's socket planted by another user where a client looks for the
+// hub (the system path in a directory an older oetp made 1777, and the
+// per-user fallback $TMPDIR/oetp-0 that root uses when XDG_RUNTIME_DIR is
+// unset) is refused by the CLI (exit 2, nothing reported ok), the Go
+// client and the Python client; the CLI's --hub-trust-any-owner shows what
+// the check prevents.
+func TestHubImpostorRefused(t *testing.T) {
+	needRoot(t)
+	bin := buildOetp(t)
+	dir, exe := hostileDir(t)
+	py, pyErr := exec.LookPath("python3")
+	tmp := filepath.Join(dir, "tmp") // as /tmp: root's, 1777
+	if err := os.Mkdir(tmp, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(tmp, 0o1777)
+	for _, tc := range []struct{ name, sock string }{
+		{"system", "/run/oetp/hub.sock"},
+		{"fallback", filepath.Join(tmp, "oetp-0", "hub.sock")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inPrivateMounts(t, func() {
+				if tc.name == "system" {
+					// What an older oetp made: a world-writable /run/oetp.
+					os.Mkdir("/run/oetp", 0o777)
+					os.Chmod("/run/oetp", 0o1777)
+				}
+				startImpostor(t, exe, tc.sock)
+				env := clientEnv(tmp)
+				run := func(args ...string) (string, string, int) {
+					cmd := exec.Command(bin, args...)
+					cmd.Env = env
+					var out, errOut strings.Builder
+					cmd.Stdout, cmd.Stderr = &out, &errOut
+					cmd.Run()
+					return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+				}
+				write := []string{"rmem", "write", "--iface", "lo", "--peer", "02:0e:0c:00:00:09", "--addr", "0x10", "--data", "0x11111111", "--json"}
+				out, errOut, code := run(write...)
+				t.Logf("rmem write: exit %d: %s", code, errOut)
+				if code != 2 || strings.Contains(out, `"ok":true`) || !strings.Contains(errOut, tc.sock) ||
+					!strings.Contains(errOut, "uid 65534") || !strings.Contains(errOut, "--hub-trust-any-owner") {
+					t.Errorf("rmem write with an impostor at %s: exit %d\nstdout: %s\nstderr: %s", tc.sock, code, out, errOut)
+				}
+				out, errOut, code = run("rmem", "read", "--iface", "lo", "--peer", "02:0e:0c:00:00:09", "--addr", "0x10", "--hub", tc.sock)
+				if code != 2 || strings.Contains(out, "bad0bad0") || !strings.Contains(errOut, "uid 65534") {
+					t.Errorf("rmem read --hub %s: exit %d\nstdout: %s\nstderr: %s", tc.sock, code, out, errOut)
+				}
+				out, errOut, code = run("hub", "status", "--hub", tc.sock)
+				if code != 2 || !strings.Contains(errOut, "uid 65534") {
+					t.Errorf("hub status --hub %s: exit %d\nstdout: %s\nstderr: %s", tc.sock, code, out, errOut)
+				}
+				// What the check prevents: told to trust any owner, the
+				// command believes the impostor.
+				out, errOut, code = run(append(write, "--hub-trust-any-owner")...)
+				if code != 0 || !strings.Contains(out, `"ok":true`) {
+					t.Errorf("--hub-trust-any-owner: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+				}
+
+				// The Go client, finding the socket by itself.
+				t.Setenv("OETP_HUB", "")
+				t.Setenv("XDG_RUNTIME_DIR", "")
+				t.Setenv("TMPDIR", tmp)
+				t.Setenv(rundir.TrustAnyOwnerEnv, "")
+				c, err := client.DialOptions(client.Options{})
+				var ue *rundir.UntrustedError
+				if !errors.As(err, &ue) || ue.UID != hostileUID || ue.Path != tc.sock {
+					t.Errorf("Go client: %v (%+v)", err, ue)
+				}
+				if c != nil {
+					c.Close()
+				}
+
+				if pyErr != nil {
+					t.Log("python3 is not installed: the Python client is not tried")
+					return
+				}
+				cmd := exec.Command(py, "-c", pyConnect)
+				cmd.Env = env
+				pout, _ := cmd.CombinedOutput()
+				if cmd.ProcessState.ExitCode() != 3 || !strings.Contains(string(pout), "REFUSED uid=65534 "+tc.sock) {
+					t.Errorf("Python client: exit %d: %s", cmd.ProcessState.ExitCode(), pout)
+				}
+			})
+		})
+	}
+}
+
+// A socket whose file looks right (root's, in root's directory) but whose
+// serving process runs as another user is refused after connecting: the
+// kernel's SO_PEERCRED names the listener.
+func TestHubImpostorPeerRefused(t *testing.T) {
+	needRoot(t)
+	dir, exe := hostileDir(t)
+	planted := filepath.Join(dir, "own", "hub.sock")
+	os.Mkdir(filepath.Dir(planted), 0o700)
+	os.Chown(filepath.Dir(planted), hostileUID, hostileUID)
+	startImpostor(t, exe, planted)
+	trusted := t.TempDir() // root's, 0700
+	sock := filepath.Join(trusted, "hub.sock")
+	if err := os.Rename(planted, sock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(sock, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := rundir.CheckSocket(sock); err != nil {
+		t.Fatalf("the file checks pass: %v", err)
+	}
+	_, err := client.DialOptions(client.Options{Path: sock})
+	var ue *rundir.UntrustedError
+	if !errors.As(err, &ue) || ue.UID != hostileUID || !strings.Contains(err.Error(), "the process serving it (pid ") {
+		t.Errorf("Go client: %v", err)
+	}
+	if c, err := client.DialOptions(client.Options{Path: sock, TrustAnyOwner: true}); err != nil {
+		t.Errorf("TrustAnyOwner: %v", err)
+	} else {
+		c.Close()
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	cmd := exec.Command(py, "-c", pyConnect, sock)
+	cmd.Env = clientEnv(dir)
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 3 || !strings.Contains(string(out), "REFUSED uid=65534") || !strings.Contains(string(out), "the process serving it (pid ") {
+		t.Errorf("Python client: exit %d: %s", cmd.ProcessState.ExitCode(), out)
+	}
+}
