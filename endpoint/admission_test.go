@@ -12,9 +12,10 @@ import (
 
 // TestDMAWriteAdmissionOrder: a DMA_WRITE_REQ runs the checks that need only
 // its header first (peer mode, positive Length, Length within the fragment
-// ceiling, window), then the framing checks (frame length against Length,
-// EndOfData); a framing failure whose data would fail in memory reports the
-// memory's error (6 or 7) instead of 2. Each case is the exact request, the
+// ceiling), then the framing checks (frame length against Length,
+// EndOfData), whose late result replaces the window's cause 1 as the RTL's
+// does; inside the window, a framing failure whose data would fail in
+// memory reports the memory's error (6 or 7) instead of 2. Each case is the exact request, the
 // exact ERROR_RSP, the code recorded for the peer and the memory contents,
 // which a malformed request never changes.
 func TestDMAWriteAdmissionOrder(t *testing.T) {
@@ -45,15 +46,17 @@ func TestDMAWriteAdmissionOrder(t *testing.T) {
 		// Mode before framing: was cause 2, record 10.
 		{"bad EndOfData, mode 1", endpoint.ModeRMEM, dw(1, 0x2000, 5, five, badEOD), 1, 1},
 		{"bad EndOfData, mode 3", endpoint.ModeDMARead, dw(2, 0x2000, 5, five, badEOD), 1, 1},
-		{"header cut short, mode 0", endpoint.ModeNone, frame(macB, macP, 0x40, le(3), le(0x2000), []byte{5, 0}), 1, 1},
+		{"header cut short, mode 1", endpoint.ModeRMEM, frame(macB, macP, 0x40, le(3), le(0x2000), []byte{5, 0}), 1, 1},
 		{"header cut short, mode 2", endpoint.ModeDMAWrite, frame(macB, macP, 0x40, le(4), le(0x2000), []byte{5, 0}), 2, 10},
 		// Positive Length before framing.
 		{"Length 0, bad EndOfData", endpoint.ModeDMAWrite, dw(5, 0x2000, 0, nil, badEOD), 1, 1},
 		// The ceiling before framing: was cause 2 whenever the frame fit.
 		{"Length over the ceiling, 5 bytes of data", endpoint.ModeDMAWrite, dw(6, 0x2000, 969, five, eod), 3, 3},
 		{"Length over the ceiling, padded frame", endpoint.ModeDMAWrite, pad60(dw(7, 0x2000, 0x10000, nil, nil)), 3, 3},
-		// The window before framing.
-		{"past the window, bad EndOfData", endpoint.ModeDMAWrite, dw(8, 0xB000, 5, five, badEOD), 1, 1},
+		// The late framing result replaces the window's cause 1, as the
+		// RTL's does (the data is never written: no memory error).
+		{"past the window, bad EndOfData", endpoint.ModeDMAWrite, dw(8, 0xB000, 5, five, badEOD), 2, 10},
+		{"past the window, EndOfData missing", endpoint.ModeDMAWrite, dw(17, 0xB000, 5, five, nil), 2, 10},
 		// Framing after the header checks: cause 2, record 10.
 		{"bad EndOfData in RAM", endpoint.ModeDMAWrite, dw(9, 0x2000, 5, five, badEOD), 2, 10},
 		{"EndOfData missing in RAM", endpoint.ModeDMAWrite, dw(10, 0x2000, 5, five, nil), 2, 10},

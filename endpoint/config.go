@@ -301,12 +301,18 @@ func queueLen(name string, v, def int, cur *Config, get func(*Config) int) (int,
 type Peer struct {
 	// MAC is the peer's address: the destination of operations initiated
 	// towards it, and the source address that identifies its requests. A
-	// unicast MAC may appear in one entry only. A group address may be
-	// configured, in any number of entries (say one in ModeRMEM and one in
-	// ModeDMARead), for outgoing group writes; it never matches a received
-	// source. The zero MAC marks an unused entry.
+	// MAC may appear in several entries, as in the openENOC peer table: a
+	// received request is checked against the lowest-index entry with its
+	// source MAC whose Mode is not ModeNone (the others serve operations
+	// initiated towards it). A group address, typically in several entries
+	// (say one in ModeRMEM and one in ModeDMARead) for outgoing group
+	// writes, never matches a received source. The zero MAC marks an
+	// unused entry.
 	MAC wire.MAC
-	// Mode is the peer's access mode.
+	// Mode is the peer's access mode. An entry in ModeNone is disabled,
+	// like the hardware's: it never matches a received source, so a
+	// request from its MAC is dropped without a reply and counted in
+	// Stats.DropUnknownSource (DisabledPeer tells the two apart).
 	Mode Mode
 	// WindowBase and WindowSize are the local window [WindowBase,
 	// WindowBase+WindowSize) that the peer's requests may access; the
@@ -332,21 +338,38 @@ type PeerStatus struct {
 // peerTable is an immutable snapshot of the peer table.
 type peerTable struct {
 	entries [MaxPeers]Peer
-	bySrc   map[wire.MAC]int // unicast MACs only
+	// bySrc maps the unicast MAC of every enabled entry (Mode not
+	// ModeNone) to the lowest such index, the entry that serves its
+	// requests, as the openENOC peer lookup picks the lowest enabled
+	// index that matches.
+	bySrc map[wire.MAC]int
+	// disabled maps a unicast MAC that only disabled entries (ModeNone)
+	// hold to the lowest of them: its requests are dropped as from an
+	// unknown source, and DisabledPeer tells a log why.
+	disabled map[wire.MAC]int
 }
 
 func (t *peerTable) with(i int, p Peer) *peerTable {
-	n := &peerTable{entries: t.entries, bySrc: make(map[wire.MAC]int, len(t.bySrc)+1)}
+	n := &peerTable{entries: t.entries, bySrc: make(map[wire.MAC]int, len(t.bySrc)+1), disabled: map[wire.MAC]int{}}
 	n.entries[i] = p
-	for j := range n.entries {
-		if m := n.entries[j].MAC; !m.IsZero() && !m.IsGroup() {
+	for j := len(n.entries) - 1; j >= 0; j-- { // downwards: the lowest index is stored last
+		m := n.entries[j].MAC
+		if m.IsZero() || m.IsGroup() {
+			continue
+		}
+		if n.entries[j].Mode == ModeNone {
+			n.disabled[m] = j
+		} else {
 			n.bySrc[m] = j
 		}
+	}
+	for m := range n.bySrc {
+		delete(n.disabled, m)
 	}
 	return n
 }
 
-func checkPeer(t *peerTable, i int, p Peer) error {
+func checkPeer(i int, p Peer) error {
 	if i < 0 || i >= MaxPeers {
 		return fmt.Errorf("endpoint: peer index %d is out of range; use 0..%d", i, MaxPeers-1)
 	}
@@ -361,14 +384,6 @@ func checkPeer(t *peerTable, i int, p Peer) error {
 	}
 	if end := uint64(p.WindowBase) + p.WindowSize; end > 1<<32 {
 		return fmt.Errorf("endpoint: peer %d: window %#x + %#x ends at %#x, past the 32-bit address space; WindowBase+WindowSize must be at most 0x100000000", i, p.WindowBase, p.WindowSize, end)
-	}
-	if p.MAC.IsGroup() {
-		return nil // a group destination may serve several entries (e.g. RMEM and DMA replication)
-	}
-	for j := range t.entries {
-		if j != i && t.entries[j].MAC == p.MAC {
-			return fmt.Errorf("endpoint: peer %d: MAC %v is already used by peer %d; clear that entry first (SetPeer(%d, Peer{}))", i, p.MAC, j, j)
-		}
 	}
 	return nil
 }

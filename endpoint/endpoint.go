@@ -117,7 +117,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 	}
 	e.cfg.Store(&c)
 	e.rid.Store(c.InitialRequestID)
-	e.peers.Store(&peerTable{bySrc: map[wire.MAC]int{}})
+	e.peers.Store(&peerTable{bySrc: map[wire.MAC]int{}, disabled: map[wire.MAC]int{}})
 	e.dmaTok <- struct{}{}
 	e.in.init(e, c.Outstanding, c.MaxFrame) // v1: one initiating context
 	e.slot.setCap(c.Outstanding)
@@ -236,14 +236,14 @@ func (e *Endpoint) SetConfig(c Config) error {
 }
 
 // SetPeer writes peer table entry i (0..MaxPeers-1); Peer{} clears it. A
-// unicast MAC may appear in one entry only; a group MAC in several. The
-// change applies to requests and operations accepted afterwards; the
+// MAC may appear in several entries (see Peer.MAC for which one serves its
+// requests). The change applies to requests and operations accepted afterwards; the
 // entry's status is kept.
 func (e *Endpoint) SetPeer(i int, p Peer) error {
 	e.cfgMu.Lock()
 	defer e.cfgMu.Unlock()
 	t := e.peers.Load()
-	if err := checkPeer(t, i, p); err != nil {
+	if err := checkPeer(i, p); err != nil {
 		return err
 	}
 	if t.entries[i].MAC != p.MAC {
@@ -251,6 +251,16 @@ func (e *Endpoint) SetPeer(i int, p Peer) error {
 	}
 	e.peers.Store(t.with(i, p))
 	return nil
+}
+
+// DisabledPeer reports whether requests from src are dropped because every
+// peer table entry with that MAC is disabled (ModeNone), and the lowest
+// such index. Such requests are counted as from an unknown source; a tool
+// that logs them (such as `oetp serve`) can say that the entry exists but is
+// disabled.
+func (e *Endpoint) DisabledPeer(src wire.MAC) (index int, ok bool) {
+	index, ok = e.peers.Load().disabled[src]
+	return index, ok
 }
 
 // Peer returns peer table entry i; ok is false when i is out of range or

@@ -159,28 +159,23 @@ func readCause(resp memory.Resp) uint32 {
 
 // check returns the wire cause of the first failed admission check, or 0.
 //
-// A DMA_WRITE_REQ runs the checks that need only its header first, in the
-// specification's order (peer mode, positive Length, Length within the
-// fragment ceiling, window; destination and source peer were checked at
-// admission), and only then the checks that need the whole frame (frame
-// ceiling, frame length against Length, EndOfData): a streaming receiver
-// admits the request from its header, "Bulk payload transfer starts
-// without waiting for the complete Ethernet frame", and meets a framing
-// error only at the end of the frame. So a DMA_WRITE_REQ with a bad
-// EndOfData from an RMEM peer fails with cause 1, and one whose Length
-// exceeds the ceiling with cause 3, however long its frame. The other
-// commands have fixed lengths; their framing is checked first.
+// The order is the openENOC RTL's, for every command: the checks its peer
+// lookup makes on the header (peer mode; RMEM alignment; DMA Length 0:
+// cause 1), then the DMA Length against the fragment ceiling (cause 3),
+// then framing (frame length, EndOfData: cause 2; a frame over the
+// ceiling: 3), then the window (cause 1), then memory. A header field the
+// frame does not hold is not checked: its framing error stands.
 //
-// A malformed DMA_WRITE_REQ that passes the header checks is never written
-// (see serve), but it reports what the streaming receiver would: the local
-// memory error of the data bytes the frame carries, when the memory can
-// tell (memory.Prober), takes precedence over the framing error (cause 6
-// or 7 instead of 2).
+// A DMA_WRITE_REQ differs in the last steps, because a streaming receiver
+// ("Bulk payload transfer starts without waiting for the complete Ethernet
+// frame") admits it from its header and meets a framing error only at the
+// end of the frame: that late framing result replaces the window's cause
+// 1 (the RTL answers 2), and when the window holds, the local memory error
+// of the data bytes the frame carries, when the memory can tell
+// (memory.Prober), beats it (cause 6 or 7 instead of 2). A malformed
+// DMA_WRITE_REQ is never written (see serve).
 func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
 	cmd := w.cls.Cmd
-	if cmd != wire.DMAWriteReq && w.cls.Problem != wire.OK {
-		return w.cls.Problem.Cause()
-	}
 	p := &w.peerEntry
 	var need Mode
 	switch cmd {
@@ -194,7 +189,8 @@ func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
 	if p.Mode != need {
 		return wire.CauseInvalid
 	}
-	if cmd == wire.DMAWriteReq && len(f) < wire.ParamOffset+12 {
+	problem := w.cls.Problem.Cause()
+	if len(f) < wire.ParamOffset+8 || !cmd.IsRMEM() && len(f) < wire.ParamOffset+12 {
 		return wire.CauseLength // the header itself is incomplete
 	}
 	addr := f.Address()
@@ -212,10 +208,16 @@ func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
 			return wire.CauseOverflow
 		}
 	}
+	if cmd != wire.DMAWriteReq && problem != 0 {
+		return problem
+	}
 	if !wire.RangeOK(addr, length, p.WindowBase, p.WindowSize) {
+		if problem != 0 {
+			return problem // a DMA_WRITE_REQ's late framing result
+		}
 		return wire.CauseInvalid
 	}
-	if cmd == wire.DMAWriteReq && w.cls.Problem != wire.OK {
+	if problem != 0 {
 		// The data bytes present in the frame, which a streaming
 		// receiver would have written before it saw the framing error.
 		n := min(uint64(length), uint64(max(len(f)-(wire.ParamOffset+12), 0)))
@@ -227,7 +229,7 @@ func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
 				return wire.CauseAXIWrDecerr
 			}
 		}
-		return w.cls.Problem.Cause()
+		return problem
 	}
 	return 0
 }

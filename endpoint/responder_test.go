@@ -96,7 +96,14 @@ func TestResponderAdmission(t *testing.T) {
 		{"RMEM read truncated", 1, rmr(4, 0x2000)[:23], nil, 2, 2, 0, false},
 		{"RMEM write too long", 1, append(rmw(5, 0x2000, 1, 1), 0), nil, 2, 2, 0, false},
 		{"RMEM read, mode 2", 2, rmr(6, 0x2000), nil, 1, 1, 0, false},
-		{"RMEM read, mode 0", 0, rmr(7, 0x2000), nil, 1, 1, 0, false},
+		// The RTL's precedence: peer mode and alignment (1), then the
+		// DMA Length ceiling (3), then framing (2), then the window (1).
+		{"RMEM read with a trailing byte, mode 2", 2, append(rmr(7, 0x2000), 0), nil, 1, 1, 0, false},
+		{"RMEM write too long, unaligned", 1, append(rmw(18, 0x2002, 1, 1), 0), nil, 1, 1, 0, false},
+		{"RMEM read with a trailing byte, past window", 1, append(rmr(19, 0xB000), 0), nil, 2, 2, 0, false},
+		{"DMA read zero length, trailing byte", 3, append(dr(48, 0x2000, 0), 0), nil, 1, 1, 0, false},
+		{"DMA read over fragment ceiling, trailing byte", 3, append(dr(49, 0x2000, 969), 0), nil, 3, 3, 0, false},
+		{"DMA read truncated, mode 1", 1, dr(50, 0x2000, 4)[:27], nil, 1, 1, 0, false},
 		{"RMEM read unaligned", 1, rmr(8, 0x2002), nil, 1, 1, 0, false},
 		{"RMEM read below window", 1, rmr(9, 0xFFC), nil, 1, 1, 0, false},
 		{"RMEM read last word of window", 1, rmr(10, 0xAFFC), nil, 4, 4, 1, false},
@@ -192,8 +199,59 @@ func TestResponderAdmission(t *testing.T) {
 	for _, n := range s.ErrorsSent {
 		sent += n
 	}
-	if sent != failures || s.ErrorsSent[2] != 9 || s.ErrorsSent[3] != 2 {
+	if sent != failures || s.ErrorsSent[2] != 10 || s.ErrorsSent[3] != 3 {
 		t.Fatalf("ErrorsSent %v", s.ErrorsSent)
+	}
+}
+
+// TestDisabledAndDuplicatePeers: as in the openENOC peer lookup, an entry
+// in mode 0 never matches a received source (its requests are dropped
+// silently and counted as from an unknown source, and DisabledPeer names
+// the entry), and of several entries with one MAC the lowest enabled index
+// serves its requests, its mode checked and its status recorded.
+func TestDisabledAndDuplicatePeers(t *testing.T) {
+	sw := newSwitch(t, mem.Config{})
+	p := newTap(t, sw, macP, false)
+	q := newTap(t, sw, macQ, false)
+	space := &countingSpace{Space: newRAM(t)}
+	b := newEP(t, sw, macB, space, endpoint.Config{})
+	setPeer(t, b, 0, win(macP, endpoint.ModeNone))
+	setPeer(t, b, 1, win(macQ, endpoint.ModeNone))
+	setPeer(t, b, 2, win(macP, endpoint.ModeDMAWrite))
+	setPeer(t, b, 3, win(macP, endpoint.ModeRMEM))
+	rmr := func(src wire.MAC, rid uint32) []byte { return frame(macB, src, 0x10, le(rid), le(0x1000)) }
+
+	q.send(t, rmr(macQ, 1))
+	eventually(t, "drop", func() bool { return b.Stats().DropUnknownSource == 1 })
+	q.none(t, 20*time.Millisecond)
+	if i, ok := b.DisabledPeer(macQ); !ok || i != 1 {
+		t.Fatalf("DisabledPeer(Q) = %d, %v; want 1, true", i, ok)
+	}
+	if _, ok := b.DisabledPeer(macP); ok {
+		t.Fatal("DisabledPeer(P): P has an enabled entry")
+	}
+	// P: entry 0 is disabled, entry 2 (DMA write) is the lowest enabled
+	// one, so an RMEM read fails its mode check although entry 3 permits it.
+	p.send(t, rmr(macP, 2))
+	eqBytes(t, "RMEM read from P", frame(macP, macB, 0xFF, le(2), le(1)), p.next(t))
+	wantStatus(t, "entry 2", b, 2, failed(wire.CodeLocalInvalid))
+	wantStatus(t, "entry 3", b, 3, endpoint.PeerStatus{})
+	// Entry 2 disabled: entry 3 serves P.
+	setPeer(t, b, 2, win(macP, endpoint.ModeNone))
+	p.send(t, rmr(macP, 3))
+	eqBytes(t, "RMEM read from P via entry 3", frame(macP, macB, 0x11, le(3), le(0)), p.next(t))
+	// Q's entry enabled: served.
+	setPeer(t, b, 1, win(macQ, endpoint.ModeRMEM))
+	if _, ok := b.DisabledPeer(macQ); ok {
+		t.Fatal("DisabledPeer(Q) after enabling its entry")
+	}
+	q.send(t, rmr(macQ, 4))
+	eqBytes(t, "RMEM read from Q", frame(macQ, macB, 0x11, le(4), le(0)), q.next(t))
+	if s := b.Stats(); s.DropUnknownSource != 1 || s.ServedRMEMRead != 2 || s.ResponderFailures != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	if src, cmd, ok := b.LastUnknownSource(); !ok || src != macQ || cmd != wire.RMEMReadReq {
+		t.Fatalf("LastUnknownSource = %v, %v, %v", src, cmd, ok)
 	}
 }
 

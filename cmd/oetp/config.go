@@ -579,10 +579,18 @@ func (s *serveSettings) check() error {
 			return usagef("--max-frame: %v", err)
 		}
 	}
+	// A MAC may have several entries, as in the hardware's table (the
+	// lowest enabled one serves its requests), but one transport.
+	tr := func(i int) rlink.Mode {
+		if i < len(s.PeerTransport) {
+			return s.PeerTransport[i]
+		}
+		return rlink.V1
+	}
 	for i, p := range s.Peers {
 		for j := range i {
-			if s.Peers[j].MAC == p.MAC && !p.MAC.IsGroup() {
-				return usagef("--peer %v appears twice (entries %d and %d): a unicast MAC may have one peer entry only", p.MAC, j, i)
+			if s.Peers[j].MAC == p.MAC && !p.MAC.IsGroup() && tr(i) != tr(j) {
+				return usagef("--peer %v appears in entries %d and %d with different transports: give both the same transport=", p.MAC, j, i)
 			}
 		}
 	}

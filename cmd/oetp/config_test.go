@@ -151,7 +151,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve"}, "--iface is required"},
 		{[]string{"serve", "--iface", "lo", "--peer", "02:0e:0c:00:00:02"}, "--peer"},
 		{[]string{"serve", "--iface", "lo", "--peer", "02:0e:0c:00:00:02,mode=9"}, "--peer"},
-		{[]string{"serve", "--iface", "lo", peer, peer}, "appears twice"},
+		{[]string{"serve", "--iface", "lo", peer, peer + ",transport=reliable"}, "different transports"},
 		{[]string{"serve", "--iface", "lo", "--region", "0:64K", "--region", "0x8000:64K"}, "--region"},
 		{[]string{"serve", "--iface", "lo", "--region", "0:0"}, "--region"},
 		{[]string{"serve", "--iface", "lo", "--region", "2:4K:" + filepath.Join(dir, "f.bin")}, "--region"},

@@ -547,3 +547,32 @@ func TestGroupRateSweep(t *testing.T) {
 		t.Logf("rate %-5s: a member lost fragments in %d of %d runs; worst member got %.1f %%", rate, lossy[rate], reps, 100*worstOf[rate])
 	}
 }
+
+// TestDisabledPeerOverVeth: a request from a MAC whose only peer entry is
+// in mode none is dropped without a reply and counted as from an unknown
+// source, as the openENOC RTL's peer lookup does, and the warning names
+// the disabled entry.
+func TestDisabledPeerOverVeth(t *testing.T) {
+	t.Parallel()
+	tn := netns.NewPair(t)
+	h1, h2 := tn.Host(0), tn.Host(1)
+	bin := buildOetp(t)
+	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--json-events",
+		"--peer", "02:0e:0c:00:00:99,mode=rmem", "--peer", netNobody+",mode=none")
+	l := openRaw(t, h2)
+	src, dst := mustMAC(t, netNobody), mustMAC(t, netServer)
+	if n, err := l.WriteBatch([][]byte{wire.AppendRMEMReadReq(nil, dst, src, 7, 0x10)}); n != 1 || err != nil {
+		t.Fatalf("send: %d, %v", n, err)
+	}
+	waitFor(t, "the warning", func() bool {
+		e := srv.stderr.String()
+		return strings.Contains(e, "peer entry is disabled (mode none)") && strings.Contains(e, "entry=1") &&
+			strings.Contains(srv.stdout.String(), `"event":"unknown_source"`)
+	})
+	if ev := srv.lastJSON(`"event":"unknown_source"`); ev["src"] != netNobody || ev["disabled_entry"] != float64(1) {
+		t.Errorf("unknown_source event %v", ev)
+	}
+	if st := srv.stats(); st["drop_unknown_source"] != float64(1) || st["tx_frames"] != float64(0) {
+		t.Errorf("stats %v", st)
+	}
+}

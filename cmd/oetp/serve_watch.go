@@ -183,6 +183,9 @@ type unknownEvent struct {
 	Dropped uint64 `json:"dropped"`             // since the last report
 	Total   uint64 `json:"drop_unknown_source"` // since start, as in the stats
 	Fix     string `json:"fix,omitempty"`       // the --peer that would admit it
+	// DisabledEntry is the index of the peer entry that has the MAC but
+	// is disabled (mode none); absent when no entry has it.
+	DisabledEntry *int `json:"disabled_entry,omitempty"`
 }
 
 // peerFlag is the --peer entry that admits requests of cmd from src: the
@@ -205,10 +208,22 @@ func (w *watch) unknownWarning(src wire.MAC, cmd wire.Cmd, d, total uint64, summ
 		return
 	}
 	fix := peerFlag(src, cmd)
-	w.log.Warn("request from a MAC in no peer entry dropped without a reply; the sender sees TIMEOUT",
-		"src", src.String(), "cmd", cmd.String(), "dropped", d, "drop_unknown_source", total, "admit_with", fix)
+	disabled := -1
+	if i, ok := w.ep.DisabledPeer(src); ok {
+		// The hardware's rule: a mode-0 entry never matches.
+		disabled = i
+		w.log.Warn("request from a MAC whose peer entry is disabled (mode none) dropped without a reply, as from a MAC in no entry; the sender sees TIMEOUT",
+			"src", src.String(), "cmd", cmd.String(), "entry", i, "dropped", d, "drop_unknown_source", total, "admit_with", fix)
+	} else {
+		w.log.Warn("request from a MAC in no peer entry dropped without a reply; the sender sees TIMEOUT",
+			"src", src.String(), "cmd", cmd.String(), "dropped", d, "drop_unknown_source", total, "admit_with", fix)
+	}
 	if w.json {
-		w.out.json(unknownEvent{Event: "unknown_source", Time: now(), Src: src.String(), Cmd: cmd.String(), Dropped: d, Total: total, Fix: fix})
+		ev := unknownEvent{Event: "unknown_source", Time: now(), Src: src.String(), Cmd: cmd.String(), Dropped: d, Total: total, Fix: fix}
+		if disabled >= 0 {
+			ev.DisabledEntry = &disabled
+		}
+		w.out.json(ev)
 	}
 }
 
