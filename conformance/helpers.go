@@ -21,6 +21,9 @@ type Case struct {
 	Rule string
 	// Needs are the DUT keys (Key...) without which the case is skipped.
 	Needs []string
+	// Role is the part of the device the case checks (Responder when
+	// empty).
+	Role Role
 	sec   string // the key of Section in sections
 	run   func(*T)
 }
@@ -226,4 +229,27 @@ func (t *T) inErr(key string, rs []Range, p Peer, n uint64, align uint32) uint32
 		t.Skipf("needs DUT key %s with %d bytes inside the window %v of the %s peer %v", key, n, p.Window, p.Mode, p.MAC)
 	}
 	return a
+}
+
+// readErrorRsp sends a DMA_READ_REQ whose memory read fails and requires
+// an ERROR_RSP with cause or, as a variant, a DMA_READ_RSP cut short: "Once
+// DMA_WRITE_REQ or DMA_READ_RSP transmission has begun, a local read error
+// stops payload emission and ends that frame early without EndOfData."
+func (t *T) readErrorRsp(what string, req []byte, cause uint32) {
+	f := t.One(what, req)
+	if len(f) < wire.ParamOffset+4 || wire.Frame(f).Cmd() != wire.DMAReadRsp {
+		t.checkErrorRsp(what, req, f, cause, nil)
+		return
+	}
+	r := wire.Frame(req)
+	switch {
+	case wire.Frame(f).Dst() != r.Src() || wire.Frame(f).Src() != t.Target():
+		t.Fatalf("%s: DMA_READ_RSP from %v to %v, want from the device to %v", what, wire.Frame(f).Src(), wire.Frame(f).Dst(), r.Src())
+	case wire.Frame(f).RequestID() != r.RequestID():
+		t.Fatalf("%s: DMA_READ_RSP carries Request ID %#08x, want %#08x", what, wire.Frame(f).RequestID(), r.RequestID())
+	case wire.CheckDMAReadRsp(f, r.Length()) == wire.OK:
+		t.Fatalf("%s: a complete DMA_READ_RSP with EndOfData for memory that fails, want ERROR_RSP cause %d or a response cut short", what, cause)
+	}
+	t.Variant("read failure answered by a cut-short DMA_READ_RSP")
+	t.Notef("%s: DMA_READ_RSP of %d bytes without EndOfData", what, len(f))
 }

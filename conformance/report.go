@@ -9,7 +9,10 @@ import (
 )
 
 // WriteJSON writes the report as one JSON object:
-// {"cases":[{"id","section","rule","result","detail"}],"passed","failed","skipped"}.
+// {"cases":[{"id","section","role","rule","verdict","variant","reason","detail"}],
+// "passed","variants","failed","skipped","silent"}; variant only for the
+// verdict "variant", reason only for "skip", silent only when the device
+// went silent.
 func (r *Report) WriteJSON(w io.Writer) error {
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -19,19 +22,27 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return err
 }
 
-// WriteText writes one line per case (verdict, ID, detail) and, under a
-// failed case, the rule it checks and the frames it sent (>) and received
-// (<) in hex; then a summary line.
+// WriteText writes one line per case (verdict, ID, the variant seen,
+// detail) and, under a failed case, the rule it checks and the frames it
+// sent (>) and received (<) in hex; then the note on a device that went
+// silent, and a summary line.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, c := range r.Cases {
-		fmt.Fprintf(&b, "%-4s %-16s %s\n", strings.ToUpper(string(c.Result)), c.ID, c.Detail)
-		if c.Result == Fail {
-			fmt.Fprintf(&b, "     rule (%s): %s\n", c.Section, c.Rule)
+		detail := c.Detail
+		if c.Verdict == Variant {
+			detail = "variant: " + c.Variant + "; " + detail
+		}
+		fmt.Fprintf(&b, "%-7s %-18s %s\n", strings.ToUpper(string(c.Verdict)), c.ID, detail)
+		if c.Verdict == Fail {
+			fmt.Fprintf(&b, "        rule (%s): %s\n", c.Section, c.Rule)
 			writeFrames(&b, c.Frames)
 		}
 	}
-	fmt.Fprintf(&b, "%d passed, %d failed, %d skipped\n", r.Passed, r.Failed, r.Skipped)
+	if r.Silent != "" {
+		fmt.Fprintf(&b, "NOTE: %s\n", r.Silent)
+	}
+	fmt.Fprintf(&b, "%s\n", r.Summary())
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -41,7 +52,7 @@ func (r *Report) WriteText(w io.Writer) error {
 func (r *Report) WriteFailures(w io.Writer) error {
 	var b strings.Builder
 	for _, c := range r.Cases {
-		if c.Result == Fail {
+		if c.Verdict == Fail {
 			fmt.Fprintf(&b, "FAIL %s: %s\n", c.ID, c.Detail)
 			writeFrames(&b, c.Frames)
 		}
@@ -50,13 +61,18 @@ func (r *Report) WriteFailures(w io.Writer) error {
 	return err
 }
 
+// Summary is the report's last line: the counts of each verdict.
+func (r *Report) Summary() string {
+	return fmt.Sprintf("%d passed, %d passed with a variant, %d failed, %d skipped", r.Passed, r.Variants, r.Failed, r.Skipped)
+}
+
 func writeFrames(b *strings.Builder, frames []Exchanged) {
 	for _, f := range frames {
 		dir := "<"
 		if f.Sent {
 			dir = ">"
 		}
-		fmt.Fprintf(b, "     %s %s\n", dir, Hex(f.Frame))
+		fmt.Fprintf(b, "        %s %s\n", dir, Hex(f.Frame))
 	}
 }
 
@@ -106,7 +122,10 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		s := &out.Suites[i]
 		jc := junitCase{Name: c.ID, ClassName: c.Section, SystemOut: c.Rule}
 		s.Tests++
-		switch c.Result {
+		if c.Verdict == Variant {
+			jc.SystemOut = "variant: " + c.Variant + "\n" + c.Rule
+		}
+		switch c.Verdict {
 		case Fail:
 			s.Failures++
 			var b strings.Builder

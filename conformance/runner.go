@@ -55,11 +55,29 @@ type Options struct {
 // Verdict is a case's result.
 type Verdict string
 
-// The three verdicts.
+// The four verdicts.
 const (
+	// Pass: the device did what the specification's rule says.
 	Pass Verdict = "pass"
+	// Variant: the device did something else that the specification
+	// also allows (where it leaves room); Result.Variant names it.
+	Variant Verdict = "variant"
+	// Fail: the device broke the rule.
 	Fail Verdict = "fail"
+	// Skip: the case did not run; Result.Reason names the missing DUT key.
 	Skip Verdict = "skip"
+)
+
+// Role is the part of the device a case checks.
+type Role string
+
+// The two roles.
+const (
+	// Responder cases send the device requests and check its replies.
+	Responder Role = "responder"
+	// Initiator cases make the device send requests (the DUT file's
+	// [initiator] triggers) and play the peer that answers them.
+	Initiator Role = "initiator"
 )
 
 // Exchanged is a frame a case sent or received.
@@ -72,19 +90,30 @@ type Exchanged struct {
 type Result struct {
 	ID      string  `json:"id"`
 	Section string  `json:"section"`
+	Role    Role    `json:"role"`
 	Rule    string  `json:"rule"`
-	Result  Verdict `json:"result"`
-	Detail  string  `json:"detail"`
+	Verdict Verdict `json:"verdict"`
+	// Variant names the allowed behaviour the device showed (Verdict
+	// Variant), e.g. "mode-0 entry treated as unknown source".
+	Variant string `json:"variant,omitempty"`
+	// Reason says why the case was skipped (Verdict Skip): the DUT key it
+	// needs.
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail"`
 	// Frames are the frames the case sent and received, in order.
 	Frames []Exchanged `json:"-"`
 }
 
 // Report is the outcome of a run.
 type Report struct {
-	Cases   []Result `json:"cases"`
-	Passed  int      `json:"passed"`
-	Failed  int      `json:"failed"`
-	Skipped int      `json:"skipped"`
+	Cases    []Result `json:"cases"`
+	Passed   int      `json:"passed"`
+	Variants int      `json:"variants"` // passed with a named variant
+	Failed   int      `json:"failed"`
+	Skipped  int      `json:"skipped"`
+	// Silent, when not empty, says that the device stopped answering
+	// during the run, after how many error replies, and the likely causes.
+	Silent string `json:"silent,omitempty"`
 }
 
 // OK reports whether no case failed.
@@ -178,9 +207,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return rep, r.linkErr
 		}
 		rep.Cases = append(rep.Cases, res)
-		switch res.Result {
+		switch res.Verdict {
 		case Pass:
 			rep.Passed++
+		case Variant:
+			rep.Variants++
 		case Fail:
 			rep.Failed++
 		case Skip:
@@ -279,7 +310,11 @@ func (r *runner) nextRID() uint32 {
 type stop struct{}
 
 func (r *runner) runCase(c Case) (res Result) {
-	t := &T{r: r, res: Result{ID: c.ID, Section: c.Section, Rule: c.Rule, Result: Pass}}
+	role := c.Role
+	if role == "" {
+		role = Responder
+	}
+	t := &T{r: r, res: Result{ID: c.ID, Section: c.Section, Role: role, Rule: c.Rule, Verdict: Pass}}
 	r.cur = t
 	defer func() {
 		if v := recover(); v != nil {
@@ -288,7 +323,16 @@ func (r *runner) runCase(c Case) (res Result) {
 			}
 		}
 		res = t.res
-		if res.Result == Pass && res.Detail == "" {
+		if res.Verdict == Pass && res.Variant != "" {
+			res.Verdict = Variant
+		}
+		if res.Verdict != Variant {
+			res.Variant = ""
+		}
+		if res.Verdict == Skip {
+			res.Reason = res.Detail
+		}
+		if (res.Verdict == Pass || res.Verdict == Variant) && res.Detail == "" {
 			res.Detail = "ok"
 		}
 	}()
@@ -364,24 +408,34 @@ func (t *T) Fatalf(format string, a ...any) {
 // Errorf fails the case and goes on.
 func (t *T) Errorf(format string, a ...any) {
 	msg := fmt.Sprintf(format, a...)
-	if t.res.Result == Fail {
+	if t.res.Verdict == Fail {
 		t.res.Detail += "; " + msg
 		return
 	}
-	t.res.Result, t.res.Detail = Fail, msg
+	t.res.Verdict, t.res.Detail = Fail, msg
 }
 
 // Skipf skips the case (unless it already failed) and ends it.
 func (t *T) Skipf(format string, a ...any) {
-	if t.res.Result != Fail {
-		t.res.Result, t.res.Detail = Skip, fmt.Sprintf(format, a...)
+	if t.res.Verdict != Fail {
+		t.res.Verdict, t.res.Detail = Skip, fmt.Sprintf(format, a...)
 	}
 	panic(stop{})
 }
 
+// Variant records that the device showed name, a behaviour the
+// specification allows besides the one the rule describes: a case that
+// does not fail ends with Verdict Variant and this name (the first one
+// recorded, when several are).
+func (t *T) Variant(name string) {
+	if t.res.Variant == "" {
+		t.res.Variant = name
+	}
+}
+
 // Notef adds a remark to a passing case's detail.
 func (t *T) Notef(format string, a ...any) {
-	if t.res.Result == Pass {
+	if t.res.Verdict == Pass {
 		if t.res.Detail != "" {
 			t.res.Detail += "; "
 		}
@@ -554,14 +608,47 @@ func (t *T) checkReply(what string, f []byte, to wire.MAC, rid uint32, cmd wire.
 
 // ErrorRsp sends req and requires exactly one ERROR_RSP with cause.
 func (t *T) ErrorRsp(what string, req []byte, cause uint32) {
+	t.ErrorRspOr(what, req, cause, nil)
+}
+
+// ErrorRspOr sends req and requires exactly one ERROR_RSP: with cause it
+// passes; with a cause that variants names, where the specification leaves
+// room, the case records that variant.
+func (t *T) ErrorRspOr(what string, req []byte, cause uint32, variants map[uint32]string) {
 	f := t.One(what, req)
+	t.checkErrorRsp(what, req, f, cause, variants)
+}
+
+func (t *T) checkErrorRsp(what string, req, f []byte, cause uint32, variants map[uint32]string) {
 	if wire.Frame(f).Cmd() != wire.ErrorRsp && len(f) >= wire.ParamOffset {
 		t.Fatalf("%s: reply %s, want ERROR_RSP with cause %d", what, wire.Frame(f).Cmd(), cause)
 	}
 	t.checkReply(what, f, wire.Frame(req).Src(), wire.Frame(req).RequestID(), wire.ErrorRsp, wire.ErrorRspPDULen)
-	if got := wire.Frame(f).ErrorCode(); got != cause {
-		t.Fatalf("%s: ERROR_RSP cause %d, want %d", what, got, cause)
+	got := wire.Frame(f).ErrorCode()
+	if got == cause {
+		return
 	}
+	if v, ok := variants[got]; ok {
+		t.Variant(v)
+		t.Notef("%s: ERROR_RSP cause %d (%s)", what, got, v)
+		return
+	}
+	t.Fatalf("%s: ERROR_RSP cause %d, want %d", what, got, cause)
+}
+
+// ErrorRspOrNone sends req and requires an ERROR_RSP with cause, or, as
+// the variant named, no reply at all.
+func (t *T) ErrorRspOrNone(what string, req []byte, cause uint32, variant string) {
+	got := t.Exchange(req)
+	switch len(got) {
+	case 0:
+		t.Variant(variant)
+		return
+	case 1:
+		t.checkErrorRsp(what, req, got[0], cause, nil)
+		return
+	}
+	t.Fatalf("%s: %d frames from the device, want one ERROR_RSP or none; the second is %s", what, len(got), describe(got[1]))
 }
 
 // describe is a short description of a frame for details.

@@ -53,11 +53,19 @@ the peers in the DUT file, and checks the replies, which one socket receives for
 all of those MACs (registered with the interface; no promiscuous mode). It needs
 CAP_NET_RAW.
 
-It prints one line per case: PASS, FAIL or SKIP, the case's ID and a detail; a
-failed case also shows the rule it checks and the frames sent (>) and received
-(<) in hex. --json prints instead one JSON object
-{"cases":[{"id","section","rule","result","detail"}],"passed","failed","skipped"}
-(with the frames of failed cases on standard error). --junit writes JUnit XML,
+It prints one line per case: its verdict, its ID and a detail. PASS: the device
+did what the rule says; VARIANT: it did something else the specification also
+allows, named (e.g. "mode-0 entry treated as unknown source"); FAIL: it broke
+the rule (the line also shows the rule and the frames sent (>) and received (<)
+in hex); SKIP: the DUT file lacks a key the case needs, named. Responder cases
+send the device requests; initiator cases make the device send requests
+through the DUT file's [initiator] trigger commands and answer them. A device
+that stops answering during the run is reported with its likely causes. --json
+prints instead one JSON object {"cases":[{"id","section","role","rule",
+"verdict","variant","reason","detail"}],"passed","variants","failed","skipped",
+"silent"} (role responder or initiator; variant for the verdict variant, reason
+for skip; silent when the device went silent), with the frames of failed cases
+on standard error. --junit writes JUnit XML,
 --pcap the frames of the cases. --only runs the cases under an ID prefix:
 oetp/cmd runs a section, oetp/cmd/3 one case; repeat it for several.
 
@@ -71,7 +79,7 @@ theirs. A role another process holds is waited for (--wait), then the run exits
 2 naming the holder. An oetp serve on one of those MACs (a responder) runs
 beside it.
 
-Exit status: 0 no case failed, 1 a case failed, 2 bad usage, a bad DUT file or
+Exit status: 0 no case failed (variants and skips included), 1 a case failed, 2 bad usage, a bad DUT file or
 an interface the runner cannot use.`,
 		Example: `  oetp conformance dut-template > dut.toml
   oetp conformance run --iface eth1 --target 02:0e:0c:00:00:01 --dut dut.toml
@@ -179,7 +187,7 @@ an interface the runner cannot use.`,
 				}
 			}
 			if !rep.OK() {
-				return fmt.Errorf("%d of %d conformance cases failed (%d passed, %d skipped)", rep.Failed, len(rep.Cases), rep.Passed, rep.Skipped)
+				return fmt.Errorf("%d of %d conformance cases failed (%s)", rep.Failed, len(rep.Cases), rep.Summary())
 			}
 			return nil
 		},
