@@ -24,8 +24,8 @@ type Case struct {
 	// Role is the part of the device the case checks (Responder when
 	// empty).
 	Role Role
-	sec   string // the key of Section in sections
-	run   func(*T)
+	sec  string // the key of Section in sections
+	run  func(*T)
 }
 
 // frameOf builds an oETP frame from dst, src, cmd and four-byte
