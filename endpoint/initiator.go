@@ -661,11 +661,8 @@ func (in *initiator) nextFragmentLocked(r *request, fr wire.Frame) bool {
 // change what is sent, what is written or when, or any code: the
 // destination is still written only after the response is validated.
 //
-// Only when the link busy-polls (Endpoint.warm): on 2 vCPUs over veth,
-// with busy polling, DMA of 4 and 16 MiB blocks went from 0.85–0.88 to
-// 1.02–1.09 of the raw ping-pong's MB/s (6 runs each side by side); with
-// the receive loop sleeping instead, and the engine on one CPU, the touch
-// only added to the round trip (2–4 % slower).
+// Only when the link busy-polls (Endpoint.warm): with a receive loop that
+// sleeps, the touch only adds to the round trip.
 func (r *request) ahead() (off, n uint64) {
 	blk := r.blk
 	if r.op == opDMARead {

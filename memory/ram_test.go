@@ -255,7 +255,7 @@ func hammerWord(t *testing.T, s Space, addr uint32) {
 		wg.Go(func() {
 			m := uint32(1) << bit
 			for i := range rounds {
-				// odd i clears, even i sets; the last round (i = rounds-1
+				// odd i clears, even i sets; the last pass (i = rounds-1
 				// is odd) is followed by a final set below.
 				if !s.WriteWord(addr, ^uint32(i&1)*m, m) {
 					t.Errorf("WriteWord(%#x, mask %#x) failed", addr, m)

@@ -133,7 +133,7 @@ Every measurement also stops after --max-ops operations.`,
 				return usagef("--rounds %d: use 1..100", rounds)
 			}
 			if maxOps < int64(rounds) {
-				return usagef("--max-ops %d: give at least one operation per round (%d)", maxOps, rounds)
+				return usagef("--max-ops %d: give at least one operation per round; --rounds is %d", maxOps, rounds)
 			}
 			if o.Blocks, err = parseBlocks(blocks); err != nil {
 				return usagef("--blocks: %v", err)

@@ -258,7 +258,7 @@ func openOutput(stdout io.Writer, out string) (*dmaOutput, error) {
 	if err == nil {
 		mode = st.Mode().Perm()
 		// The directory must take the temporary file, and the file itself
-		// must be writable: check as the old code did.
+		// must be writable: check both before anything is sent.
 		f, err := os.OpenFile(out, os.O_WRONLY, 0)
 		if err != nil {
 			return nil, usagef("--out: %v", err)

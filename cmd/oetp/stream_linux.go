@@ -7,10 +7,7 @@ import "golang.org/x/sys/unix"
 // reserve allocates n bytes of disk for a regular --out's temporary file
 // before the read (fallocate, FALLOC_FL_KEEP_SIZE: the size still grows
 // as the fragments are written), so that writing each fragment does not
-// allocate its blocks on the transfer's critical path (ext4's delayed
-// allocation took part of the 8.5 µs each 8 KiB pwrite cost: 64 MiB
-// reads, 1.7–2.3 µs less CPU per fragment in the client; BENCHMARKS.md).
-// Best effort: a
+// allocate its blocks on the transfer's critical path. Best effort: a
 // file system without fallocate, or without room, writes as before (and
 // then fails as before).
 func (o *dmaOutput) reserve(n int64) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A/B harness for issue 16: oetp serve and one-shot oetp commands as users run
+"""A/B harness: oetp serve and one-shot oetp commands as users run
 them (separate processes, default flags, unpinned unless --pin), binaries
 taking turns, reporting per binary the median MB/s (or, with --op rmem, the
 operation's µs) and the CPU per fragment of the client (wait4 rusage) and of
@@ -8,8 +8,8 @@ serve (/proc/PID/task/*/schedstat). Run as root:
     python3 contrib/bench/ab.py BIN_A BIN_B --rounds 3 --ops 4 --size $((64<<20)) [--op write|read|rmem] [--pin C,S]
 
 It creates the namespaces spa/spb with the veth pair vsa/vsb (MTU 9000) and
-deletes them at the end. Take measurements under flock /work/bench.lock on a
-shared machine and state the load average (printed). See BENCHMARKS.md.
+deletes them at the end. On a shared machine, state the load average (printed)
+with the figures. See docs/benchmarks.md.
 """
 import os, sys, subprocess, json, time, glob, statistics, argparse
 ap = argparse.ArgumentParser()

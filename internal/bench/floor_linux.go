@@ -307,7 +307,7 @@ const (
 
 // floorCopies are the copies of the floor rows, by operation: the
 // pinger's way and the echo's region. They are the cheapest measured on
-// this VM (BENCHMARKS.md, fifth round; Options.FloorWays measures the
+// this VM (docs/benchmarks.md; Options.FloorWays measures the
 // others): for writes pread into the frame (a gather send from an mmap of
 // the source, its mapping counted, was the same within the noise); for
 // reads pwrite (an mmap'd output is slower); a Go heap region (huge pages

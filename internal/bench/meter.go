@@ -202,7 +202,7 @@ func (m *meter) allocsPerFrame() float64 {
 }
 
 // rounds runs each step in turn, rounds times, giving each step d/rounds
-// per round (at least one operation), so that a baseline and the engine it
+// per round, at least one operation, so that a baseline and the engine it
 // is compared with see the same background load.
 func rounds(n int, steps ...func(round int) error) error {
 	for r := range n {

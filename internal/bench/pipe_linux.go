@@ -11,7 +11,7 @@ import (
 
 // The raw pipelined exchange: the medium's limit for RMEM reads with many
 // in flight, the figure the 32-goroutine RMEM row is set against beside
-// its target (issue 13: ≥ 10× v1 one at a time). One locked OS thread on
+// its target (≥ 10× v1 one at a time). One locked OS thread on
 // the near side keeps pipeDepth requests of 24 bytes in flight, sending
 // with sendmmsg(2) and receiving with recvmmsg(2) in batches: each batch
 // of replies that arrives is answered by as many new requests in one call.

@@ -318,7 +318,7 @@ func (p *procEnv) engine(op string, n int) *step { return p.command(op, n, false
 // extra returns the DMA rows of blocks from TargetBlock up once more with
 // the command's standard error a terminal, as for a user at a shell: the
 // command then draws a progress bar (endpoint.WithProgress), which must
-// not slow the transfer (issue 16).
+// not slow the transfer.
 func (p *procEnv) extra(op string, blocks []int64) []*step {
 	// The raw ping-pong with its echo a process of its own (informational
 	// baselines, see rawProcStep).

@@ -147,7 +147,7 @@ func (e *reliableEnv) bases(op string) []*step {
 	return out
 }
 
-// Targets of the reliable transport's DMA rows (issue 13): MB/s against
+// Targets of the reliable transport's DMA rows: MB/s against
 // TCP bulk transfers and against the raw one-way stream of 8 KiB frames,
 // both over the same veth pair in the same run.
 const (

@@ -85,10 +85,10 @@ const (
 	TargetRMEMp50 = 1.10 // RMEM read p50 at most 1.10× the raw 24↔24 p50
 	TargetDMARate = 0.95 // DMA MB/s at least 0.95× the raw ping-pong's
 	// TargetProcDMARate is the DMA target of the proc scenario's rows:
-	// separate processes with default flags, unpinned (issue 16).
+	// separate processes with default flags, unpinned.
 	TargetProcDMARate = 0.90
 	// TargetMemDMARate is the DMA target of the mem scenario's rows: the
-	// engine on the in-process switch (issue 16 item 5).
+	// engine on the in-process switch.
 	TargetMemDMARate = 0.80
 )
 

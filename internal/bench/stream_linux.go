@@ -15,7 +15,7 @@ import (
 )
 
 // The raw one-way stream: the medium's limit for a frame size, the figure
-// the reliable transport's DMA goal is set against (issue 13: ≥ 0.6× the
+// the reliable transport's DMA goal is set against (≥ 0.6× the
 // raw one-way AF_PACKET stream of 8 KiB frames). One locked OS thread
 // sends the same frame over and over in sendmmsg(2) batches of streamBatch,
 // another receives them in recvmmsg(2) batches of streamBatch on the far

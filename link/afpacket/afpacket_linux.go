@@ -1011,8 +1011,7 @@ func (l *Link) HandOff() ([]*os.File, error) {
 // room) holds fdmu's read lock until its timeout; lockFD interrupts it
 // instead of waiting (blockTimeout, 50 ms: a one-shot command, whose
 // receive loop is nearly always blocked when it closes its endpoint,
-// would otherwise take up to 50 ms longer to exit; measured, p90 76 ms
-// against p50 22 ms for `oetp rmem read`). Call with closed set, so that
+// would otherwise take up to 50 ms longer to exit). Call with closed set, so that
 // the interrupted call returns link.ErrClosed instead of trying again.
 func (l *Link) lockFD() {
 	for i := 0; !l.fdmu.TryLock(); i++ {
@@ -1161,10 +1160,7 @@ func (l *Link) loopRead(fd uintptr) bool {
 // reads, so that other goroutines get it now and then. Yielding before
 // every read costs more than the read saves: Gosched puts the goroutine on
 // the runtime's global run queue (two loops spinning on two Ps may then
-// swap Ps and caches) and wakes an idle P if there is one. Side by side
-// over veth (oetp bench veth-busy rows, 3 runs each): RMEM read
-// 0.82–0.84× the raw ping-pong with a yield every 256 reads, 0.96–0.97×
-// with one before each; DMA 1.12–1.19× against 0.97–1.15×. The goroutine
+// swap Ps and caches) and wakes an idle P if there is one. The goroutine
 // a batch readies (an initiator waiting for its response) does not need
 // the yield here: the endpoint's callback yields after waking it.
 func (l *Link) spin() bool {
@@ -1178,5 +1174,5 @@ func (l *Link) spin() bool {
 }
 
 // spinYield is how many empty reads a busy-polling ReadLoop makes between
-// yields of its processor: about 100 µs here.
+// yields of its processor.
 const spinYield = 256

@@ -17,7 +17,7 @@ import (
 	"github.com/openenoc/oetp/link/netns"
 )
 
-// BenchmarkRingProbe measures the receive directions of issue 16 below the
+// BenchmarkRingProbe measures the receive directions below the
 // link, as raw sockets with no protocol: a ping-pong of 8192-byte requests
 // and 20-byte replies over a veth pair, the replies received with read(2)
 // (what the link does today, with recvmmsg), from a PACKET_MMAP TPACKET_V2

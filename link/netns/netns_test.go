@@ -391,7 +391,7 @@ func TestMainThreadRestored(t *testing.T) {
 	cmd.Env = append(os.Environ(), "OETP_NETNS_MAIN_THREAD=1")
 	out, err := cmd.CombinedOutput()
 	if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() == 3 {
-		t.Skip("the helper's main goroutine was not on the main thread")
+		t.Skip("the child process's main goroutine was not on the main thread")
 	}
 	if err != nil || !strings.HasPrefix(string(out), "true ") {
 		t.Fatalf("helper: %v: %s", err, out)

@@ -228,7 +228,7 @@ func (l *spinLoopLink) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bo
 }
 
 // TestTeeKeepsCapabilities checks that a capture keeps the receive loop and
-// the busy polling of the link it wraps (issue 16), and records what the
+// the busy polling of the link it wraps, and records what the
 // loop reads.
 func TestTeeKeepsCapabilities(t *testing.T) {
 	frames := testFrames()

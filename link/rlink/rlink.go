@@ -4,42 +4,20 @@
 // (PSN, ACK/NAK, Go-Back-N, credits, AIMD, replay cache, CRC32C), while the
 // frames of every other peer pass through unchanged, byte for byte.
 //
-// The endpoint above it is the unchanged v1 engine: it builds and parses v1
-// frames, allocates Request IDs, admits requests by peer mode and window,
-// and answers with v1 responses or ERROR_RSP. rlink turns an outgoing v1
-// request to a reliable peer into a DATA frame of that peer's session (a
-// Sender), and an incoming DATA response back into the v1 response; it
-// turns an incoming DATA request into the v1 request it carries (a
-// Receiver) and the endpoint's v1 answer into the DATA response, kept in
-// the replay cache. ACKs, NAKs, retransmissions, replays and the handshake
-// never reach the endpoint.
+// The endpoint above it is the unchanged v1 engine. rlink turns an outgoing
+// v1 request to a reliable peer into a DATA frame of that peer's session (a
+// Sender) and an incoming DATA response back into the v1 response; it turns
+// an incoming DATA request into the v1 request it carries (a Receiver) and
+// the endpoint's v1 answer into the DATA response, kept in the replay cache.
+// ACKs, NAKs, retransmissions, replays and the handshake never reach the
+// endpoint. One goroutine per Link runs the retransmission timers; the
+// steady state allocates nothing.
 //
-// One goroutine per Link runs the retransmission timers; nothing runs per
-// frame, and the steady state allocates nothing.
-//
-// # Batches
-//
-// The responder side delivers every request of a received batch to the
-// endpoint at once, several of one peer in PSN order, and expects their
-// answers, in the same order, before the endpoint reads again: true of an
-// endpoint whose memory answers at once (memory.Immediate: RAM, file
-// mappings, fault ranges, what `oetp serve` uses), which serves requests
-// in its receive loop. A request still unanswered at the next read, or
-// passed over by the answer to a later one, is taken as dropped (a busy
-// responder) and left for the initiator to resend; its late answer is
-// discarded, so that it cannot be executed twice.
-//
-// While the reader handles a batch (from the moment a read returns frames
-// until the reader is about to wait for the medium again), the frames that
-// may wait are kept and then written together, with one WriteBatch (one
-// sendmmsg(2) on AF_PACKET): the responses to the batch's requests, the
-// requests sent for the first time (the next DMA fragments the batch's
-// responses let out, requests of callers woken by them) and the coalesced
-// ACKs. The frames of the batch thus cost one system call instead of one
-// each, and the peer receives them together. Retransmissions, NAKs,
-// replays, handshakes and every v1 frame go at once. A writer that finds no
-// batch being handled writes at once too, so nothing waits for a reader
-// that is itself waiting.
+// The responder side delivers every request of a received batch at once and
+// writes the batch's responses, first transmissions and coalesced ACKs with
+// one WriteBatch when the reader is about to wait again; a request left
+// unanswered by then is left for the initiator to resend, never executed
+// twice.
 package rlink
 
 import (
