@@ -184,6 +184,16 @@ type Config struct {
 	// 1..that value (a change applies to requests accepted afterwards).
 	Outstanding int
 
+	// GroupInterval is the least time from handing one frame of a group
+	// DMA block to the link to handing it the next. A group write has no
+	// reply to pace it: a member that takes one request at a time (an
+	// openENOC device has one responder context and drops a request that
+	// arrives while it is busy) loses fragments sent closer together than
+	// it can take them. Zero, the default, sends them back to back. The
+	// value is sampled when a block starts; the calling goroutine sleeps
+	// between the fragments. Negative values are refused.
+	GroupInterval time.Duration
+
 	// RawQueue is the length, in frames, of the queue read by RecvRaw; a
 	// frame arriving at a full queue is dropped and counted. Zero selects
 	// DefaultRawQueue. Fixed at New.
@@ -263,6 +273,9 @@ func resolve(c Config, linkMAC wire.MAC, linkMax int, cur *Config) (Config, erro
 	}
 	if c.Outstanding == 0 {
 		c.Outstanding = 1
+	}
+	if c.GroupInterval < 0 {
+		return c, fmt.Errorf("endpoint: Config.GroupInterval %v is negative; use 0 to send a group block's frames back to back or a positive duration", c.GroupInterval)
 	}
 	if c.Outstanding < 1 || c.Outstanding > MaxOutstanding {
 		return c, fmt.Errorf("endpoint: Config.Outstanding %d is out of range; use 1..%d, or 0 for 1 (v1)", c.Outstanding, MaxOutstanding)

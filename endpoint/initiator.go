@@ -138,6 +138,10 @@ type block struct {
 	ctx      context.Context
 	progress func(uint64)
 	yield    bool // stopped to let a waiting RMEM operation go first
+	// interval is Config.GroupInterval sampled at the block's start;
+	// lastSent is when the block's previous group frame was handed over.
+	interval time.Duration
+	lastSent time.Time
 }
 
 // lateRing remembers the most recently invalidated Request IDs, to tell

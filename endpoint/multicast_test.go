@@ -1,6 +1,7 @@
 package endpoint_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +154,39 @@ func TestGroupChange(t *testing.T) {
 	}
 	if s := b.Stats(); s.RxFrames != 2 {
 		t.Fatalf("B received %d frames; the old group should no longer be delivered", s.RxFrames)
+	}
+}
+
+// TestGroupInterval: with Config.GroupInterval the frames of a group block
+// are handed to the link no closer together than the interval (the block
+// takes at least (fragments-1) intervals), exactly the frames of an
+// unpaced block; a negative interval is
+// refused.
+func TestGroupInterval(t *testing.T) {
+	sw := newSwitch(t, mem.Config{})
+	sniff := newTap(t, sw, macS, true)
+	const interval = 5 * time.Millisecond
+	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 40, GroupInterval: interval})
+	setPeer(t, a, 0, win(group, endpoint.ModeDMARead))
+	src := pattern(160, 3)
+	t0 := time.Now()
+	tr, err := a.DMAWrite(bg(), 0, 0x1100, src)
+	el := time.Since(t0)
+	if err != nil || tr != (endpoint.Transfer{Bytes: 160, Fragments: 4}) {
+		t.Fatalf("group DMAWrite = %+v, %v", tr, err)
+	}
+	if el < 3*interval {
+		t.Fatalf("4 fragments at %v intervals took %v", interval, el)
+	}
+	for k := range 4 {
+		eqBytes(t, "fragment", frame(group, macA, 0x40, le(uint32(k)), le(uint32(0x1100+40*k)), le(40), data(src[40*k:40*k+40]), eod), sniff.next(t))
+	}
+	if got := a.Config().GroupInterval; got != interval {
+		t.Fatalf("Config().GroupInterval = %v", got)
+	}
+	c := a.Config()
+	c.GroupInterval = -time.Millisecond
+	if err := a.SetConfig(c); err == nil || !strings.Contains(err.Error(), "GroupInterval") {
+		t.Fatalf("SetConfig with a negative GroupInterval: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
@@ -321,7 +322,7 @@ func (e *Endpoint) dma(ctx context.Context, op string, peer int, remote uint32, 
 	in := &e.in
 	blk := &in.blk // ours while we hold dmaTok
 	*blk = block{op: op, peerIdx: peer, dst: p.MAC, group: p.MAC.IsGroup(), remote: remote, n: n, mfs: mfs, b: b,
-		epoch: epoch, ctx: ctx, progress: progress}
+		epoch: epoch, ctx: ctx, progress: progress, interval: cfg.GroupInterval}
 	defer func() { in.mu.Lock(); in.blk = block{}; in.mu.Unlock() }() // drop the caller's buffer and ctx
 	for blk.done < n {
 		code, err, unknown := e.runBlock(ctx, blk, pol)
@@ -410,7 +411,8 @@ func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (
 }
 
 // runGroupBlock sends the fragments of a group block one after the other:
-// each completes when the link has accepted it.
+// each completes when the link has accepted it. With a GroupInterval the
+// next frame is handed over no sooner than that after the previous one.
 func (e *Endpoint) runGroupBlock(ctx context.Context, blk *block, pol *RetryPolicy) (code wire.Code, err error, unknown bool) {
 	if err := e.slot.acquire(ctx, false, e.done); err != nil {
 		return wire.CodeTimeout, err, false
@@ -436,9 +438,19 @@ func (e *Endpoint) runGroupBlock(ctx context.Context, blk *block, pol *RetryPoli
 			blk.failOff = r.off
 			return code, err, r.unknown
 		}
+		if blk.interval > 0 && !blk.lastSent.IsZero() {
+			// Config.GroupInterval: the frame is built, its Request ID
+			// taken; it waits here, before the link has it.
+			if wait := blk.interval - time.Since(blk.lastSent); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
 		if err := in.send(r, frame, fill, rid); err != nil {
 			blk.failOff = r.off
 			return wire.CodeLocalAXIS, err, false
+		}
+		if blk.interval > 0 {
+			blk.lastSent = time.Now()
 		}
 		blk.done += uint64(r.fl)
 		blk.frags++
