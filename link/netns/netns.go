@@ -56,16 +56,18 @@ type Topology struct {
 	MTU int
 	// IfName is the name of every host's interface; "" means DefaultIfName.
 	IfName string
-	// Relay joins two hosts through a namespace of their own that forwards
-	// nothing by itself: h1's interface is a veth to interface RelayIfA
-	// there, h2's a veth to RelayIfB, and no bridge joins them. A program
-	// in that namespace (Net.Relay) carries frames between the two, such
-	// as link/relay impairing them. Hosts must be 2.
+	// Relay joins the hosts through a namespace of their own that
+	// forwards nothing by itself: host i's interface is a veth to
+	// interface p<i> there (h1's to RelayIfA, h2's to RelayIfB), and no
+	// bridge joins them. Programs in that namespace (Net.Relay) carry
+	// frames between them, such as link/relay impairing them: with three
+	// hosts, one relay between p1 and p2 and another between p1 and p3
+	// give h1 a different path to each of the others. Not with Bridge.
 	Relay bool
 }
 
-// The interfaces of the relay namespace (Topology.Relay): RelayIfA faces
-// h1, RelayIfB faces h2.
+// The interfaces of the relay namespace (Topology.Relay) that face h1 and
+// h2; host i faces p<i>.
 const (
 	RelayIfA = "p1"
 	RelayIfB = "p2"
@@ -163,8 +165,8 @@ func (h *Host) SetLinkUp(up bool) error { return h.ns.setUp(h.ifname, up) }
 
 // New builds the network described by topo. The caller must Close it.
 func New(topo Topology) (*Net, error) {
-	if topo.Relay && (topo.Hosts != 2 || topo.Bridge) {
-		return nil, fmt.Errorf("netns: Topology.Relay joins exactly 2 hosts without a bridge; Hosts is %d, Bridge %v", topo.Hosts, topo.Bridge)
+	if topo.Relay && topo.Bridge {
+		return nil, fmt.Errorf("netns: Topology.Relay joins the hosts without a bridge; Bridge must be false")
 	}
 	if topo.Hosts < 2 || topo.Hosts > MaxHosts {
 		return nil, fmt.Errorf("netns: Topology.Hosts is %d: use 2 through %d", topo.Hosts, MaxHosts)
