@@ -96,6 +96,7 @@ func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (*session, error
 
 func newDMAWriteCmd() *cobra.Command {
 	f := &dmaFlags{}
+	g := &groupFlags{}
 	var in string
 	cmd := &cobra.Command{
 		Use:   "write --iface IF --peer MAC --addr A --in FILE",
@@ -109,9 +110,23 @@ as a block of its own, so the wire carries the same fragments; if it holds
 more than fits below 4 GiB the write stops before the first byte that does
 not fit (exit 1, the JSON "bytes" says how many were written). To a unicast --peer each fragment waits for its DMA_WRITE_RSP; to a
 group --peer the write is multicast: each fragment completes when it has been
-sent, with no reply (delivery to the members is best effort and unconfirmed).`,
+sent, with no reply (delivery to the members is best effort and unconfirmed).
+
+Group writes (docs/replication.md): --member MAC names each member's unicast
+MAC. Each is probed with three unicast writes of the first fragment (its entry
+for this MAC accepts DMA writes), and the group's fragments are sent no closer
+together than the slowest member's median round trip plus 50%, so a member
+that takes one request at a time (an openENOC device) loses nothing; --rate
+paces at a fixed rate instead, and with neither the fragments go out back to
+back (a note on stderr says so). --verify then reads each member back from
+--verify-mac (each member's entry for it is mode dma-read), rewrites the
+fragments that differ by unicast, reads them again, and reports per member
+(state verified, repaired or failed; the fragments repaired): exit 0 only when
+every member verified, 1 naming the member that did not.`,
 		Example: `  oetp dma write --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --in image.bin
-  oetp dma write --iface eth1 --peer 03:0e:0c:00:00:01 --addr 0x100000 --in image.bin --json`,
+  oetp dma write --iface eth1 --peer 03:0e:0c:00:00:01 --addr 0x100000 --in image.bin --json
+  oetp dma write --iface eth1 --mac 02:0e:0c:00:00:a1 --peer 03:0e:0c:00:00:01 --addr 0x100000 --in image.bin \
+      --member 02:0e:0c:00:00:02 --member 02:0e:0c:00:00:03 --verify --verify-mac 02:0e:0c:00:00:a2`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			src, err := openInput(cmd.InOrStdin(), in, f.addr.v)
@@ -119,15 +134,37 @@ sent, with no reply (delivery to the members is best effort and unconfirmed).`,
 				return err
 			}
 			defer src.close()
+			if err := g.check(&f.opFlags, src); err != nil {
+				return err
+			}
 			s, err := f.open(cmd, endpoint.ModeDMARead)
 			if err != nil {
 				return f.openFailed(cmd, "dma write", err)
 			}
 			ctx, cancel := opContext(cmd)
 			defer cancel()
+			var run *groupRun
+			if f.peer.m.IsGroup() {
+				t0 := time.Now()
+				if run, err = g.start(ctx, cmd, f, s, src); err != nil {
+					s.close()
+					var ue *usageError
+					if errors.As(err, &ue) {
+						return f.openFailed(cmd, "dma write", err)
+					}
+					// A probe failed: no group frame was sent.
+					r := newResult("dma write", &f.opFlags, err, time.Since(t0))
+					r.Message = userMessage(err) + "; no group frame was sent"
+					return f.finish(cmd, r, "")
+				}
+				defer run.close()
+			}
 			ctx, done := progress(ctx, cmd, "dma write", src.size)
 			t0 := time.Now()
 			tr, err := s.dmaWrite(ctx, f.addr.v, src)
+			if run != nil && err == nil && g.verify {
+				run.verify(ctx, f, src)
+			}
 			elapsed := time.Since(t0)
 			done()
 			if cerr := s.close(); err == nil && cerr != nil {
@@ -144,12 +181,24 @@ sent, with no reply (delivery to the members is best effort and unconfirmed).`,
 				f.peer.m, f.addr.v, humanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS)
 			if f.peer.m.IsGroup() {
 				r.setGroup(tr.Fragments)
-				human += "; " + groupNote(tr.Fragments)
+				if !g.verify {
+					human += "; " + groupNote(tr.Fragments)
+				}
+			}
+			if run != nil && err == nil {
+				human = run.report(&r, human)
+				if run.failed != nil {
+					unknown := true
+					r.OK, r.err, r.OutcomeUnknown = false, run.failed, &unknown
+					c := endpoint.CodeOf(run.failed)
+					r.ErrorCode, r.Error, r.Message = uint8(c), c.String(), run.failed.Error()
+				}
 			}
 			return f.finish(cmd, r, human)
 		},
 	}
 	f.register(cmd)
+	g.register(cmd)
 	cmd.Flags().Var((*rateFlag)(&f.rate), "rate", "pace the frames sent to `BYTES_PER_S` bytes per second (frame bytes: data + 32 per fragment; K/M/G are powers of two); 0, the default, sends as fast as the responses (or, to a group, the link) allow")
 	cmd.Flags().StringVar(&in, "in", "", "`FILE` whose bytes are written; - reads standard input")
 	if err := cmd.MarkFlagRequired("in"); err != nil {

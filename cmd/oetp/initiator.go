@@ -367,6 +367,11 @@ type opResult struct {
 	// of frames sent.
 	Delivery   string `json:"delivery,omitempty"`
 	FramesSent *int   `json:"frames_sent,omitempty"`
+	// Pacing is how a group write was paced; Members the verification of
+	// each member (--verify), after which Delivery is "verified" when
+	// every member is.
+	Pacing  *pacingResult  `json:"pacing,omitempty"`
+	Members []memberResult `json:"members,omitempty"`
 	// Retries is the number of retransmissions made (--retries).
 	Retries int `json:"retries"`
 	// OutcomeUnknown, on every failure, says whether the operation may have
@@ -393,7 +398,7 @@ func (r *opResult) setGroup(frames int) {
 // frames.
 func groupNote(frames int) string {
 	return fmt.Sprintf("delivery unconfirmed: %d frame(s) sent to the group, and no member acknowledges a group write "+
-		"(check each member's counters, e.g. oetp serve's rx_kernel_drops; pace with --rate)", frames)
+		"(name the members with --member to pace it at what they take, and --verify to read them back; or check each member's counters, e.g. oetp serve's rx_kernel_drops)", frames)
 }
 
 // linkResult is the per-peer figures of endpoint.PeerStats in JSON.

@@ -445,7 +445,8 @@ func TestGroupDMAWriteOverVeth(t *testing.T) {
 	minSecs := pacedMin(len(data)+32*frags, 4096+32, 10<<20)
 	out, errOut, code := oetpIn(t, bin, h2, "dma", "write", "--iface", "eth0", "--mac", netWriter, "--peer", netGroup, "--addr", "0x100000", "--in", in, "--rate", "10M", "--json")
 	checkResult(t, "group dma write", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netGroup, 0x100000,
-		"bytes", float64(len(data)), "fragments", float64(frags), "delivery", "unconfirmed", "frames_sent", float64(frags)))
+		"bytes", float64(len(data)), "fragments", float64(frags), "delivery", "unconfirmed", "frames_sent", float64(frags),
+		"pacing", map[string]any{"source": "rate"}))
 	if secs := lastLineJSON(t, out)["seconds"].(float64); secs < minSecs {
 		t.Errorf("--rate 10M: 1 MiB took %.3fs, want at least %.3fs", secs, minSecs)
 	}

@@ -26,8 +26,14 @@ type relayProc struct {
 
 func startRelay(t *testing.T, bin string, h *netns.Host, args ...string) *relayProc {
 	t.Helper()
+	return startRelayOn(t, bin, h, netns.RelayIfA, netns.RelayIfB, args...)
+}
+
+// startRelayOn starts `oetp relay ifA ifB args...` in the relay namespace h.
+func startRelayOn(t *testing.T, bin string, h *netns.Host, ifA, ifB string, args ...string) *relayProc {
+	t.Helper()
 	r := &relayProc{done: make(chan struct{})}
-	r.cmd = h.Command(bin, append([]string{"relay", netns.RelayIfA, netns.RelayIfB, "--json"}, args...)...)
+	r.cmd = h.Command(bin, append([]string{"relay", ifA, ifB, "--json"}, args...)...)
 	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -41,7 +47,7 @@ func startRelay(t *testing.T, bin string, h *netns.Host, args ...string) *relayP
 			<-r.done
 		}
 	})
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(r.stderr.String(), "relay p1 <-> p2"); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(r.stderr.String(), "relay "+ifA+" <-> "+ifB); time.Sleep(10 * time.Millisecond) {
 		select {
 		case <-r.done:
 			t.Fatalf("oetp relay exited: %v\n%s", r.cmd.ProcessState, r.stderr.String())
