@@ -49,11 +49,11 @@ Exit status: 0 success, 1 the operation failed (the JSON error_code says why),
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return usagef("unknown command %q for %s: use list, read or write", args[0], cmd.CommandPath())
+			return usagef("unknown command %q for %s: use list, read, write or dump", args[0], cmd.CommandPath())
 		}
-		return usagef("%s needs a subcommand: list, read or write", cmd.CommandPath())
+		return usagef("%s needs a subcommand: list, read, write or dump", cmd.CommandPath())
 	}
-	cmd.AddCommand(newRegsListCmd(), newRegsReadCmd(), newRegsWriteCmd())
+	cmd.AddCommand(newRegsListCmd(), newRegsReadCmd(), newRegsWriteCmd(), newRegsDumpCmd())
 	return cmd
 }
 
