@@ -21,12 +21,13 @@ var sections = map[string]string{
 	"txn":    "Transactions and access policy",
 	"access": "Peer access checks",
 	"error":  "Error origin and CSR status",
+	"seq":    "Transfer sequencing and timeouts",
 	"rmem":   "RMEM failure completion and notification",
 }
 
 // sectionOrder is the order of the sections in the specification, which
 // is the order of the case list.
-var sectionOrder = []string{"scope", "frame", "length", "addr", "param", "rid", "cmd", "txn", "access", "error", "rmem"}
+var sectionOrder = []string{"scope", "frame", "length", "addr", "param", "rid", "cmd", "txn", "access", "error", "seq", "rmem"}
 
 // Cases returns every case, in the order of the specification's sections
 // and, within a section, of their numbers.
@@ -43,6 +44,9 @@ var ordered = sync.OnceValue(func() []Case {
 		count[c.sec]++
 		c.ID = fmt.Sprintf("oetp/%s/%d", c.sec, count[c.sec])
 		c.Section = sections[c.sec]
+		if c.Role == "" {
+			c.Role = Responder
+		}
 		if c.Section == "" {
 			panic("conformance: unknown section " + c.sec)
 		}
@@ -846,5 +850,109 @@ var allCases = []Case{
 				extra := append(t.dmaWriteReq(p, t.RID(), c.addr, t.pattern(40)), 0, 0, 0, 0)
 				t.ErrorRsp("DMA_WRITE_REQ with a word after EndOfData to "+c.what+" memory", extra, c.cause)
 			}
+		}},
+	// Cause precedence when a request has several faults: the
+	// specification lists the checks but not which cause wins; the
+	// openENOC RTL's lookup checks (mode, alignment, Length 0: cause 1)
+	// come before the Length ceiling (3), framing (2) and the window (1).
+	{sec: "access", Needs: []string{KeyPeerRMEM, KeyPeerDMAWrite, KeyPeerDMARead},
+		Rule: "Before local memory access, check the decoded command layout, destination, source peer policy, alignment, and the entire address range.",
+		run: func(t *T) {
+			r, w, d := t.Peer(ModeRMEM), t.Peer(ModeDMAWrite), t.Peer(ModeDMARead)
+			const framing = "framing checked before the peer mode, alignment or Length"
+			v2 := map[uint32]string{wire.CauseLength: framing}
+			bad := func(f []byte) []byte { return padTo(f, 61, 0) } // 61 bytes: neither exact nor padded
+			t.ErrorRspOr("61-byte RMEM_READ_REQ from the dma-write peer", bad(t.rmemReadReq(w, t.RID(), t.scratch(w, 4, 4))), wire.CauseInvalid, v2)
+			t.ErrorRspOr("61-byte unaligned RMEM_WRITE_REQ from the rmem peer", bad(t.rmemWriteReq(r, t.RID(), t.scratch(r, 8, 4)+2, 1, 1)), wire.CauseInvalid, v2)
+			t.ErrorRspOr("61-byte DMA_READ_REQ of Length 0", bad(t.dmaReadReq(d, t.RID(), t.scratch(d, 4, 4), 0)), wire.CauseInvalid, v2)
+			if t.DUT().MaxFrame != 0 {
+				ceil := wire.FragmentCeiling(t.DUT().MaxFrame)
+				t.ErrorRspOr(fmt.Sprintf("61-byte DMA_READ_REQ of Length %d (ceiling + 4)", ceil+4), bad(t.dmaReadReq(d, t.RID(), t.scratch(d, 4, 4), ceil+4)), wire.CauseOverflow, v2)
+			}
+			if end := r.Window.End(); end+4 <= 1<<32 {
+				t.ErrorRspOr("61-byte RMEM_READ_REQ past the window", bad(t.rmemReadReq(r, t.RID(), uint32(end+3)&^3)), wire.CauseLength,
+					map[uint32]string{wire.CauseInvalid: "window checked before framing"})
+			}
+		}},
+	// A source MAC with the group bit set is no peer.
+	{sec: "addr", Needs: rmem,
+		Rule: "An Ethernet source address has its group bit clear; see IEEE 802.3 address-field definition, Section 3.2.3.",
+		run: func(t *T) {
+			p := t.Peer(ModeRMEM)
+			a := t.scratch(p, 4, 4)
+			t.writeWord(p, a, 0x6E6E0001)
+			g := p
+			g.MAC[0] |= 1
+			t.None("RMEM_READ_REQ from the rmem peer's MAC with the group bit set", t.rmemReadReq(g, t.RID(), a))
+			t.None("RMEM_WRITE_REQ from the rmem peer's MAC with the group bit set", t.rmemWriteReq(g, t.RID(), a, 0xFFFFFFFF, 0x0BADBAD0))
+			if got := t.readWord(p, a); got != 0x6E6E0001 {
+				t.Errorf("a request from a group source changed memory: %#08x reads %#08x, want 0x6e6e0001", a, got)
+			}
+		}},
+	// A frame that ends before a whole Request ID.
+	{sec: "access", Needs: []string{KeyPeerRMEM, KeyShortFrames},
+		Rule: "Unparseable frames are discarded.",
+		run: func(t *T) {
+			p := t.Peer(ModeRMEM)
+			full := t.rmemReadReq(p, t.RID(), t.scratch(p, 4, 4))
+			for _, n := range []int{16, 17, 19} {
+				t.None(fmt.Sprintf("RMEM_READ_REQ cut to %d bytes (Request ID incomplete)", n), full[:n])
+			}
+			w := t.rmemWriteReq(p, t.RID(), t.scratch(p, 4, 4), 1, 1)
+			t.None("RMEM_WRITE_REQ cut to 18 bytes", w[:18])
+		}},
+	// A request that arrives while the responder serves another.
+	{sec: "seq", Needs: []string{KeyPeerRMEM, KeyPeerDMAWrite},
+		Rule: "If no responder context is available when a new incoming request is classified, discard that request and drain its frame through TLAST without issuing memory work or a response.",
+		run: func(t *T) {
+			w, r := t.Peer(ModeDMAWrite), t.Peer(ModeRMEM)
+			n := uint64(1024)
+			if t.DUT().MaxFrame != 0 {
+				n = uint64(wire.FragmentCeiling(t.DUT().MaxFrame))
+			}
+			for n > 4 && !t.hasScratch(w.Window, n, 4) {
+				n /= 2
+			}
+			a := t.scratch(w, n, 4)
+			b := t.scratch(r, 4, 4)
+			t.writeWord(r, b, 0x5B5B0001)
+			first := t.dmaWriteReq(w, t.RID(), a, t.pattern(int(n)))
+			second := t.rmemReadReq(r, t.RID(), b)
+			got := t.Exchange(first, second)
+			var firstOK, secondOK bool
+			for _, f := range got {
+				switch {
+				case isReplyTo(f, w.MAC, wire.Frame(first).RequestID()):
+					t.checkReply("DMA_WRITE_REQ", f, w.MAC, wire.Frame(first).RequestID(), wire.DMAWriteRsp, 6)
+					firstOK = true
+				case isReplyTo(f, r.MAC, wire.Frame(second).RequestID()):
+					t.checkReply("RMEM_READ_REQ sent right behind it", f, r.MAC, wire.Frame(second).RequestID(), wire.RMEMReadRsp, 10)
+					if d := wire.Frame(f).Data(); d != 0x5B5B0001 {
+						t.Errorf("RMEM_READ_RSP data %#08x, want 0x5b5b0001", d)
+					}
+					secondOK = true
+				default:
+					t.Errorf("unexpected %s", describe(f))
+				}
+			}
+			switch {
+			case !firstOK:
+				t.Errorf("no DMA_WRITE_RSP to a %d-byte DMA_WRITE_REQ", n)
+			case !secondOK:
+				t.Variant("busy responder drops a request that arrives while it serves another")
+			default:
+				t.Notef("the device served a request sent right behind a %d-byte DMA write (it queues, or was free)", n)
+			}
+		}},
+	// Several entries with one MAC: the lowest enabled index serves it.
+	{sec: "access", Needs: []string{KeyDuplicatePeer},
+		Rule: "Validate responder addresses against the local window associated with the source peer.",
+		run: func(t *T) {
+			low, high, undo := t.duplicatePeer()
+			defer undo()
+			a := t.scratch(low, 8, 4)
+			t.ErrorRsp(fmt.Sprintf("%s request from %v, whose lowest enabled entry is mode %s and a higher one mode %s", high.Mode.request(), low.MAC, low.Mode, high.Mode),
+				t.requestFor(high, a), wire.CauseInvalid)
+			t.Reply(fmt.Sprintf("%s request from %v (its lowest enabled entry's mode)", low.Mode.request(), low.MAC), t.requestFor(low, a), low.Mode.reply(), low.Mode.replyPDU())
 		}},
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -80,6 +81,51 @@ type DUT struct {
 	// UnknownMAC is a unicast MAC that is not in the device's peer table
 	// (unknown_mac; zero: not given).
 	UnknownMAC wire.MAC
+	// Trigger holds the commands that act on the device ([trigger]).
+	Trigger Triggers
+}
+
+// Triggers are shell command lines (run with sh -c, in the runner's
+// environment, so they may use variables such as $OETP_RTLSIM) that act on
+// the device: placeholders in braces are replaced by the case's values
+// before the line runs. A command prints its result as key=value words
+// (done=1 error=0 error_code=N rd_data=0x...); its exit status alone never
+// decides a verdict. An empty command: the cases that need it are skipped.
+type Triggers struct {
+	// SetPeer rewrites peer table entry {index} (0-based, the order of
+	// [[peer]]) to {mac}, {mode} (0..3), window {base} + {size}
+	// (set_peer). The runner restores the entry after the case.
+	SetPeer string
+	// RMEMRead and RMEMWrite make the device read or write the word at
+	// {addr} of the runner's memory (rmem_read, rmem_write, also {data}
+	// and {mask}) by RMEM, toward Initiator.MAC.
+	RMEMRead  string
+	RMEMWrite string
+	// DMAWrite makes the device DMA-write {length} bytes of its local
+	// memory at {local} to {addr} of the runner's memory at {mac}
+	// (dma_write: the device's entry for {mac} in mode 3); DMARead makes
+	// it DMA-read {length} bytes at {addr} of the runner's memory into
+	// its local memory at {local} (dma_read: mode 2).
+	DMAWrite string
+	DMARead  string
+	// Status prints the last operation's result, when the trigger itself
+	// returns before the device has finished (status).
+	Status string
+	// Setup runs once before the initiator cases (setup), e.g. to shorten
+	// the device's response timeouts to Timeout.
+	Setup string
+	// TimeoutOff sets the device's response timeouts to zero (wait
+	// forever) and TimeoutOn sets them back (timeout_off, timeout_on).
+	TimeoutOff string
+	TimeoutOn  string
+	// MAC is the address the device's requests go to: the runner plays
+	// that peer (mac; default the first rmem peer's MAC).
+	MAC wire.MAC
+	// Timeout is about how long the device waits for a response with its
+	// timeouts as Setup leaves them (timeout, default 1s); Wait bounds
+	// each trigger command (wait, default 60s).
+	Timeout time.Duration
+	Wait    time.Duration
 }
 
 // dutFile is the TOML form of a DUT file.
@@ -90,6 +136,22 @@ type dutFile struct {
 	SlvErr     stringList `toml:"slverr"`
 	DecErr     stringList `toml:"decerr"`
 	UnknownMAC string     `toml:"unknown_mac"`
+	Trigger    dutTrigger `toml:"trigger"`
+}
+
+type dutTrigger struct {
+	SetPeer    string `toml:"set_peer"`
+	RMEMRead   string `toml:"rmem_read"`
+	RMEMWrite  string `toml:"rmem_write"`
+	DMAWrite   string `toml:"dma_write"`
+	DMARead    string `toml:"dma_read"`
+	Status     string `toml:"status"`
+	Setup      string `toml:"setup"`
+	TimeoutOff string `toml:"timeout_off"`
+	TimeoutOn  string `toml:"timeout_on"`
+	MAC        string `toml:"mac"`
+	Timeout    string `toml:"timeout"`
+	Wait       string `toml:"wait"`
 }
 
 type dutPeer struct {
@@ -142,7 +204,7 @@ func ParseDUT(text string) (*DUT, error) {
 		return nil, fmt.Errorf("conformance: DUT file: %w", err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return nil, fmt.Errorf("conformance: DUT file: unknown key %q; the keys are max_frame, group, unknown_mac, slverr, decerr and [[peer]] tables with mac, mode and window", und[0].String())
+		return nil, fmt.Errorf("conformance: DUT file: unknown key %q; the keys are max_frame, group, unknown_mac, slverr, decerr, [[peer]] tables with mac, mode and window, and a [trigger] table with set_peer, rmem_read, rmem_write, dma_write, dma_read, status, setup, timeout_off, timeout_on, mac, timeout and wait", und[0].String())
 	}
 	d := &DUT{}
 	if f.MaxFrame != nil {
@@ -186,10 +248,9 @@ func ParseDUT(text string) (*DUT, error) {
 		if err != nil || m.IsGroup() || m.IsZero() {
 			return nil, fmt.Errorf("conformance: DUT file: %s: mac %q is not a unicast MAC: the runner sends this peer's requests from it, e.g. \"02:0e:0c:00:00:a0\"", where, fp.MAC)
 		}
-		if j, dup := seen[m]; dup {
-			return nil, fmt.Errorf("conformance: DUT file: %s: mac %v is already peer #%d: a unicast MAC is one peer entry", where, m, j+1)
+		if _, dup := seen[m]; !dup {
+			seen[m] = i // several entries may share a MAC, as in the hardware's table
 		}
-		seen[m] = i
 		p := Peer{MAC: m, Window: Range{Base: 0, Size: 1 << 32}}
 		switch strings.ToLower(strings.TrimSpace(fp.Mode)) {
 		case "none", "0":
@@ -210,6 +271,31 @@ func ParseDUT(text string) (*DUT, error) {
 		}
 		d.Peers = append(d.Peers, p)
 	}
+	tr := f.Trigger
+	d.Trigger = Triggers{SetPeer: tr.SetPeer, RMEMRead: tr.RMEMRead, RMEMWrite: tr.RMEMWrite, DMAWrite: tr.DMAWrite, DMARead: tr.DMARead,
+		Status: tr.Status, Setup: tr.Setup, TimeoutOff: tr.TimeoutOff, TimeoutOn: tr.TimeoutOn, Timeout: time.Second, Wait: time.Minute}
+	if tr.MAC != "" {
+		m, err := wire.ParseMAC(tr.MAC)
+		if err != nil || m.IsGroup() || m.IsZero() {
+			return nil, fmt.Errorf("conformance: DUT file: [trigger] mac %q is not a unicast MAC: the address the device's requests go to, e.g. \"02:0e:0c:00:00:a0\"", tr.MAC)
+		}
+		d.Trigger.MAC = m
+	} else if p, ok := d.peer(ModeRMEM); ok {
+		d.Trigger.MAC = p.MAC
+	}
+	for _, x := range []struct {
+		key, v string
+		dst    *time.Duration
+	}{{"timeout", tr.Timeout, &d.Trigger.Timeout}, {"wait", tr.Wait, &d.Trigger.Wait}} {
+		if x.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(x.v)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("conformance: DUT file: [trigger] %s %q: give a positive duration such as \"2s\"", x.key, x.v)
+		}
+		*x.dst = v
+	}
 	if !d.UnknownMAC.IsZero() {
 		if _, known := seen[d.UnknownMAC]; known {
 			return nil, fmt.Errorf("conformance: DUT file: unknown_mac %v is a [[peer]]: give a MAC the device does not know", d.UnknownMAC)
@@ -229,14 +315,34 @@ func parseRange(key, s string) (Range, error) {
 	return Range{Base: r.Base, Size: r.Size}, nil
 }
 
-// peer returns the first peer with mode m.
+// peer returns the first peer with mode m whose requests that entry
+// serves: the lowest-index entry with its MAC that is not in mode none
+// (for ModeNone, a MAC that no enabled entry has).
 func (d *DUT) peer(m Mode) (Peer, bool) {
-	for _, p := range d.Peers {
-		if p.Mode == m {
+	for i, p := range d.Peers {
+		if p.Mode == m && d.serving(p.MAC) == i {
 			return p, true
 		}
 	}
 	return Peer{}, false
+}
+
+// serving returns the index of the entry that serves mac's requests (the
+// lowest enabled one, else the lowest one), -1 for none.
+func (d *DUT) serving(mac wire.MAC) int {
+	first := -1
+	for i, p := range d.Peers {
+		if p.MAC != mac {
+			continue
+		}
+		if p.Mode != ModeNone {
+			return i
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	return first
 }
 
 // faulty reports whether [addr, addr+n) touches a SLVERR or DECERR range.

@@ -3,6 +3,7 @@ package conformance
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -35,6 +36,7 @@ func TestTemplate(t *testing.T) {
 			{MAC: mac("02:0e:0c:00:00:a2"), Mode: ModeDMARead, Window: Range{0x100000, 0x102000}},
 			{MAC: mac("02:0e:0c:00:00:a3"), Mode: ModeNone, Window: Range{0, 0x10000}},
 		},
+		Trigger: Triggers{MAC: mac("02:0e:0c:00:00:a0"), Timeout: time.Second, Wait: time.Minute},
 	}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("template (-want +got):\n%s", diff)
@@ -58,7 +60,9 @@ func TestParseDUTErrors(t *testing.T) {
 		{"[[peer]]\nmac = \"03:00:00:00:00:01\"\nmode = \"rmem\"", `[[peer]] #1: mac "03:00:00:00:00:01" is not a unicast MAC`},
 		{"[[peer]]\nmac = \"02:00:00:00:00:01\"\nmode = \"rw\"", `[[peer]] #1: mode "rw": use none, rmem, dma-write or dma-read`},
 		{"[[peer]]\nmac = \"02:00:00:00:00:01\"\nmode = \"rmem\"\nwindow = \"0:8G\"", `[[peer]] #1: window "0:8G"`},
-		{"[[peer]]\nmac = \"02:00:00:00:00:01\"\nmode = \"rmem\"\n[[peer]]\nmac = \"02:00:00:00:00:01\"\nmode = \"none\"", `[[peer]] #2: mac 02:00:00:00:00:01 is already peer #1`},
+		{"[trigger]\nmac = \"03:00:00:00:00:01\"", `[trigger] mac "03:00:00:00:00:01" is not a unicast MAC`},
+		{"[trigger]\ntimeout = \"soon\"", `[trigger] timeout "soon": give a positive duration`},
+		{"[trigger]\nrmem_red = \"x\"", `unknown key "trigger.rmem_red"`},
 		{"unknown_mac = \"02:00:00:00:00:01\"\n[[peer]]\nmac = \"02:00:00:00:00:01\"\nmode = \"rmem\"", `unknown_mac 02:00:00:00:00:01 is a [[peer]]`},
 	} {
 		_, err := ParseDUT(c.in)

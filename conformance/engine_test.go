@@ -6,7 +6,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,7 +41,101 @@ func templateDUT(t testing.TB) *DUT {
 type engine struct {
 	sw     *mem.Switch
 	ep     *endpoint.Endpoint
+	space  memory.Space
 	runner *mem.Port
+}
+
+// standinTriggers is the [trigger] table that makes our engine a stand-in
+// device for the initiator cases: engine.exec runs its commands.
+const standinTriggers = `
+[trigger]
+set_peer = "set_peer {index} {mac} {mode} {base} {size}"
+rmem_read = "rmem_read {addr}"
+rmem_write = "rmem_write {addr} {data} {mask}"
+dma_write = "dma_write {mac} {local} {length} {addr}"
+dma_read = "dma_read {mac} {local} {length} {addr}"
+setup = "timeouts 300ms"
+timeout_off = "timeouts 0s"
+timeout_on = "timeouts 300ms"
+timeout = "300ms"
+wait = "10s"
+`
+
+// standinDUT is the template with standinTriggers.
+func standinDUT(t testing.TB) *DUT {
+	t.Helper()
+	d, err := ParseDUT(Template + standinTriggers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// exec runs a standinTriggers command on the engine: the engine's
+// initiator starts the operation (entry 0 for RMEM, entry 9 for DMA) and
+// the command prints its outcome as a device's trigger does.
+func (e *engine) exec(ctx context.Context, line string) (string, int, error) {
+	f := strings.Fields(line)
+	num := func(i int) uint32 {
+		v, err := strconv.ParseUint(f[i], 0, 64)
+		if err != nil {
+			panic(err)
+		}
+		return uint32(v)
+	}
+	mac := func(i int) wire.MAC {
+		m, err := wire.ParseMAC(f[i])
+		if err != nil {
+			panic(err)
+		}
+		return m
+	}
+	result := func(err error, data uint32) (string, int, error) {
+		code := endpoint.CodeOf(err)
+		st := 0
+		if err != nil {
+			st = 1
+		}
+		return fmt.Sprintf("done=%d error=%d error_code=%d rd_data=%#x\n", 1-st, st, code, data), st, nil
+	}
+	switch f[0] {
+	case "set_peer":
+		size, _ := strconv.ParseUint(f[5], 0, 64)
+		err := e.ep.SetPeer(int(num(1)), endpoint.Peer{MAC: mac(2), Mode: endpoint.Mode(num(3)), WindowBase: num(4), WindowSize: size, EventEnable: true})
+		if err != nil {
+			return err.Error(), 2, nil
+		}
+		return "ok=1\n", 0, nil
+	case "timeouts":
+		d, _ := time.ParseDuration(f[1])
+		c := e.ep.Config()
+		c.RMEMTimeout, c.DMATimeout = d, d
+		if err := e.ep.SetConfig(c); err != nil {
+			return err.Error(), 2, nil
+		}
+		return "ok=1\n", 0, nil
+	case "rmem_read":
+		v, err := e.ep.RMEMRead(ctx, 0, num(1))
+		return result(err, v)
+	case "rmem_write":
+		return result(e.ep.RMEMWrite(ctx, 0, num(1), num(2), num(3)), 0)
+	case "dma_write", "dma_read":
+		mode := endpoint.ModeDMARead
+		if f[0] == "dma_read" {
+			mode = endpoint.ModeDMAWrite
+		}
+		if err := e.ep.SetPeer(9, endpoint.Peer{MAC: mac(1), Mode: mode}); err != nil {
+			return err.Error(), 2, nil
+		}
+		var err error
+		if f[0] == "dma_write" {
+			_, err = e.ep.DMAWriteFrom(ctx, 9, num(4), e.space, num(2), num(3))
+		} else {
+			_, err = e.ep.DMAReadInto(ctx, 9, num(4), e.space, num(2), num(3))
+		}
+		return result(err, 0)
+	}
+	return "unknown command " + f[0], 2, nil
 }
 
 func newEngine(t testing.TB, d *DUT, dev *deviation) *engine {
@@ -93,12 +190,12 @@ func newEngine(t testing.TB, d *DUT, dev *deviation) *engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engine{sw: sw, ep: ep, runner: r}
+	return &engine{sw: sw, ep: ep, space: space, runner: r}
 }
 
 func runOn(t testing.TB, e *engine, d *DUT, only ...string) *Report {
 	t.Helper()
-	rep, err := Run(context.Background(), Options{Link: e.runner, Target: dutMAC, DUT: d, Only: only, Timeout: 2 * time.Second})
+	rep, err := Run(context.Background(), Options{Link: e.runner, Target: dutMAC, DUT: d, Only: only, Timeout: 2 * time.Second, Exec: e.exec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +233,12 @@ func checkVerdicts(t *testing.T, rep *Report, variants map[string]string) {
 // case, none skipped, with the RTL's variants where the specification
 // leaves room.
 func TestEnginePasses(t *testing.T) {
-	d := templateDUT(t)
+	d := standinDUT(t)
 	e := newEngine(t, d, nil)
 	var capture bytes.Buffer
 	w, _ := pcap.NewWriter(&capture, 0)
 	start := time.Now()
-	rep, err := Run(context.Background(), Options{Link: e.runner, Target: dutMAC, DUT: d, Pcap: w, Timeout: 2 * time.Second})
+	rep, err := Run(context.Background(), Options{Link: e.runner, Target: dutMAC, DUT: d, Pcap: w, Timeout: 2 * time.Second, Exec: e.exec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -868,5 +965,94 @@ func TestMutations(t *testing.T) {
 	t.Logf("mutation score: %d of %d deviations killed (%.0f%%)", killed, len(deviations), 100*float64(killed)/float64(len(deviations)))
 	if killed != len(deviations) {
 		t.Errorf("%d deviations survive the suite", len(deviations)-killed)
+	}
+}
+
+// TestSilentDevice: a device that stops answering after 17 error replies,
+// as an openENOC RTL does when nobody services its interrupt claims, is
+// detected: the case during which it went silent fails, the later cases
+// fail as not run (none passes on silence), and the report's note names the
+// interrupt queue as a cause.
+func TestSilentDevice(t *testing.T) {
+	d := templateDUT(t)
+	var errs atomic.Int32
+	dev := &deviation{name: "irq-queue-full",
+		in: func(l *devLink, f []byte) int {
+			if errs.Load() >= 17 {
+				return 0
+			}
+			return len(f)
+		},
+		out: func(l *devLink, f []byte) [][]byte {
+			if isOETP(f) && cmdOf(f) == wire.ErrorRsp {
+				errs.Add(1)
+			}
+			return [][]byte{f}
+		}}
+	e := newEngine(t, d, dev)
+	rep, err := Run(context.Background(), Options{Link: e.runner, Target: dutMAC, DUT: d, Timeout: 100 * time.Millisecond, Only: []string{"oetp/access"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	rep.WriteText(&text)
+	if !strings.Contains(rep.Silent, "after 17 ERROR_RSP(s)") || !strings.Contains(rep.Silent, "interrupt") || !strings.Contains(text.String(), "NOTE: the device stopped answering") {
+		t.Errorf("silent note %q", rep.Silent)
+	}
+	notRun := 0
+	silentSeen := false
+	for _, c := range rep.Cases {
+		if strings.HasPrefix(c.Detail, "not run: the device answers no request") {
+			notRun++
+		}
+		if silentSeen && c.Verdict != Fail && c.Verdict != Skip {
+			t.Errorf("%s: %s after the device went silent", c.ID, c.Verdict)
+		}
+		if strings.Contains(c.Detail, "the device answers no request") {
+			silentSeen = true
+		}
+	}
+	if notRun == 0 || rep.Failed == 0 {
+		t.Errorf("no case reported as not run:\n%s", text.String())
+	}
+}
+
+// TestInitiatorDeviations: a stand-in device whose initiator breaks the
+// specification fails the initiator case that checks it; with no [trigger]
+// the initiator cases are skipped, naming the key.
+func TestInitiatorDeviations(t *testing.T) {
+	d := standinDUT(t)
+	// A device that reports the wire cause as its code (no 8 + c).
+	e := newEngine(t, d, nil)
+	rep, err := Run(context.Background(), Options{Link: e.runner, Target: dutMAC, DUT: d, Timeout: time.Second, Only: []string{"oetp/error/4"},
+		Exec: func(ctx context.Context, line string) (string, int, error) {
+			out, st, err := e.exec(ctx, line)
+			return strings.Replace(out, "error_code=9 ", "error_code=1 ", 1), st, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Cases[0]; c.Verdict != Fail || c.Role != Initiator || !strings.Contains(c.Detail, "ERROR_RSP cause 0x1: the device reports error_code 1, want 9") {
+		t.Errorf("wrong cause mapping: %s %s %q", c.Verdict, c.Role, c.Detail)
+	}
+	// A device whose DMA writes lack EndOfData.
+	dev := &deviation{name: "dma-write-no-eod", out: func(l *devLink, f []byte) [][]byte {
+		if isOETP(f) && cmdOf(f) == wire.DMAWriteReq {
+			f = f[:len(f)-4]
+		}
+		return [][]byte{f}
+	}}
+	e = newEngine(t, d, dev)
+	rep = runOn(t, e, d, "oetp/txn/9")
+	if c := rep.Cases[0]; c.Verdict != Fail || !strings.Contains(c.Detail, "malformed DMA_WRITE_REQ") {
+		t.Errorf("DMA write without EndOfData: %s %q", c.Verdict, c.Detail)
+	}
+	// No triggers: skipped, named.
+	d = templateDUT(t)
+	rep = runOn(t, newEngine(t, d, nil), d, "oetp/txn/5", "oetp/txn/9", "oetp/seq/4")
+	for i, key := range []string{KeyTrigRMEMRead, KeyTrigDMAWrite, KeyTrigDMAWrite} {
+		if c := rep.Cases[i]; c.Verdict != Skip || c.Reason != "needs DUT key "+key || c.Role != Initiator {
+			t.Errorf("%s without triggers: %s %s %q", c.ID, c.Verdict, c.Role, c.Reason)
+		}
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openenoc/oetp/link"
@@ -50,6 +52,9 @@ type Options struct {
 	// bytes, as a physical NIC does: the cases that must send shorter
 	// frames are then skipped.
 	LinkPads bool
+	// Exec runs the DUT file's trigger commands; nil selects ShellExec.
+	// Tests drive a stand-in device with their own.
+	Exec Exec
 }
 
 // Verdict is a case's result.
@@ -186,7 +191,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("conformance: the runner receives the replies to its peers' MACs in promiscuous mode: %w", err)
 		}
 	}
-	r := &runner{o: o, rx: make(chan []byte, 4096), rid: rand.Uint32(), done: make(chan struct{}), listen: map[wire.MAC]bool{}}
+	if o.Exec == nil {
+		o.Exec = ShellExec
+	}
+	r := &runner{o: o, exec: o.Exec, rx: make(chan []byte, 4096), rid: rand.Uint32(), done: make(chan struct{}), listen: map[wire.MAC]bool{}}
 	for _, m := range ListenAddrs(o.DUT) {
 		r.listen[m] = true
 	}
@@ -202,7 +210,28 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		res := r.runCase(c)
+		var res Result
+		if r.silent && !r.alive() {
+			res = Result{ID: c.ID, Section: c.Section, Role: c.role(), Rule: c.Rule, Verdict: Fail,
+				Detail: "not run: the device answers no request (see the note on the silent device)"}
+		} else {
+			r.silent = false
+			res = r.runCase(c)
+			if r.missed && res.Verdict != Skip && !r.alive() {
+				// A case that expected no reply would pass against a
+				// device that answers nothing: it proves nothing.
+				r.silent = true
+				n := r.errorRsps.Load()
+				if rep.Silent == "" {
+					rep.Silent = fmt.Sprintf("the device stopped answering every request during %s, after %d ERROR_RSP(s) in this run. "+
+						"Likely causes: an openENOC RTL whose interrupt queue is full stops answering after about 17 error replies when "+
+						"nobody services its interrupt claims (service or complete the board's IRQ claims, or disable its error events, and rerun); "+
+						"the device was reset, reconfigured or unplugged; the link went down", c.ID, n)
+				}
+				res.Verdict, res.Variant = Fail, ""
+				res.Detail = "the device answers no request any more (see the note on the silent device); " + res.Detail
+			}
+		}
 		if r.linkErr != nil {
 			return rep, r.linkErr
 		}
@@ -233,12 +262,16 @@ func ListenAddrs(d *DUT) []wire.MAC {
 	if !d.UnknownMAC.IsZero() {
 		out = append(out, d.UnknownMAC)
 	}
+	if m := d.Trigger.MAC; !m.IsZero() && !slices.Contains(out, m) {
+		out = append(out, m)
+	}
 	return out
 }
 
 // runner is the state of one run.
 type runner struct {
 	o       Options
+	exec    Exec
 	rx      chan []byte // frames from the target, or to a peer
 	listen  map[wire.MAC]bool
 	rid     uint32
@@ -248,7 +281,14 @@ type runner struct {
 	probe   *Peer // the barrier's peer, nil for none
 	probeAt uint32
 	cur     *T
+
+	errorRsps atomic.Int64 // ERROR_RSPs received from the device in this run
+	missed    bool         // the current case's barrier went unanswered
+	silent    bool         // the device answered no liveness probe
+	setupDone bool         // the [trigger] setup command has run
 }
+
+var errLinkClosed = link.ErrClosed
 
 // read copies every frame the target sends, and every frame to a peer's
 // MAC (a device answering from a wrong source), into r.rx until the link
@@ -269,6 +309,9 @@ func (r *runner) read() {
 			f := bufs[i][:sizes[i]]
 			if len(f) < wire.HeaderLen || wire.Frame(f).Src() != r.o.Target && !r.listen[wire.Frame(f).Dst()] {
 				continue
+			}
+			if len(f) > wire.ParamOffset && wire.Frame(f).Src() == r.o.Target && oetpFrame(f) && wire.Frame(f).Cmd() == wire.ErrorRsp {
+				r.errorRsps.Add(1)
 			}
 			select {
 			case r.rx <- bytes.Clone(f):
@@ -309,12 +352,54 @@ func (r *runner) nextRID() uint32 {
 // stop ends a case early (after T.Fatalf or T.Skipf).
 type stop struct{}
 
-func (r *runner) runCase(c Case) (res Result) {
-	role := c.Role
-	if role == "" {
-		role = Responder
+// role returns the case's role, Responder when not set.
+func (c Case) role() Role {
+	if c.Role == "" {
+		return Responder
 	}
-	t := &T{r: r, res: Result{ID: c.ID, Section: c.Section, Role: role, Rule: c.Rule, Verdict: Pass}}
+	return c.Role
+}
+
+// alive reports whether the device answers the barrier request (two
+// tries). Without a barrier it cannot tell and says yes.
+func (r *runner) alive() bool {
+	p := r.probe
+	if p == nil {
+		return true
+	}
+	for range 2 {
+		rid := r.nextRID()
+		var f []byte
+		if p.Mode == ModeDMARead {
+			f = wire.AppendDMAReadReq(nil, r.o.Target, p.MAC, rid, r.probeAt, 1)
+		} else {
+			f = wire.AppendRMEMReadReq(nil, r.o.Target, p.MAC, rid, r.probeAt)
+		}
+		if err := r.o.Link.Write(f); err != nil {
+			return true // the link's fault, reported elsewhere
+		}
+		timeout := time.NewTimer(r.o.Timeout)
+		for waiting := true; waiting; {
+			select {
+			case g := <-r.rx:
+				if isReplyTo(g, p.MAC, rid) {
+					timeout.Stop()
+					return true
+				}
+			case <-timeout.C:
+				waiting = false
+			case <-r.done:
+				timeout.Stop()
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *runner) runCase(c Case) (res Result) {
+	r.missed = false
+	t := &T{r: r, res: Result{ID: c.ID, Section: c.Section, Role: c.role(), Rule: c.Rule, Verdict: Pass}}
 	r.cur = t
 	defer func() {
 		if v := recover(); v != nil {
@@ -373,6 +458,28 @@ func (r *runner) has(key string) bool {
 		return ok
 	case KeyShortFrames:
 		return !r.o.LinkPads
+	case KeyTrigRMEMRead:
+		return d.Trigger.RMEMRead != "" && !d.Trigger.MAC.IsZero()
+	case KeyTrigRMEMWrite:
+		return d.Trigger.RMEMWrite != "" && !d.Trigger.MAC.IsZero()
+	case KeyTrigDMAWrite:
+		return d.Trigger.DMAWrite != "" && !d.Trigger.MAC.IsZero()
+	case KeyTrigDMARead:
+		return d.Trigger.DMARead != "" && !d.Trigger.MAC.IsZero()
+	case KeyTrigTimeoutOff:
+		return d.Trigger.TimeoutOff != "" && d.Trigger.TimeoutOn != ""
+	case KeyDuplicatePeer:
+		if d.Trigger.SetPeer != "" && len(d.Peers) >= 2 {
+			return true
+		}
+		for i, p := range d.Peers {
+			for _, q := range d.Peers[i+1:] {
+				if q.MAC == p.MAC && p.Mode != ModeNone && q.Mode != ModeNone && q.Mode != p.Mode {
+					return true
+				}
+			}
+		}
+		return false
 	}
 	panic("conformance: unknown key " + key)
 }
@@ -388,6 +495,9 @@ const (
 	KeyPeerDMAWrite = `[[peer]] with mode = "dma-write"`
 	KeyPeerDMARead  = `[[peer]] with mode = "dma-read"`
 	KeyPeerNone     = `[[peer]] with mode = "none"`
+	// KeyDuplicatePeer: two [[peer]]s with one MAC in different enabled
+	// modes, or [trigger] set_peer to make them.
+	KeyDuplicatePeer = "two [[peer]]s with one mac (or [trigger] set_peer)"
 	// KeyShortFrames is not a DUT key: the case sends frames shorter than
 	// 60 bytes, which a padding link (Options.LinkPads) cannot carry.
 	KeyShortFrames = "a link that does not pad (the runner was told its link pads frames shorter than 60 bytes)"
@@ -530,6 +640,7 @@ func (t *T) Exchange(frames ...[]byte) [][]byte {
 			got = append(got, f)
 		case <-timeout.C:
 			if t.r.probe != nil {
+				t.r.missed = true
 				t.Notef("the device did not answer the barrier request %#08x within %v", prid, t.r.o.Timeout)
 			}
 			return got
@@ -538,6 +649,11 @@ func (t *T) Exchange(frames ...[]byte) [][]byte {
 			t.Fatalf("the runner's link closed")
 		}
 	}
+}
+
+// oetpFrame reports whether f carries the oETP EtherType and Magic.
+func oetpFrame(f []byte) bool {
+	return len(f) > wire.ParamOffset && f[12] == 0x88 && f[13] == 0xB5 && f[14] == wire.Magic
 }
 
 // isReplyTo reports whether f is an oETP response to mac carrying rid.

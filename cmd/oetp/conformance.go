@@ -210,7 +210,7 @@ func newConformanceListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list [--json]",
-		Short: "List the conformance cases: ID, section, the rule each checks and the DUT keys it needs",
+		Short: "List the conformance cases: ID, section, role, the rule each checks and the DUT keys it needs",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -219,12 +219,13 @@ func newConformanceListCmd() *cobra.Command {
 				type item struct {
 					ID      string   `json:"id"`
 					Section string   `json:"section"`
+					Role    string   `json:"role"`
 					Rule    string   `json:"rule"`
 					Needs   []string `json:"needs"`
 				}
 				items := make([]item, 0, len(cases))
 				for _, c := range cases {
-					items = append(items, item{c.ID, c.Section, c.Rule, append([]string{}, c.Needs...)})
+					items = append(items, item{c.ID, c.Section, string(c.Role), c.Rule, append([]string{}, c.Needs...)})
 				}
 				b, err := json.Marshal(items)
 				if err != nil {
@@ -241,6 +242,9 @@ func newConformanceListCmd() *cobra.Command {
 					fmt.Fprintf(&b, "%s\n", section)
 				}
 				fmt.Fprintf(&b, "  %-16s %s\n", c.ID, c.Rule)
+				if c.Role == conformance.Initiator {
+					fmt.Fprintf(&b, "  %-16s role: initiator (the device sends, the runner answers)\n", "")
+				}
 				if len(c.Needs) > 0 {
 					fmt.Fprintf(&b, "  %-16s needs: %s\n", "", strings.Join(c.Needs, ", "))
 				}

@@ -520,6 +520,7 @@ func (f *opFlags) timeoutChecklist() string {
 	fmt.Fprintf(&b, "no response within %s; check:\n", wait)
 	fmt.Fprintf(&b, "  - the remote's peer table has an entry for this MAC %v in mode %s whose window holds the address (on oetp serve: --peer %v,%s; serve logs requests from MACs it has no entry for)\n", f.own, mode, f.own, flag)
 	fmt.Fprintf(&b, "  - --peer %v is the remote's MAC, and the remote is running\n", f.peer.m)
+	b.WriteString("  - a board (openENOC RTL) whose interrupt claims nobody services: once its IRQ FIFO is full (16 claims, after about 17 failed requests) it answers no request at all; service or complete the board's interrupt claims (or disable its error events), then retry\n")
 	if f.ceiling > 0 {
 		fmt.Fprintf(&b, "  - the MTU: every device on the path carries %d-byte frames (an MTU of at least %d), or lower --max-frame\n", f.ceiling, f.ceiling-wire.HeaderLen)
 	} else {

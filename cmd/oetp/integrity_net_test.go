@@ -259,7 +259,8 @@ func TestStaleReplyOverVeth(t *testing.T) {
 	// The human TIMEOUT message lists what to check.
 	for _, want := range []string{"no response within --timeout 500ms; check:",
 		"the remote's peer table has an entry for this MAC " + netClient + " in mode 1 (RMEM) whose window holds the address (on oetp serve: --peer " + netClient + ",mode=rmem",
-		"the MTU", "VLANs", "ip link show eth0", "oetp dump"} {
+		"the MTU", "VLANs", "ip link show eth0", "oetp dump",
+		"interrupt claims nobody services", "service or complete the board's interrupt claims"} {
 		if !strings.Contains(res.errOut, want) {
 			t.Errorf("TIMEOUT message lacks %q:\n%s", want, res.errOut)
 		}
