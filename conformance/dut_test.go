@@ -78,3 +78,26 @@ func TestParseDUTErrors(t *testing.T) {
 		t.Errorf("parsed %+v", d)
 	}
 }
+
+// TestRTLSimDUT: the kit's DUT file parses: the kit's default table, and a
+// trigger for every initiator case.
+func TestRTLSimDUT(t *testing.T) {
+	d, err := LoadDUT("testdata/rtlsim.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, _ := ParseDUT(Template)
+	if diff := cmp.Diff(tmpl.Peers, d.Peers); diff != "" {
+		t.Errorf("peers (-template +rtlsim):\n%s", diff)
+	}
+	tr := d.Trigger
+	for k, v := range map[string]string{"set_peer": tr.SetPeer, "rmem_read": tr.RMEMRead, "rmem_write": tr.RMEMWrite, "dma_write": tr.DMAWrite,
+		"dma_read": tr.DMARead, "status": tr.Status, "setup": tr.Setup, "timeout_off": tr.TimeoutOff, "timeout_on": tr.TimeoutOn} {
+		if !strings.Contains(v, "$OETP_RTLSIM/ctl.sh") {
+			t.Errorf("%s %q does not use the kit's ctl.sh", k, v)
+		}
+	}
+	if tr.MAC != mac("02:0e:0c:00:00:a0") || tr.Timeout != 2*time.Second || tr.Wait != time.Minute {
+		t.Errorf("trigger %+v", tr)
+	}
+}
