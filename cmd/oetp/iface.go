@@ -87,13 +87,12 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 		// One endpoint per process: its receive loop waits in a blocking
 		// recvmmsg, one system call per frame like a plain blocking
 		// socket, where the network poller adds about two epoll_pwait
-		// per frame (BENCHMARKS.md, the proc rows). Busy polling needs
+		// per frame. Busy polling needs
 		// the poller's mode; so do many endpoints in one process, whose
 		// blocked readers would hold the runtime's Ps. The one receive
 		// keeps its P while it waits (afpacket Config.HoldP): the
-		// runtime's monitor then neither takes it away nor wakes up every
-		// 20 µs to look (BENCHMARKS.md, "system calls the runtime does
-		// not see").
+		// runtime's monitor then neither takes it away nor wakes up to
+		// look (docs/design/afpacket.md).
 		cfg.IO = afpacket.IOBlocking
 		cfg.HoldP = true
 		cfg.FollowCPU = o.Place == placeFollow

@@ -46,7 +46,7 @@ func TestBusyPollWithPcap(t *testing.T) {
 
 // TestIfaceIOMode checks the I/O mode the commands give their links: a
 // blocking receive that keeps its P for one endpoint per process without
-// busy polling (the proc rows of BENCHMARKS.md), the network poller with
+// busy polling (the proc rows of docs/benchmarks.md), the network poller with
 // busy polling or when asked for (the hub's many endpoints).
 func TestIfaceIOMode(t *testing.T) {
 	h := netns.NewPair(t).Host(0)

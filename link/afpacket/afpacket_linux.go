@@ -637,7 +637,7 @@ func (l *Link) checkFrame(f []byte) error {
 // ordinary, blocking system call, which waits for room as before. What goes
 // on the wire is the same: MSG_DONTWAIT only changes whether a full buffer
 // waits. Two processes over veth, 64 MiB `oetp dma write` against
-// `oetp serve`: see BENCHMARKS.md ("system calls the runtime does not see").
+// `oetp serve`: see docs/design/afpacket.md ("A receive that keeps its P").
 func (l *Link) send(fd int) error {
 	if l.wk == 1 {
 		f := l.wframe
