@@ -465,7 +465,7 @@ func (t *T) serveDMAWrite(remote, n uint32, _ int) []byte {
 		}
 		if i == 0 {
 			frag = l
-			if extra := t.nextFromDevice(t.DUT().Trigger.Timeout / 4); extra != nil {
+			if extra := t.nextFromDevice(t.DUT().Trigger.Timeout / 8); extra != nil {
 				t.Fatalf("a second frame while the first fragment is unanswered: %s (one fragment in flight)", describe(extra))
 			}
 		}
@@ -495,7 +495,7 @@ func (t *T) serveDMARead(remote uint32, data []byte, _ int) {
 			t.Errorf("fragment %d carries Request ID %#08x, want %#08x", i+1, f.RequestID(), prevRID+1)
 		}
 		if i == 0 {
-			if extra := t.nextFromDevice(t.DUT().Trigger.Timeout / 4); extra != nil {
+			if extra := t.nextFromDevice(t.DUT().Trigger.Timeout / 8); extra != nil {
 				t.Fatalf("a second frame while the first fragment is unanswered: %s (one fragment in flight)", describe(extra))
 			}
 		}

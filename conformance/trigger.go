@@ -23,6 +23,9 @@ type Exec func(ctx context.Context, cmdline string) (out string, status int, err
 // command, for the case's detail.
 func ShellExec(ctx context.Context, cmdline string) (string, int, error) {
 	cmd := exec.CommandContext(ctx, "sh", "-c", cmdline)
+	// A child that outlives the killed shell keeps the pipes open: stop
+	// waiting for them a second after the deadline.
+	cmd.WaitDelay = time.Second
 	var stderr strings.Builder
 	cmd.Stderr = &limited{b: &stderr, n: 4096}
 	outB, err := cmd.Output()
