@@ -745,3 +745,28 @@ func (b *Batch) Run() error {
 	}
 	return nil
 }
+
+// GroupWrite writes data at addr to every device of the hub's group name
+// with one group DMA write, paced at the slowest member's measured time per
+// fragment; with verify the hub then reads every member back and rewrites
+// by unicast the fragments that differ (docs/replication.md). The result
+// says per member what was found and repaired. The error is an *OpError
+// when the write failed or a member could not be verified (its message
+// names the member); the result is returned with it when the hub sent one.
+func (c *Client) GroupWrite(name string, addr uint32, data []byte, verify bool) (proto.GroupResult, error) {
+	var r proto.GroupResult
+	if len(data) > proto.MaxBlock {
+		return r, fmt.Errorf("oetp hub: a group write of %d bytes exceeds %d; split it", len(data), proto.MaxBlock)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bigBuffers()
+	b := c.begin(proto.GroupWrite, 0)
+	res, err := c.roundTrip(proto.AppendGroupWrite(b, name, addr, verify, data))
+	if len(res) > 0 {
+		if jerr := json.Unmarshal(res, &r); jerr != nil && err == nil {
+			err = fmt.Errorf("oetp hub: GROUP_WRITE reply: %w", jerr)
+		}
+	}
+	return r, err
+}

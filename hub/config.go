@@ -63,6 +63,9 @@ type Config struct {
 	Metrics string
 	// Devices are the devices the hub owns.
 	Devices []DeviceConfig
+	// Groups are groups of the devices written to with one group DMA
+	// write (GROUP_WRITE).
+	Groups []GroupConfig
 	// HoldRoles makes the hub hold the cross-process initiator role
 	// (link/role) of each local MAC for its whole life, so that no other
 	// process initiates from them; `oetp hub` always does (LoadConfig sets
@@ -133,6 +136,7 @@ type fileConfig struct {
 	TokenFile string       `toml:"token_file"`
 	Metrics   string       `toml:"metrics"`
 	Device    []fileDevice `toml:"device"`
+	Group     []fileGroup  `toml:"group"`
 }
 
 type fileDevice struct {
@@ -172,7 +176,7 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, listen, token_file, metrics and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile, transport and [device.local] rmem, dma_write, dma_read",
+		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, listen, token_file, metrics and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile, transport and [device.local] rmem, dma_write, dma_read, and [[group]] with name, mac, devices, local",
 			path, strings.Join(keys, ", "))
 	}
 	c := Config{Socket: fc.Socket, Listen: fc.Listen, Metrics: fc.Metrics, HoldRoles: true}
@@ -261,6 +265,9 @@ func LoadConfig(path string) (Config, error) {
 		}
 		c.Devices = append(c.Devices, d)
 	}
+	if c.Groups, err = loadGroups(path, fc.Group); err != nil {
+		return Config{}, err
+	}
 	if err := c.Check(); err != nil {
 		return Config{}, fmt.Errorf("hub config %s: %w", path, err)
 	}
@@ -318,7 +325,7 @@ func (c *Config) Check() error {
 			used[kk] = fmt.Sprintf("device %q local.%s", d.Name, Kind(k))
 		}
 	}
-	return nil
+	return c.checkGroups()
 }
 
 // PeerEntries returns, as `oetp serve` TOML [[peer]] tables, the peer table
@@ -339,6 +346,7 @@ func (c Config) PeerEntries() string {
 			}
 		}
 	}
+	b.WriteString(c.groupPeerEntries())
 	return b.String()
 }
 

@@ -216,6 +216,8 @@ func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
 		return c.hello(hdr, body, out)
 	case proto.Open:
 		return c.open(hdr, body, out)
+	case proto.GroupWrite:
+		return c.groupWrite(hdr, body, out)
 	case proto.StatusReq:
 		b, err := json.Marshal(c.h.Status())
 		if err != nil {

@@ -27,6 +27,7 @@ func FuzzHandle(f *testing.F) {
 	seed(proto.Hello, 0, 1, 0, 0, 0)
 	seed(proto.NodeRead, 1, 'x')
 	seed(proto.StatusReq, 0)
+	seed(proto.GroupWrite, 0, append(append([]byte{proto.GroupVerify, 4, 0}, "none"...), 0, 0, 0x10, 0, 1, 2, 3, 4)...)
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		if len(msg) >= 4 {
 			// Keep the fuzzer off large block operations on the device.

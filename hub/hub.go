@@ -70,6 +70,7 @@ type Hub struct {
 	log    *slog.Logger
 	devs   []*Device
 	byName map[string]*Device
+	groups map[string]*Group // by name
 	start  time.Time
 	netns  uint64 // proto.NetNS() of the hub
 	met    *metrics
@@ -122,6 +123,15 @@ func New(cfg Config, open Opener, log *slog.Logger) (*Hub, error) {
 			}
 		}
 		h.met.addDevice(d)
+	}
+	h.groups = map[string]*Group{}
+	for _, gc := range cfg.Groups {
+		g, err := h.openGroup(gc, open)
+		if err != nil {
+			h.closeDevices()
+			return nil, fmt.Errorf("group %q: local %v: %w", gc.Name, gc.Local, err)
+		}
+		h.groups[gc.Name] = g
 	}
 	return h, nil
 }
@@ -190,6 +200,9 @@ func (h *Hub) openEndpoint(d *Device, k Kind, open Opener) error {
 }
 
 func (h *Hub) closeDevices() {
+	for _, g := range h.groups {
+		g.close()
+	}
 	for _, d := range h.devs {
 		for k, ep := range d.eps {
 			if ep != nil {

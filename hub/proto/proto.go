@@ -96,6 +96,8 @@ func TypeName(t uint8) string {
 		return "NODES"
 	case StatusReq:
 		return "STATUS"
+	case GroupWrite:
+		return "GROUP_WRITE"
 	}
 	return fmt.Sprintf("type 0x%02x", t)
 }

@@ -13,6 +13,7 @@
         r = b.read(0x10)
         b.write(0x14, 5)
     print(r.value)
+    hub.group_write("boards", 0x100000, data, verify=True)   # a [[group]] of devices
 
 Addresses are the device's oETP byte addresses. A failed operation raises
 :class:`OpError` with ``.code`` (the CSR code 0..15) and ``.name`` (its
