@@ -18,7 +18,9 @@
 Addresses are the device's oETP byte addresses. A failed operation raises
 :class:`OpError` with ``.code`` (the CSR code 0..15) and ``.name`` (its
 mnemonic); a failure of the hub itself (unknown device, malformed request)
-raises :class:`HubError`. The protocol is docs/hub-protocol.md.
+raises :class:`HubError`. An argument out of range (an address, value or mask
+outside 0..2**32-1) raises :class:`UsageError`, a ValueError, before anything
+is sent. The protocol is docs/hub-protocol.md.
 """
 
 from ._client import (
@@ -32,6 +34,7 @@ from ._client import (
     Result,
     UntrustedSocketError,
     check_socket,
+    UsageError,
     connect,
     default_socket,
     CODE_NAMES,
@@ -41,6 +44,7 @@ __all__ = [
     "Batch",
     "Device",
     "Error",
+    "UsageError",
     "Hub",
     "HubError",
     "Node",

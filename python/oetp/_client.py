@@ -207,6 +207,36 @@ class OpError(Error):
         super().__init__(text)
 
 
+class UsageError(Error, ValueError):
+    """An argument out of range (an address of 2**32 or more, a value or mask
+    wider than 32 bits, a negative number): refused before anything is sent,
+    as the CLI refuses it. It is a :class:`ValueError` too."""
+
+
+_MAX32 = 0xFFFFFFFF
+
+
+def _check32(*named):
+    """Raise UsageError for the first (name, value) pair that is not an
+    integer 0..2**32-1."""
+    for name, v in named:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise UsageError("%s must be an integer 0..0x%x, not %r" % (name, _MAX32, v))
+        if not 0 <= v <= _MAX32:
+            raise UsageError("%s = %s is out of range: use 0..0x%x (32 bits)" % (name, hex(v), _MAX32))
+
+
+def _check_block(addr, n):
+    """Raise UsageError unless addr is a 32-bit address and the n bytes from
+    it end within the 4 GiB address space."""
+    _check32(("addr", addr))
+    if n < 0:
+        raise UsageError("the length %d is negative" % n)
+    if addr + n > _MAX32 + 1:
+        raise UsageError("%d bytes from addr = 0x%x end past the 4 GiB address space (room for %d bytes)"
+                         % (n, addr, _MAX32 + 1 - addr))
+
+
 class HubError(Error):
     """A failure of the hub rather than of a device operation: ``status`` is
     the protocol status (0x80..), ``name`` its mnemonic (NO_DEVICE,
@@ -415,6 +445,8 @@ class Device:
 
     def read(self, addr):
         """Read the 32-bit word at byte address ``addr`` (RMEM)."""
+        if addr.__class__ is not int or not 0 <= addr <= _MAX32:
+            _check32(("addr", addr))
         h = self._hub
         with h._lock:
             h._tag = tag = (h._tag + 1) & 0xFFFFFFFF
@@ -434,12 +466,17 @@ class Device:
 
     def write(self, addr, value, mask=0xFFFFFFFF):
         """Write the bits of ``value`` selected by ``mask`` into the word at
-        ``addr``: one masked RMEM write (oETP's BitEnable)."""
+        ``addr``: one masked RMEM write (oETP's BitEnable). ``addr``,
+        ``value`` and ``mask`` are 0..2**32-1: a wider or negative one raises
+        :class:`UsageError` (a ValueError), never a truncated write."""
+        if not (addr.__class__ is int and value.__class__ is int and mask.__class__ is int
+                and 0 <= addr <= _MAX32 and 0 <= value <= _MAX32 and 0 <= mask <= _MAX32):
+            _check32(("addr", addr), ("value", value), ("mask", mask))
         h = self._hub
         with h._lock:
             h._tag = tag = (h._tag + 1) & 0xFFFFFFFF
             sock = h._sock
-            sock.sendall(_REQ_WRITE.pack(20, WRITE, 0, self.handle, tag, addr, value & 0xFFFFFFFF, mask & 0xFFFFFFFF))
+            sock.sendall(_REQ_WRITE.pack(20, WRITE, 0, self.handle, tag, addr, value, mask))
             if not h._pending:
                 n = sock.recv_into(h._buf)
                 if n == 16:
@@ -455,6 +492,7 @@ class Device:
         """Read ``n`` bytes at ``addr`` by DMA; returns bytes."""
         if n > MAX_BLOCK:
             raise ValueError("a block of %d bytes exceeds %d; split it" % (n, MAX_BLOCK))
+        _check_block(addr, n)
         h = self._hub
         with h._lock:
             tag = h._next_tag()
@@ -467,6 +505,7 @@ class Device:
         data = memoryview(data).cast("B")
         if len(data) > MAX_BLOCK:
             raise ValueError("a block of %d bytes exceeds %d; split it" % (len(data), MAX_BLOCK))
+        _check_block(addr, len(data))
         h = self._hub
         with h._lock:
             tag = h._next_tag()
@@ -594,18 +633,21 @@ class Batch:
         return len(self._results)
 
     def read(self, addr):
+        _check32(("addr", addr))
         self._buf += _OP_READ.pack(READ, addr)
         r = Result(READ)
         self._results.append(r)
         return r
 
     def write(self, addr, value, mask=0xFFFFFFFF):
-        self._buf += _OP_WRITE.pack(WRITE, addr, value & 0xFFFFFFFF, mask & 0xFFFFFFFF)
+        _check32(("addr", addr), ("value", value), ("mask", mask))
+        self._buf += _OP_WRITE.pack(WRITE, addr, value, mask)
         r = Result(WRITE)
         self._results.append(r)
         return r
 
     def read_block(self, addr, n):
+        _check_block(addr, n)
         self._buf += _OP_BLOCK.pack(READ_BLOCK, addr, n)
         r = Result(READ_BLOCK, n)
         self._results.append(r)
@@ -613,6 +655,7 @@ class Batch:
 
     def write_block(self, addr, data):
         data = memoryview(data).cast("B")
+        _check_block(addr, len(data))
         self._buf += _OP_BLOCK.pack(WRITE_BLOCK, addr, len(data))
         self._buf += data
         r = Result(WRITE_BLOCK)
