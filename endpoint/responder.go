@@ -187,7 +187,11 @@ func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
 		need = ModeDMAWrite
 	}
 	if p.Mode != need {
-		return wire.CauseInvalid
+		var a uint32
+		if len(f) >= wire.ParamOffset+8 {
+			a = f.Address()
+		}
+		return e.invalid(w, InvalidMode, a, 0)
 	}
 	problem := w.cls.Problem.Cause()
 	if len(f) < wire.ParamOffset+8 || !cmd.IsRMEM() && len(f) < wire.ParamOffset+12 {
@@ -197,12 +201,12 @@ func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
 	length := uint32(4)
 	if cmd.IsRMEM() {
 		if addr%4 != 0 {
-			return wire.CauseInvalid
+			return e.invalid(w, InvalidAlignment, addr, length)
 		}
 	} else {
 		length = f.Length()
 		if length == 0 {
-			return wire.CauseInvalid
+			return e.invalid(w, InvalidLength, addr, length)
 		}
 		if length > e.ceiling {
 			return wire.CauseOverflow
@@ -215,7 +219,7 @@ func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
 		if problem != 0 {
 			return problem // a DMA_WRITE_REQ's late framing result
 		}
-		return wire.CauseInvalid
+		return e.invalid(w, InvalidWindow, addr, length)
 	}
 	if problem != 0 {
 		// The data bytes present in the frame, which a streaming

@@ -206,6 +206,8 @@ type serveEvent struct {
 	ErrorCode uint8  `json:"error_code"`
 	Error     string `json:"error"`
 	Coalesced int    `json:"coalesced"`
+	// Invalid says which check a request refused as INVALID failed.
+	Invalid *invalidReport `json:"invalid,omitempty"`
 }
 
 // rawEvent is the JSON form of a non-oETP frame admitted by the raw policy.

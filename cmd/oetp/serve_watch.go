@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -253,13 +254,32 @@ func (w *watch) event(ctx context.Context, ev endpoint.Event) {
 	if ev.Code != wire.CodeNone {
 		level = slog.LevelWarn
 	}
-	w.log.Log(ctx, level, "event", "source", ev.Source.String(), "peer", ev.Peer, "peer_mac", mac,
-		"code", codeString(ev.Code), "coalesced", ev.Coalesced)
+	attrs := []any{"source", ev.Source.String(), "peer", ev.Peer, "peer_mac", mac,
+		"code", codeString(ev.Code), "coalesced", ev.Coalesced}
+	var inv *invalidReport
+	if ev.Code == wire.CodeLocalInvalid {
+		// The requester sees REMOTE_INVALID and nothing more: say which
+		// check failed.
+		if r, ok := w.ep.LastInvalid(ev.Peer); ok {
+			inv = &invalidReport{Check: r.Check.String(), Cmd: r.Cmd.String(), Addr: fmt.Sprintf("0x%08x", r.Address), Length: r.Length}
+			attrs = append(attrs, "check", inv.Check, "cmd", inv.Cmd, "addr", inv.Addr, "length", inv.Length)
+		}
+	}
+	w.log.Log(ctx, level, "event", attrs...)
 	if w.json {
 		w.out.json(serveEvent{Event: ev.Source.String(), Time: now(),
 			Source: uint8(ev.Source), Peer: ev.Peer, PeerMAC: mac, ErrorCode: uint8(ev.Code),
-			Error: ev.Code.String(), Coalesced: ev.Coalesced})
+			Error: ev.Code.String(), Coalesced: ev.Coalesced, Invalid: inv})
 	}
+}
+
+// invalidReport is the check a request refused as INVALID failed (mode,
+// alignment, length or window), with its command, address and length.
+type invalidReport struct {
+	Check  string `json:"check"`
+	Cmd    string `json:"cmd"`
+	Addr   string `json:"addr"`
+	Length uint32 `json:"length"`
 }
 
 func (w *watch) eventSummary(s ratelog.Summary[eventKey]) {
