@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -108,9 +107,9 @@ an interface the runner cannot use.`,
 			if _, err := conformance.Select(only); err != nil {
 				return usagef("%v", err)
 			}
-			ifi, err := net.InterfaceByName(iface)
+			ifi, err := lookupIface("--iface", iface)
 			if err != nil {
-				return usagef("--iface %s: %v: list the interfaces with `ip link`", iface, err)
+				return err
 			}
 			maxFrame := min(wire.MaxFrameLen+4, ifi.MTU+wire.HeaderLen)
 			if maxFrame < wire.MinFrameLen {

@@ -11,6 +11,7 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/link/rlink"
+	"github.com/openenoc/oetp/wire"
 )
 
 func init() { register("dma", newDMACmd) }
@@ -55,7 +56,12 @@ can be resumed; "outcome_unknown" says whether that fragment may have executed.
 
 Exit status: 0 success, 1 the operation was attempted and failed (the JSON
 error_code says why), 2 bad usage or configuration, refused before anything is
-sent (with --json the result still says LOCAL_INVALID).`,
+sent (with --json the result still says LOCAL_INVALID).
+
+SIGINT (Ctrl-C) or SIGTERM interrupts the command within a second: exit status
+130 or 143, the message says "interrupted", and the JSON result keeps how far
+it got ("interrupted": "SIGINT", with "bytes", "failed_addr" and
+"outcome_unknown").`,
 	}
 	cmd.AddCommand(newDMAWriteCmd(), newDMAReadCmd())
 	return cmd
@@ -84,12 +90,21 @@ func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (*session, error
 			s.close()
 			return nil, usagef("--fragment %d: with --transport %s the fragment ceiling is %d bytes (the transport adds 24 bytes to every frame)", f.fragment.v, f.transport, ceil)
 		}
+		if ceil := wire.FragmentCeiling(s.ep.Config().MaxFrame); f.fragment.v&^3 < 4 || f.fragment.v&^3 > ceil {
+			// As a write of the CSR: LOCAL_INVALID, before anything is sent.
+			s.close()
+			return nil, localInvalid("--fragment %d rounds down to %d, outside 4..%d (the fragment ceiling of %d-byte frames, --max-frame): use 4..%d",
+				f.fragment.v, f.fragment.v&^3, ceil, s.ep.Config().MaxFrame, ceil)
+		}
 		c := s.ep.Config()
 		c.MaxFragment = f.fragment.v
 		if err := s.ep.SetConfig(c); err != nil {
 			s.close()
 			return nil, usagef("--fragment: %v", err)
 		}
+	}
+	if s.ep != nil {
+		f.frag = fragmentSize(s.ep)
 	}
 	return s, nil
 }
@@ -129,6 +144,8 @@ every member verified, 1 naming the member that did not.`,
       --member 02:0e:0c:00:00:02 --member 02:0e:0c:00:00:03 --verify --verify-mac 02:0e:0c:00:00:a2`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := opContext(cmd)
+			defer cancel()
 			src, err := openInput(cmd.InOrStdin(), in, f.addr.v)
 			if err != nil {
 				return err
@@ -137,12 +154,11 @@ every member verified, 1 naming the member that did not.`,
 			if err := g.check(&f.opFlags, src); err != nil {
 				return err
 			}
+			f.length = uint64(max(src.size, 0))
 			s, err := f.open(cmd, endpoint.ModeDMARead)
 			if err != nil {
 				return f.openFailed(cmd, "dma write", err)
 			}
-			ctx, cancel := opContext(cmd)
-			defer cancel()
 			var run *groupRun
 			if f.peer.m.IsGroup() {
 				t0 := time.Now()
@@ -232,16 +248,22 @@ error), fragment by fragment as they arrive: memory use does not grow with
 replaces it only when the whole block succeeded, so a failed read leaves the
 old file (or none) as it was. Standard output, a FIFO or a device receive the
 bytes in order as they arrive; after a failure they hold the fragments that
-arrived before it (the JSON "bytes" says how many). A group --peer
+arrived before it (the JSON "bytes" says how many). An error writing --out (a
+full disk) fails the block with LOCAL_AXI_WR_SLVERR (6), the code of a local
+write error, and the message names the OS error ("no space left on device");
+the peer executed the failed fragment's read. A group --peer
 is refused before anything is sent (LOCAL_INVALID, code 1, exit 2): reads are
 unicast.`,
 		Example: `  oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 0x19000 --out back.bin
   oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 64 --out - | xxd`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := opContext(cmd)
+			defer cancel()
 			if length.v == 0 {
 				return usagef("--length 0: a DMA block carries at least one byte")
 			}
+			f.read, f.length, f.out = true, uint64(length.v), out
 			if out == "-" && f.json {
 				return usagef("--out - and --json both use standard output: write the data to a file, or drop --json")
 			}
@@ -255,8 +277,6 @@ unicast.`,
 				dst.finish(false)
 				return f.openFailed(cmd, "dma read", err)
 			}
-			ctx, cancel := opContext(cmd)
-			defer cancel()
 			ctx, done := progress(ctx, cmd, "dma read", int64(length.v))
 			t0 := time.Now()
 			tr, err := s.dmaRead(ctx, f.addr.v, length.v, dst)
@@ -270,6 +290,7 @@ unicast.`,
 				return ferr
 			}
 			r := newResult("dma read", &f.opFlags, err, elapsed)
+			r.outErr = dst.writeErr()
 			r.setTransfer(tr)
 			r.addSession(s)
 			human := fmt.Sprintf("dma read %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s -> %s",

@@ -47,9 +47,9 @@ var oetpFilter = func() []bpf.RawInstruction {
 // dumpLive shows the oETP frames crossing o.iface until --count frames or
 // SIGINT/SIGTERM.
 func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
-	ifi, err := net.InterfaceByName(o.iface)
+	ifi, err := lookupIface("--iface", o.iface)
 	if err != nil {
-		return usagef("--iface %s: %v: list the interfaces with `ip link`", o.iface, err)
+		return err
 	}
 	if ifi.Flags&net.FlagUp == 0 {
 		return usagef("--iface %s is down: bring it up (ip link set %s up)", o.iface, o.iface)

@@ -20,6 +20,7 @@ import (
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
 )
@@ -172,9 +173,12 @@ func runHub(cmd *cobra.Command, cfg hub.Config) error {
 		runtime.GOMAXPROCS(procs)
 	}
 	// The socket first: a second hub fails before it touches any interface.
+	// A socket another hub holds, a device's address table that is
+	// missing or bad, a local MAC another process holds: configuration,
+	// exit 2.
 	ul, err := hub.ListenUnix(cfg.Socket)
 	if err != nil {
-		return fmt.Errorf("--socket: %w", err)
+		return usagef("--socket: %v", err)
 	}
 	h, err := hub.New(cfg, hubOpener, log)
 	if err != nil {
@@ -183,7 +187,16 @@ func runHub(cmd *cobra.Command, cfg hub.Config) error {
 		if errors.As(err, &ue) {
 			return err
 		}
-		return fmt.Errorf("opening devices: %w", err)
+		msg := err.Error()
+		var he *role.HeldError
+		if errors.As(err, &he) {
+			// The one-shot commands' fix (--wait, --mac) is no flag of
+			// the hub's; the wrapping messages were made with the old one.
+			held := he.Error()
+			he.Fix = "stop it, or give this device other local MACs in --config (the hub holds each of them for as long as it runs)"
+			msg = strings.Replace(msg, held, he.Error(), 1)
+		}
+		return usagef("opening devices: %s", msg)
 	}
 	defer h.Close()
 	errc := make(chan error, 3)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -61,9 +62,9 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 	if err := checkBusyPoll(o.BusyPoll); err != nil {
 		return nil, err
 	}
-	ifi, err := net.InterfaceByName(o.Name)
+	ifi, err := lookupIface("--iface", o.Name)
 	if err != nil {
-		return nil, usagef("--iface %s: %v: list the interfaces with `ip link`", o.Name, err)
+		return nil, err
 	}
 	if !o.MAC.IsZero() && o.MAC.IsGroup() {
 		return nil, usagef("--mac %v is a group address: an endpoint's own address must be unicast (bit 0 of the first octet clear)", o.MAC)
@@ -145,3 +146,18 @@ func (l *ifaceLink) finish() error {
 
 // busyPollUsage is the help of --busy-poll.
 const busyPollUsage = "after each frame received, keep reading the socket for `D` (such as 50us, at most 10ms) before sleeping: lower latency for a CPU that spins; 0 never spins"
+
+// lookupIface finds the interface name given by flag (--iface), as a usage
+// error in the user's words: "--iface eth9: no such network interface",
+// not the Go library's "route ip+net: ...".
+func lookupIface(flag, name string) (*net.Interface, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Err != nil {
+			err = oe.Err
+		}
+		return nil, usagef("%s %s: %v: list the interfaces with `ip link`", flag, name, err)
+	}
+	return ifi, nil
+}

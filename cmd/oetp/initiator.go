@@ -9,11 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -63,6 +61,13 @@ type opFlags struct {
 	retries  intFlag
 	deadline time.Duration
 	volatile bool // rmem --volatile: the operation gets one try
+	read     bool // a read: a group --peer is refused
+
+	// Set by the dma commands, for the messages: the block's length, the
+	// fragment size in force and dma read's --out.
+	length uint64
+	frag   int
+	out    string
 }
 
 func (f *opFlags) register(cmd *cobra.Command) {
@@ -122,6 +127,9 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	}
 	if f.peer.m.IsZero() {
 		return nil, usagef("--peer must not be the zero MAC: give the remote endpoint's address")
+	}
+	if f.read && f.peer.m.IsGroup() {
+		return nil, localInvalid("--peer %v is a group address: reads are unicast, so a group read is never sent; give one endpoint's MAC", f.peer.m)
 	}
 	if f.timeout < 0 {
 		return nil, usagef("--timeout %v is negative: use a duration such as 1s, or 0 to wait forever", f.timeout)
@@ -249,10 +257,13 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 		s.reliable = ok
 		switch {
 		case err != nil:
-			fmt.Fprintf(os.Stderr, "oetp: note: %v does not answer the reliable transport's handshake (3 tries, %v apart): no request is sent; is its serve's --peer for this MAC set with transport=reliable?\n",
-				f.peer.m, transport.DefaultInitialRTO)
+			// No request is sent: a second try of the handshake under the
+			// operation would only repeat its SYNs and then report TIMEOUT
+			// as if a request might have executed.
+			s.close()
+			return nil, &handshakeError{peer: f.peer.m, own: f.own, mode: mode}
 		case !ok:
-			fmt.Fprintf(os.Stderr, "oetp: note: %v does not answer the reliable transport's handshake within 3 RTOs: using v1\n", f.peer.m)
+			fmt.Fprintf(os.Stderr, "oetp: note: %v does not answer the reliable transport's handshake within %d tries: using v1\n", f.peer.m, handshakeTries)
 			c := ep.Config()
 			c.Outstanding = 1 // v1: one request at a time
 			if err := ep.SetConfig(c); err != nil {
@@ -334,11 +345,6 @@ func (s *session) close() error {
 	return s.link.finish()
 }
 
-// opContext is the context of an operation: it ends on SIGINT or SIGTERM.
-func opContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-}
-
 // opResult is the JSON result of an initiator command. Fields that do not
 // apply to the operation are absent.
 type opResult struct {
@@ -384,8 +390,14 @@ type opResult struct {
 	// Link is the initiator's view of the peer's link on a failure of an
 	// attempted operation: round trips, retries and timeouts.
 	Link *linkResult `json:"link,omitempty"`
+	// Interrupted is "SIGINT" or "SIGTERM" when a signal interrupted the
+	// operation (exit status 130 or 143); the other fields say how far it
+	// got, as on any failure.
+	Interrupted string `json:"interrupted,omitempty"`
 
-	err error // the operation's error
+	err     error // the operation's error
+	notSent bool  // no request was sent (the transport's handshake failed)
+	outErr  error // the error writing dma read's --out, which LOCAL_AXI_WR_SLVERR stands for
 }
 
 // setGroup marks a group write's delivery as unconfirmed after it sent
@@ -419,7 +431,8 @@ type linkResult struct {
 func newLinkResult(ps endpoint.PeerStats) *linkResult {
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	return &linkResult{RTTSamples: ps.RTTSamples, RTTMinMs: ms(ps.RTTMin), RTTMeanMs: ms(ps.RTTMean), RTTMaxMs: ms(ps.RTTMax),
-		SRTTMs: ms(ps.SRTT), RTOMs: ms(ps.RTO), Retries: ps.Retries, ExpiredTries: ps.ExpiredTries, Timeouts: ps.Timeouts, text: ps.String()}
+		SRTTMs: ms(ps.SRTT), RTOMs: ms(ps.RTO), Retries: ps.Retries, ExpiredTries: ps.ExpiredTries, Timeouts: ps.Timeouts,
+		text: strings.Replace(ps.String(), "rtt: no sample", "no round trip measured", 1)}
 }
 
 // addSession adds what the session's figures tell: the retransmissions of
@@ -451,6 +464,18 @@ func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult
 			r.Retries, unknown = oe.Retries, oe.OutcomeUnknown
 		}
 		r.OutcomeUnknown = &unknown
+		var he *handshakeError
+		r.notSent = errors.As(err, &he)
+		if sig := interruptSignal(); sig != nil {
+			// The operation's context was cancelled by the signal: the
+			// engine's TIMEOUT "context canceled" is no timeout.
+			r.Interrupted = signalName(sig)
+			if errors.Is(err, context.Canceled) {
+				r.Message = "interrupted by " + r.Interrupted
+			} else {
+				r.Message = "interrupted by " + r.Interrupted + ": " + r.Message
+			}
+		}
 	}
 	return r
 }
@@ -474,31 +499,40 @@ func (r *opResult) setTransfer(t endpoint.Transfer) {
 // finish prints the result (JSON with --json, else human on success) and
 // returns the command's error: nil on success, else a failure (exit 1) whose
 // message names the operation and the code, or a usage error (exit 2) when a
-// local check refused the operation before anything was sent.
+// local check refused the operation before anything was sent, or the
+// interruption (exit 130, 143) when a signal ended it.
 func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
+	if r.outErr != nil && !r.OK {
+		// The engine's code for a local write error; the OS says why.
+		r.Message += fmt.Sprintf(": writing --out %s: %v", f.out, r.outErr)
+	}
 	if err := f.print(cmd, r, r.OK, human); err != nil {
 		return err
 	}
 	if r.OK {
 		return nil
 	}
-	msg := r.Message
-	if r.OutcomeUnknown != nil {
-		if *r.OutcomeUnknown {
-			msg += "; it may have executed (sent, not answered)"
-		} else if r.ErrorCode <= uint8(wire.CodeLocalAXIWrDecerr) {
-			msg += "; it did not execute (refused before sending)"
-		}
-	}
+	msg := r.Message + r.executed()
 	if r.FailedAddr != nil {
 		msg += fmt.Sprintf("; failed fragment at 0x%08x after %d bytes in %d fragments", *r.FailedAddr, *r.Bytes, *r.Fragments)
 	}
-	if r.Link != nil {
+	if r.Link != nil && (r.Link.RTTSamples > 0 || r.Link.Retries > 0) {
+		// The figures of one unanswered try say nothing the code does not.
 		msg += "; link: " + r.Link.text
 	}
 	err := fmt.Errorf("%s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Addr, msg)
-	if endpoint.CodeOf(r.err) == wire.CodeTimeout && !errors.Is(r.err, context.Canceled) {
+	if r.Interrupted != "" {
+		return interruptedError(err)
+	}
+	switch code := endpoint.CodeOf(r.err); {
+	case code == wire.CodeTimeout && !r.notSent && !errors.Is(r.err, context.Canceled):
 		err = fmt.Errorf("%w\n%s", err, f.timeoutChecklist())
+	case code == wire.CodeRemoteInvalid:
+		err = fmt.Errorf("%w\n%s", err, f.invalidChecklist(r))
+	case code == wire.CodeRemoteOverflow || code == wire.CodeRemoteAXIRdDecerr || code == wire.CodeRemoteAXIWrDecerr:
+		if note := f.damagedNote(r, code); note != "" {
+			err = fmt.Errorf("%w\n%s", err, note)
+		}
 	}
 	var ue *usageError
 	if errors.Is(r.err, endpoint.ErrInvalid) || errors.As(r.err, &ue) {
@@ -507,6 +541,36 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 		return &usageError{err}
 	}
 	return err
+}
+
+// executed says whether the failed operation may have executed: sent and
+// not answered; certainly not, when nothing was sent; partly, when a DMA
+// block failed after some of its fragments completed, or when a DMA read
+// could not store what the peer sent.
+func (r *opResult) executed() string {
+	if r.OutcomeUnknown == nil {
+		return ""
+	}
+	if *r.OutcomeUnknown {
+		return "; it may have executed (sent, not answered)"
+	}
+	code := wire.Code(r.ErrorCode)
+	done := r.Bytes != nil && *r.Bytes > 0
+	switch {
+	case r.notSent:
+		return "; it did not execute (no request was sent)"
+	case r.Op == "dma read" && (code == wire.CodeLocalAXIWrSlverr || code == wire.CodeLocalAXIWrDecerr):
+		// The peer answered the failed fragment; storing it failed.
+		if done {
+			return "; the peer executed the reads, and the data could not be stored after the bytes before the failed fragment"
+		}
+		return "; the peer executed the read, and its data could not be stored"
+	case code > wire.CodeLocalAXIWrDecerr:
+		return "" // refused by the peer: it says what did not execute
+	case done:
+		return "; it executed partly: the fragments before the failed one completed, the failed one and the rest were not sent"
+	}
+	return "; it did not execute (refused before sending)"
 }
 
 // timeoutChecklist is what the human-readable TIMEOUT message asks to
@@ -553,16 +617,50 @@ func (f *opFlags) print(cmd *cobra.Command, v any, ok bool, human string) error 
 // one that is not a flag's fault (no permission for a raw socket, an
 // interface that is down). With --json the result (LOCAL_INVALID, code 1)
 // is still printed, so that a script always finds one.
+//
+// Two errors are reported as results, also without --json: a local check
+// with its code (LOCAL_INVALID: a --fragment out of range, a group read),
+// and the failed handshake of --transport reliable (exit 1: the peer did
+// not answer; no request was sent).
 func (f *opFlags) openFailed(cmd *cobra.Command, op string, err error) error {
+	var he *handshakeError
+	if errors.As(err, &he) {
+		r := newResult(op, f, &endpoint.OpError{Op: op, Addr: f.addr.v, Code: wire.CodeTimeout, Err: he}, 0)
+		if strings.HasPrefix(op, "dma ") {
+			r.setTransfer(endpoint.Transfer{})
+		}
+		return f.finish(cmd, r, "")
+	}
 	var ue *usageError
 	if !errors.As(err, &ue) {
 		err = &usageError{err}
+	}
+	var oe *endpoint.OpError
+	if errors.As(err, &oe) {
+		r := newResult(op, f, err, 0)
+		if strings.HasPrefix(op, "dma ") {
+			r.setTransfer(endpoint.Transfer{}) // as the engine's own refusal: 0 bytes
+		}
+		return f.finish(cmd, r, "")
 	}
 	if f.json {
 		return f.finish(cmd, newResult(op, f, err, 0), "")
 	}
 	return err
 }
+
+// localInvalid is an operation refused by a local check before anything
+// is sent: LOCAL_INVALID (1), exit 2, the message in the user's words.
+func localInvalid(format string, a ...any) error {
+	return &usageError{&endpoint.OpError{Code: wire.CodeLocalInvalid, Err: &localCheck{fmt.Sprintf(format, a...)}}}
+}
+
+// localCheck is the reason of a local refusal; it is endpoint.ErrInvalid,
+// as the engine's own refusals are.
+type localCheck struct{ msg string }
+
+func (e *localCheck) Error() string        { return e.msg }
+func (e *localCheck) Is(target error) bool { return target == endpoint.ErrInvalid }
 
 // progress returns a context that drives a progress bar on stderr for a DMA
 // block of n bytes when stderr is a terminal, and a function that finishes

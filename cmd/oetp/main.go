@@ -26,7 +26,9 @@
 //   - nil: success, exit status 0;
 //   - usagef(...) / usageError: bad usage or configuration, exit status 2.
 //     The message names the flag or argument and says how to fix it;
-//   - any other error: the operation failed, exit status 1.
+//   - any other error: the operation failed, exit status 1;
+//   - an interrupted one-shot command (opContext, interruptedError): exit
+//     status 130 after SIGINT, 143 after SIGTERM.
 //
 // Errors raised by cobra itself before a command runs (unknown command or
 // flag, unparsable flag value, wrong argument count) are usage errors too.
@@ -108,7 +110,8 @@ dumps (dump, decode), builds stimulus frames (encode) and measures itself
 against the medium's own limit (bench), exactly as the oETP v1 engine
 specification lays the protocol out.
 
-Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration.`,
+Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration;
+130 or 143 a one-shot command (rmem, dma, regs) interrupted by SIGINT or SIGTERM.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       readBuildInfo().String(),
@@ -190,6 +193,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
+	}
+	var ie *interruptError
+	if errors.As(err, &ie) {
+		fmt.Fprintf(stderr, "oetp: %v\n", err)
+		return ie.exitCode()
 	}
 	var ue *usageError
 	if errors.As(err, &ue) || !ran {

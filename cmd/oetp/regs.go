@@ -45,7 +45,8 @@ has it as volatile at the same address (the hub never retries those);
 otherwise the command runs its own endpoint, with a note.
 
 Exit status: 0 success, 1 the operation failed (the JSON error_code says why),
-2 bad usage (flags, table, node, permission or value).`,
+2 bad usage (flags, table, node, permission or value); 130 or 143 interrupted
+by SIGINT or SIGTERM.`,
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
@@ -578,7 +579,7 @@ func (f *regsOpFlags) finishRegs(cmd *cobra.Command, r regsResult, human string)
 	}
 	if r.Done > 0 {
 		// Part of a multi-word access ran: a failure, never bad usage.
-		return fmt.Errorf("%s %s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Node, r.Addr, r.Message)
+		return interruptedError(fmt.Errorf("%s %s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Node, r.Addr, r.Message))
 	}
 	quiet := f.opFlags
 	quiet.json = false

@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,9 +90,9 @@ It runs until SIGINT or SIGTERM, then prints what it did in each direction
 			}
 			var links [2]*afpacket.Link
 			for i, name := range args {
-				ifi, err := net.InterfaceByName(name)
+				ifi, err := lookupIface("interface", name)
 				if err != nil {
-					return usagef("interface %s: %v: list the interfaces with `ip link`", name, err)
+					return err
 				}
 				l, err := afpacket.Open(name, afpacket.Config{MaxFrame: min(ifi.MTU+wire.HeaderLen, 65549), AllEtherTypes: true})
 				if err != nil {
@@ -107,7 +109,7 @@ It runs until SIGINT or SIGTERM, then prints what it did in each direction
 				links[1].Close()
 				return usagef("%v", err)
 			}
-			ctx, cancel := opContext(cmd)
+			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer cancel()
 			log := cmd.ErrOrStderr()
 			fmt.Fprintf(log, "relay %s <-> %s: loss %s dup %s reorder %s corrupt %s delay %v jitter %v seed %d\n",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/netns"
 )
 
@@ -68,10 +69,12 @@ func TestReliableTransportOverVeth(t *testing.T) {
 	if !strings.Contains(errOut, "using v1") {
 		t.Errorf("auto fell back without a note: %q", errOut)
 	}
-	// ...reliable fails with TIMEOUT, nothing sent as v1.
+	// ...reliable fails with TIMEOUT, no request sent, as v1 or otherwise:
+	// it did not execute, and the message names the fix.
 	out, errOut, code = cli("rmem", "read", "--mac", netNobody, "--peer", netServer, "--addr", "0x10", "--transport", "reliable", "--timeout", "200ms", "--json")
-	checkResult(t, "rmem read reliable to a v1 entry", out, errOut, code, 1, res(false, 8, "TIMEOUT", "rmem read", netServer, 0x10, "message", "TIMEOUT (8): no response before the timeout"))
-	if !strings.Contains(errOut, "does not answer the reliable transport") {
+	checkResult(t, "rmem read reliable to a v1 entry", out, errOut, code, 1, res(false, 8, "TIMEOUT", "rmem read", netServer, 0x10,
+		"outcome_unknown", false, "message", "TIMEOUT (8): "+(&handshakeError{peer: mustMAC(t, netServer), own: mustMAC(t, netNobody), mode: endpoint.ModeRMEM}).Error()))
+	if !strings.Contains(errOut, "does not answer the reliable transport") || !strings.Contains(errOut, "it did not execute (no request was sent)") {
 		t.Errorf("no note about the handshake: %q", errOut)
 	}
 	// A group --peer with --transport reliable is refused.

@@ -49,7 +49,11 @@ Exit status: 0 success, 1 the operation was attempted and failed (the JSON
 error_code says why: 8 TIMEOUT, 9..15 an ERROR_RSP from the peer), 2 bad usage
 or configuration, refused before anything is sent (an unaligned --addr, a group
 --peer for a read, the own MAC as --peer, an interface that is down; with
---json the result still says LOCAL_INVALID, code 1).`,
+--json the result still says LOCAL_INVALID, code 1).
+
+SIGINT (Ctrl-C) or SIGTERM interrupts the command within a second: exit status
+130 or 143, the message says "interrupted", and the JSON result keeps how far
+it got ("interrupted": "SIGINT", "outcome_unknown").`,
 	}
 	cmd.AddCommand(newRMEMReadCmd(), newRMEMWriteCmd())
 	return cmd
@@ -69,12 +73,12 @@ unicast only.`,
   oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x2000 --retries 5 --volatile   # a FIFO: one try`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := opContext(cmd)
+			defer cancel()
 			s, err := f.open(endpoint.ModeRMEM)
 			if err != nil {
 				return f.openFailed(cmd, "rmem read", err)
 			}
-			ctx, cancel := opContext(cmd)
-			defer cancel()
 			t0 := time.Now()
 			v, err := s.rmemRead(ctx, f.addr.v)
 			elapsed := time.Since(t0)
@@ -89,6 +93,7 @@ unicast only.`,
 			return f.finish(cmd, r, fmt.Sprintf("rmem read %s 0x%08x = 0x%08x", f.peer.m, f.addr.v, v))
 		},
 	}
+	f.read = true
 	f.register(cmd)
 	cmd.Flags().BoolVar(&f.volatile, "volatile", false, volatileUsage)
 	return cmd
@@ -113,12 +118,12 @@ reply and no timer (delivery is best effort). A zero mask is a valid no-op.`,
   oetp rmem write --iface eth1 --peer 03:0e:0c:00:00:01 --addr 0x1004 --data 1   # every group member`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := opContext(cmd)
+			defer cancel()
 			s, err := f.open(endpoint.ModeRMEM)
 			if err != nil {
 				return f.openFailed(cmd, "rmem write", err)
 			}
-			ctx, cancel := opContext(cmd)
-			defer cancel()
 			t0 := time.Now()
 			err = s.rmemWrite(ctx, f.addr.v, data.v, mask.v)
 			elapsed := time.Since(t0)

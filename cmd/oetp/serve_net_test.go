@@ -253,8 +253,10 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		want := []serveEvent{
 			{Event: "PEER_DMA_COMPLETE", Source: 0, Peer: 1, PeerMAC: netWriter, ErrorCode: 6, Error: "LOCAL_AXI_WR_SLVERR"},
 			{Event: "PEER_DMA_COMPLETE", Source: 0, Peer: 1, PeerMAC: netWriter, ErrorCode: 7, Error: "LOCAL_AXI_WR_DECERR"},
-			{Event: "PEER_DMA_COMPLETE", Source: 0, Peer: 1, PeerMAC: netWriter, ErrorCode: 1, Error: "LOCAL_INVALID"},
-			{Event: "RMEM_ERROR", Source: 5, Peer: 0, PeerMAC: netClient, ErrorCode: 1, Error: "LOCAL_INVALID"},
+			{Event: "PEER_DMA_COMPLETE", Source: 0, Peer: 1, PeerMAC: netWriter, ErrorCode: 1, Error: "LOCAL_INVALID",
+				Invalid: &invalidReport{Check: "window", Cmd: "DMA_WRITE_REQ", Addr: "0x00300000", Length: 4}},
+			{Event: "RMEM_ERROR", Source: 5, Peer: 0, PeerMAC: netClient, ErrorCode: 1, Error: "LOCAL_INVALID",
+				Invalid: &invalidReport{Check: "window", Cmd: "RMEM_READ_REQ", Addr: "0x00010000", Length: 4}},
 		}
 		if diff := cmp.Diff(want, srv.events(t)); diff != "" {
 			t.Errorf("server events (-want +got):\n%s", diff)
@@ -277,10 +279,12 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "g.bin")); !os.IsNotExist(err) {
 			t.Errorf("a failed dma read left its --out file: %v", err)
 		}
-		// Nothing was sent: the capture of the last command is empty and
-		// the server received nothing.
-		if n := countFrames(t, p); n != 0 {
-			t.Errorf("group read capture holds %d frames, want 0", n)
+		// Nothing was sent: the capture of the last command is empty (or
+		// was never opened) and the server received nothing.
+		if _, err := os.Stat(p); err == nil {
+			if n := countFrames(t, p); n != 0 {
+				t.Errorf("group read capture holds %d frames, want 0", n)
+			}
 		}
 		after := srv.stats()
 		if before["rx_frames"] != after["rx_frames"] {

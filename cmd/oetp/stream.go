@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/memory"
@@ -29,10 +30,48 @@ import (
 const streamChunk = 4 << 20
 
 // fileSpace is an *os.File as a memory.Space: address a is file offset
-// base+a.
+// base+a. When failed is set, it keeps the first write error there: the
+// engine's code for it (LOCAL_AXI_WR_SLVERR) does not say "no space left
+// on device".
 type fileSpace struct {
-	f    *os.File
-	base int64
+	f      *os.File
+	base   int64
+	failed *firstError
+}
+
+// firstError keeps the first error set.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (e *firstError) set(err error) {
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = err
+	}
+	e.mu.Unlock()
+}
+
+func (e *firstError) get() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// osError is the cause of a file operation's error without the file's
+// name: "no space left on device" for a write to a temporary file whose
+// name the user never gave.
+func osError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 func (s fileSpace) ReadAt(p []byte, addr uint32) memory.Resp {
@@ -44,6 +83,9 @@ func (s fileSpace) ReadAt(p []byte, addr uint32) memory.Resp {
 
 func (s fileSpace) WriteAt(p []byte, addr uint32) memory.Resp {
 	if _, err := s.f.WriteAt(p, s.base+int64(addr)); err != nil {
+		if s.failed != nil {
+			s.failed.set(osError(err))
+		}
 		return memory.SLVERR
 	}
 	return memory.OKAY
@@ -108,6 +150,10 @@ func openInput(stdin io.Reader, in string, addr uint32) (*dmaInput, error) {
 		f, err := os.Open(in)
 		if err != nil {
 			return nil, usagef("--in: %v", err)
+		}
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			f.Close()
+			return nil, usagef("--in %s is a directory: give a file (or - for standard input)", in)
 		}
 		d.r, d.file, d.close = f, f, func() { f.Close() }
 	}
@@ -232,10 +278,11 @@ func (in *dmaInput) chunks(addr uint32, chunk int, write func(off uint64, p []by
 // failed read leaves the old file as it was; or a stream (standard output,
 // a FIFO, a device) written in order as the data arrives.
 type dmaOutput struct {
-	path  string
-	tmp   *os.File  // regular files
-	w     *seqSpace // streams
-	close func() error
+	path   string
+	tmp    *os.File  // regular files
+	w      *seqSpace // streams
+	close  func() error
+	failed firstError // the first error writing tmp
 }
 
 // openOutput checks before anything is sent that --out can be written.
@@ -265,14 +312,16 @@ func openOutput(stdout io.Writer, out string) (*dmaOutput, error) {
 		}
 		f.Close()
 	}
+	// The temporary file's name is not the user's: errors name --out and
+	// its directory.
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".oetp-*")
 	if err != nil {
-		return nil, usagef("--out: %v", err)
+		return nil, usagef("--out %s: cannot create a file in %s: %v", out, filepath.Dir(out), osError(err))
 	}
 	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return nil, usagef("--out: %v", err)
+		return nil, usagef("--out %s: %v", out, osError(err))
 	}
 	return &dmaOutput{path: out, tmp: tmp, close: func() error { return nil }}, nil
 }
@@ -280,9 +329,18 @@ func openOutput(stdout io.Writer, out string) (*dmaOutput, error) {
 // space is where DMAReadInto writes.
 func (o *dmaOutput) space() memory.Space {
 	if o.tmp != nil {
-		return fileSpace{f: o.tmp}
+		return fileSpace{f: o.tmp, failed: &o.failed}
 	}
 	return o.w
+}
+
+// writeErr is the first error writing the received data (a full disk), nil
+// if none.
+func (o *dmaOutput) writeErr() error {
+	if o.w != nil {
+		return o.w.err
+	}
+	return o.failed.get()
 }
 
 // finish renames the temporary file over --out when ok, or removes it.
@@ -300,7 +358,7 @@ func (o *dmaOutput) finish(ok bool) error {
 	}
 	os.Remove(name)
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", o.path, err)
+		return fmt.Errorf("--out %s: %w", o.path, osError(err))
 	}
 	return nil
 }

@@ -94,6 +94,10 @@ type HeldError struct {
 	Waited time.Duration
 	// Path is the lock file.
 	Path string
+	// Fix, when set, replaces what Error tells the user to do (for a
+	// program whose flags differ from the one-shot commands' --wait and
+	// --mac).
+	Fix string
 }
 
 // Error says who holds the role and what to do.
@@ -112,6 +116,9 @@ func (e *HeldError) Error() string {
 	fix := "wait for it to finish (raise --wait), stop it, or use another --mac"
 	if e.Role == Responder {
 		fix = "one MAC has one responder: stop that process or serve on another --mac"
+	}
+	if e.Fix != "" {
+		fix = e.Fix
 	}
 	return fmt.Sprintf("the %s role of %s %v is held by %s; refused %s: %s (lock %s)", e.Role, e.Iface, e.MAC, who, waited, fix, e.Path)
 }

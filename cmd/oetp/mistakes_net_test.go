@@ -1,0 +1,341 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/wire"
+)
+
+// mistake is a command line a user gets wrong, or one that meets a fault,
+// and what the built oetp must answer: the exit status, words its stderr
+// (or, with --json, stdout) must hold, and words it must not hold (Go
+// internals, false claims).
+type mistake struct {
+	name string
+	tiny bool // needs the 64 KiB file system
+	host int  // 0: the client's host, 1: the server's
+	args []string
+	code int
+	want []string
+	not  []string
+}
+
+// TestMistakes runs a table of mistakes against the built binary over a
+// veth pair: h1 runs `oetp serve` with three peer entries (one per mode),
+// h0 runs the one-shot commands and hubs. Placeholders in the arguments
+// and words: {peer} serve's MAC, {own} h0's MAC, {w}/{r} the MACs serve
+// lets write and read by DMA, {dir} a scratch directory.
+func TestMistakes(t *testing.T) {
+	bin := buildOetp(t)
+	tn := netns.NewPair(t)
+	cl, sv := tn.Host(0), tn.Host(1)
+	dir := t.TempDir()
+	const (
+		writer = "02:0e:0c:00:00:a1"
+		reader = "02:0e:0c:00:00:a2"
+		group  = "03:0e:0c:00:00:01"
+		nobody = "02:0e:0c:00:00:77"
+	)
+	// Registers at 0..32K in a 64K window; DDR at 0x100000 in a 2M window
+	// (DECERR past 1M).
+	ddr := filepath.Join(dir, "ddr.bin")
+	// Its frames are at most 1024 bytes (fragments of 992): the client's
+	// longer fragments overflow.
+	srv := startServe(t, bin, sv, "--iface", sv.IfName(), "--max-frame", "1024", "--region", "0:32K", "--region", "0x100000:1M:"+ddr,
+		"--peer", cl.MAC().String()+",mode=rmem,window=0:64K",
+		"--peer", writer+",mode=dma-write,window=0x100000:2M",
+		"--peer", reader+",mode=dma-read,window=0x100000:2M")
+	in := filepath.Join(dir, "in.bin")
+	writeFile(t, in, bytes.Repeat([]byte("0123456789abcdef"), 64))
+	big := filepath.Join(dir, "big.bin")
+	writeFile(t, big, bytes.Repeat([]byte("fedcba9876543210"), 1<<16))
+	// A file system that holds 64 KiB, for a full disk (root only).
+	tiny := filepath.Join(dir, "tiny")
+	if err := os.Mkdir(tiny, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tinyErr := syscall.Mount("tmpfs", tiny, "tmpfs", 0, "size=64k")
+	if tinyErr == nil {
+		t.Cleanup(func() { syscall.Unmount(tiny, 0) })
+	}
+
+	// A hub on h0 with the socket and the local MACs the hub rows collide
+	// with, and a configuration whose address table is missing.
+	hubConf := func(name, sock, table string) string {
+		p := filepath.Join(dir, name)
+		extra := ""
+		if table != "" {
+			extra = fmt.Sprintf("address_table = %q\n", table)
+		}
+		writeFile(t, p, []byte(fmt.Sprintf("socket = %q\n\n[[device]]\nname = \"board\"\niface = %q\nmac = %q\n%s\n[device.local]\nrmem = \"02:0e:0c:00:05:01\"\n",
+			sock, cl.IfName(), sv.MAC(), extra)))
+		return p
+	}
+	hubA := hubConf("hubA.toml", filepath.Join(dir, "hubA.sock"), "")
+	startReady(t, bin, cl, "hub", "--config", hubA)
+	noTable := hubConf("notable.toml", filepath.Join(dir, "hubB.sock"), filepath.Join(dir, "missing.xml"))
+
+	op := func(args ...string) []string {
+		return append(args, "--iface", cl.IfName(), "--no-hub")
+	}
+	rows := []mistake{
+		// Go internals in messages.
+		{name: "missing interface", args: []string{"rmem", "read", "--iface", "eth9", "--peer", "{peer}", "--addr", "0"},
+			code: 2, want: []string{"--iface eth9: no such network interface"}, not: []string{"route", "ip+net"}},
+		{name: "fragment out of range", args: op("dma", "write", "--peer", "{peer}", "--mac", writer, "--addr", "0x100000", "--in", in, "--fragment", "3"),
+			code: 2, want: []string{"LOCAL_INVALID (1)", "--fragment 3 rounds down to 0"}, not: []string{"Config.", "MaxFragment"}},
+		{name: "group rmem read", args: op("rmem", "read", "--peer", group, "--addr", "0"),
+			code: 2, want: []string{"LOCAL_INVALID (1)", "--peer " + group + " is a group address"}, not: []string{"peer 0 has"}},
+		{name: "group dma read", args: op("dma", "read", "--peer", group, "--addr", "0", "--length", "4", "--out", filepath.Join(dir, "g.bin")),
+			code: 2, want: []string{"--peer " + group + " is a group address"}, not: []string{"peer 0 has"}},
+		{name: "timeout without a sample", args: op("rmem", "read", "--peer", nobody, "--addr", "0", "--timeout", "50ms"),
+			code: 1, want: []string{"TIMEOUT (8)", "it may have executed"}, not: []string{"no sample"}},
+
+		// Exit codes.
+		{name: "directory as --in", args: op("dma", "write", "--peer", "{peer}", "--addr", "0x100000", "--in", dir),
+			code: 2, want: []string{"--in " + dir + " is a directory"}},
+		{name: "missing --in", args: op("dma", "write", "--peer", "{peer}", "--addr", "0x100000", "--in", filepath.Join(dir, "nope")),
+			code: 2, want: []string{"--in"}},
+		{name: "hub: missing address table", args: []string{"hub", "--config", noTable},
+			code: 2, want: []string{"address_table", "missing.xml"}},
+		{name: "hub: second hub on the socket", args: []string{"hub", "--config", hubA},
+			code: 2, want: []string{"--socket", "hubA.sock"}},
+		{name: "hub: second hub on the MACs", args: []string{"hub", "--config", hubA, "--socket", filepath.Join(dir, "hubC.sock")},
+			code: 2, want: []string{"02:0e:0c:00:05:01", "is held by", "--config"}, not: []string{"--wait", "--mac"}},
+
+		// --out names the user's file, not its temporary one.
+		{name: "--out in a missing directory", args: op("dma", "read", "--peer", "{peer}", "--mac", reader, "--addr", "0x100000", "--length", "64", "--out", filepath.Join(dir, "nodir", "x.bin")),
+			code: 2, want: []string{"--out " + filepath.Join(dir, "nodir", "x.bin")}, not: []string{".oetp-"}},
+
+		// A full disk under --out: the OS's words, the user's path, and no
+		// claim that the read did not execute.
+		{name: "full disk under --out", tiny: true, args: op("dma", "read", "--peer", "{peer}", "--mac", reader, "--addr", "0x100000", "--length", "1M", "--fragment", "992", "--out", filepath.Join(tiny, "x.bin"), "--json"),
+			code: 1, want: []string{"LOCAL_AXI_WR_SLVERR (6)", "no space left on device", "--out " + filepath.Join(tiny, "x.bin"), "the peer executed the reads"},
+			not: []string{"did not execute", ".oetp-", `"bytes":0,`}},
+
+		// The peer's answers.
+		{name: "REMOTE_INVALID checklist", args: op("rmem", "read", "--peer", "{peer}", "--addr", "0x10000"),
+			code: 1, want: []string{"REMOTE_INVALID (9)", "the window", "the peer mode", "the alignment", "the length", "oetp serve logs which check failed", "--peer {own},mode=rmem"}},
+		{name: "DECERR of a valid DMA fragment", args: op("dma", "read", "--peer", "{peer}", "--mac", reader, "--addr", "0x280000", "--length", "64", "--out", filepath.Join(dir, "d.bin")),
+			code: 1, want: []string{"REMOTE_AXI_RD_DECERR (13)", "damaged in transit", "0x00280000, 64 bytes", "the peer has no memory there"}},
+		{name: "OVERFLOW of a valid DMA fragment", args: op("dma", "read", "--peer", "{peer}", "--mac", reader, "--addr", "0x100000", "--length", "4096", "--out", filepath.Join(dir, "o.bin")),
+			code: 1, want: []string{"REMOTE_OVERFLOW (11)", "damaged in transit", "0x00100000, 4096 bytes", "fragment ceiling is below 4096 bytes (lower --fragment)"}},
+
+		// --transport reliable toward an entry without transport=reliable.
+		{name: "reliable toward a v1 entry", args: op("rmem", "read", "--peer", "{peer}", "--addr", "0", "--transport", "reliable", "--json"),
+			code: 1, want: []string{"no request was sent", "transport=reliable", "--transport auto", `"outcome_unknown":false`, "it did not execute"},
+			not: []string{"may have executed", `"outcome_unknown":true`, "no response within"}},
+	}
+	expand := strings.NewReplacer("{peer}", sv.MAC().String(), "{own}", cl.MAC().String(), "{dir}", dir)
+	for _, m := range rows {
+		t.Run(m.name, func(t *testing.T) {
+			args := make([]string, len(m.args))
+			for i, a := range m.args {
+				args[i] = expand.Replace(a)
+			}
+			if m.tiny && tinyErr != nil {
+				t.Skipf("no tmpfs for a full disk: %v", tinyErr)
+			}
+			h := cl
+			if m.host == 1 {
+				h = sv
+			}
+			out, errOut, code := oetpIn(t, bin, h, args...)
+			all := out + errOut
+			if code != m.code {
+				t.Errorf("oetp %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, m.code, out, errOut)
+			}
+			for _, w := range m.want {
+				if w = expand.Replace(w); !strings.Contains(all, w) {
+					t.Errorf("oetp %s: output lacks %q\nstdout: %s\nstderr: %s", strings.Join(args, " "), w, out, errOut)
+				}
+			}
+			for _, w := range append(m.not, "context canceled", "oetp: oetp:") {
+				if strings.Contains(all, w) {
+					t.Errorf("oetp %s: output holds %q\nstdout: %s\nstderr: %s", strings.Join(args, " "), w, out, errOut)
+				}
+			}
+			checkSuggestedFlags(t, args, errOut)
+		})
+	}
+
+	// The failed handshake sends its documented number of SYNs, once.
+	capture := filepath.Join(dir, "hs.pcapng")
+	if _, errOut, code := oetpIn(t, bin, cl, op("rmem", "read", "--peer", sv.MAC().String(), "--addr", "0", "--transport", "reliable", "--pcap", capture)...); code != 1 {
+		t.Fatalf("rmem read --transport reliable: exit %d: %s", code, errOut)
+	}
+	if n := framesFrom(t, capture, cl.MAC()); n != handshakeTries {
+		t.Errorf("--transport reliable toward a v1 entry sent %d frames, want the %d SYNs of one handshake", n, handshakeTries)
+	}
+	// serve says which check a REMOTE_INVALID request failed, for which
+	// peer.
+	for _, w := range []string{"check=window", "peer_mac=" + cl.MAC().String(), "addr=0x00010000"} {
+		if !strings.Contains(srv.stderr.String(), w) {
+			t.Errorf("serve's log lacks %q:\n%s", w, srv.stderr.String())
+		}
+	}
+
+	// Interrupted: SIGTERM while a read waits forever for a reply that
+	// serve never sends (it has no entry for the MAC, and says so).
+	stranger := "02:0e:0c:00:00:55"
+	res := interrupt(t, cl, bin, syscall.SIGTERM, func() bool { return strings.Contains(srv.stderr.String(), stranger) },
+		op("rmem", "read", "--peer", sv.MAC().String(), "--mac", stranger, "--addr", "0", "--timeout", "0", "--json")...)
+	if res.code != 143 || !strings.Contains(res.stderr, "interrupted by SIGTERM") || !strings.Contains(res.stdout, `"interrupted":"SIGTERM"`) ||
+		!strings.Contains(res.stdout, `"outcome_unknown":true`) || strings.Contains(res.stdout+res.stderr, "context canceled") {
+		t.Errorf("rmem read after SIGTERM: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	// SIGINT in the middle of a paced write: the bytes done and where it
+	// failed are kept.
+	res = interrupt(t, cl, bin, os.Interrupt, func() bool {
+		b, err := os.ReadFile(ddr)
+		return err == nil && bytes.HasPrefix(b, []byte("fedcba9876543210"))
+	}, op("dma", "write", "--peer", sv.MAC().String(), "--mac", writer, "--addr", "0x100000", "--in", big, "--fragment", "992", "--rate", "200K", "--json")...)
+	if res.code != 130 || !strings.Contains(res.stderr, "interrupted by SIGINT") || !strings.Contains(res.stdout, `"interrupted":"SIGINT"`) ||
+		!strings.Contains(res.stdout, `"failed_addr":`) || strings.Contains(res.stdout, `"bytes":0,`) || strings.Contains(res.stdout+res.stderr, "context canceled") {
+		t.Errorf("dma write after SIGINT: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+}
+
+type interruptResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// interrupt starts oetp args on h, sends sig once ready() holds, and
+// checks that the process ends within a second of it.
+func interrupt(t *testing.T, h *netns.Host, bin string, sig os.Signal, ready func() bool, args ...string) interruptResult {
+	t.Helper()
+	cmd := h.Command(bin, args...)
+	var out, errOut syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ready() {
+		select {
+		case <-done:
+			t.Fatalf("oetp %v ended before the signal: %v\nstdout: %s\nstderr: %s", args, cmd.ProcessState, out.String(), errOut.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("oetp %v: not ready in 20s\nstderr: %s", args, errOut.String())
+		}
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("oetp %v ended %v after %v, want within 1s", args, d, sig)
+	}
+	return interruptResult{cmd.ProcessState.ExitCode(), out.String(), errOut.String()}
+}
+
+// framesFrom counts the frames of a capture whose source is mac.
+func framesFrom(t *testing.T, path string, mac wire.MAC) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcap.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		_, data, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fr pcap.Frame
+		if err := pcap.Ethernet(r.LinkType(), data, &fr); err != nil {
+			t.Fatal(err)
+		}
+		if len(fr.Bytes) >= 12 && bytes.Equal(fr.Bytes[6:12], mac[:]) {
+			n++
+		}
+	}
+}
+
+// flagToken is a flag as messages suggest it: --name.
+var flagToken = regexp.MustCompile(`(?:^|[\s(,'"\x60])--([a-z][a-z0-9-]*)`)
+
+// checkSuggestedFlags checks that every flag a message suggests exists on
+// the command that printed it, or on the command the message names beside
+// it ("on oetp serve: --peer ...").
+func checkSuggestedFlags(t *testing.T, args []string, msg string) {
+	t.Helper()
+	var ran bool
+	root := newRoot(&ran)
+	cmd, _, err := root.Find(args)
+	if err != nil {
+		t.Fatalf("oetp %v: %v", args, err)
+	}
+	for _, line := range strings.Split(msg, "\n") {
+		for _, m := range flagToken.FindAllStringSubmatch(line, -1) {
+			name := m[1]
+			if name == "help" || cmd.Flags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil {
+				continue
+			}
+			if other := namedCommand(root, line); other != nil && other.Flags().Lookup(name) != nil {
+				continue
+			}
+			t.Errorf("oetp %s suggests --%s, which it does not have: %q", cmd.CommandPath(), name, line)
+		}
+	}
+}
+
+// namedCommand is the command a message line names ("oetp serve",
+// "oetp dma write"), nil if none.
+func namedCommand(root *cobra.Command, line string) *cobra.Command {
+	i := strings.Index(line, "oetp ")
+	if i < 0 {
+		return nil
+	}
+	var words []string
+	for _, w := range strings.Fields(line[i+5:]) {
+		w = strings.Trim(w, ":,;()")
+		if w == "" || strings.HasPrefix(w, "-") || len(words) == 2 {
+			break
+		}
+		words = append(words, w)
+	}
+	for n := len(words); n > 0; n-- {
+		if c, rest, err := root.Find(words[:n]); err == nil && len(rest) == 0 && c != root {
+			return c
+		}
+	}
+	return nil
+}
