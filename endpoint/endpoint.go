@@ -34,7 +34,7 @@ type Endpoint struct {
 	ceiling  uint32 // the fragment ceiling of maxFrame
 	// invalids: each peer's last request refused with cause INVALID.
 	invalids invalidLog
-	bufLen   int    // receive buffers: maxFrame+1, so an oversized frame shows as oversized
+	bufLen   int // receive buffers: maxFrame+1, so an oversized frame shows as oversized
 
 	cfgMu    sync.Mutex // serialises SetConfig, SetPeer and worker start
 	cfg      atomic.Pointer[Config]
