@@ -37,7 +37,7 @@ func newDumpCmd() *cobra.Command {
 or - for standard input), or with --iface the oETP frames crossing an interface
 live, in both directions, until --count frames or SIGINT.
 
-Files: pcapng (tshark's and dumpcap's default, and oetp's --pcap) and classic
+Files: pcapng (tshark's and dumpcap's default, and what rmem and dma write with --pcap) and classic
 pcap (tcpdump's; microsecond or nanosecond, either byte order, gzip too), with
 every link type that carries Ethernet: EN10MB, and the Linux cooked captures
 LINUX_SLL and LINUX_SLL2 that 'tcpdump -i any' writes. A cooked capture records

@@ -9,13 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/link/pcap"
@@ -289,9 +286,6 @@ func framesFrom(t *testing.T, path string, mac wire.MAC) int {
 	}
 }
 
-// flagToken is a flag as messages suggest it: --name.
-var flagToken = regexp.MustCompile(`(?:^|[\s(,'"\x60])--([a-z][a-z0-9-]*)`)
-
 // checkSuggestedFlags checks that every flag a message suggests exists on
 // the command that printed it, or on the command the message names beside
 // it ("on oetp serve: --peer ...").
@@ -315,27 +309,4 @@ func checkSuggestedFlags(t *testing.T, args []string, msg string) {
 			t.Errorf("oetp %s suggests --%s, which it does not have: %q", cmd.CommandPath(), name, line)
 		}
 	}
-}
-
-// namedCommand is the command a message line names ("oetp serve",
-// "oetp dma write"), nil if none.
-func namedCommand(root *cobra.Command, line string) *cobra.Command {
-	i := strings.Index(line, "oetp ")
-	if i < 0 {
-		return nil
-	}
-	var words []string
-	for _, w := range strings.Fields(line[i+5:]) {
-		w = strings.Trim(w, ":,;()")
-		if w == "" || strings.HasPrefix(w, "-") || len(words) == 2 {
-			break
-		}
-		words = append(words, w)
-	}
-	for n := len(words); n > 0; n-- {
-		if c, rest, err := root.Find(words[:n]); err == nil && len(rest) == 0 && c != root {
-			return c
-		}
-	}
-	return nil
 }

@@ -27,8 +27,8 @@ the hub sends the request from its local MAC for this kind of operation, and
 the result reads exactly as without it. The hub is found through --hub, else
 $OETP_HUB, /run/oetp/hub.sock or the per-user socket, in the same network
 namespace; --no-hub, or a flag the hub cannot honour (--pcap, --timeout,
---max-frame, --fragment, --busy-poll, a --mac other than the hub's), runs the
-command's own endpoint.
+--max-frame, --busy-poll, a --mac other than the hub's), runs the command's own
+endpoint.
 
 Commands on one interface and MAC take turns: each holds its initiator role
 while it runs (--wait), and starts its Request IDs at a random value, so a late
