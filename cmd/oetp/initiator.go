@@ -397,6 +397,7 @@ type opResult struct {
 
 	err     error // the operation's error
 	notSent bool  // no request was sent (the transport's handshake failed)
+	rtoNote string // a TIMEOUT under the reliable transport's own timer (transportNote)
 	outErr  error // the error writing dma read's --out, which LOCAL_AXI_WR_SLVERR stands for
 }
 
@@ -449,6 +450,7 @@ func (r *opResult) addSession(s *session) {
 	if !errors.Is(r.err, endpoint.ErrInvalid) {
 		r.Link = newLinkResult(ps)
 	}
+	r.rtoNote = s.transportNote(r)
 }
 
 // newResult fills the fields every result has from the operation's error.
@@ -525,6 +527,8 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 		return interruptedError(err)
 	}
 	switch code := endpoint.CodeOf(r.err); {
+	case code == wire.CodeTimeout && r.rtoNote != "":
+		err = fmt.Errorf("%w\n%s", err, r.rtoNote)
 	case code == wire.CodeTimeout && !r.notSent && !errors.Is(r.err, context.Canceled):
 		err = fmt.Errorf("%w\n%s", err, f.timeoutChecklist())
 	case code == wire.CodeRemoteInvalid:

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/transport"
@@ -108,4 +109,27 @@ func (f *opFlags) damagedNote(r opResult, code wire.Code) string {
 	}
 	return fmt.Sprintf("the failed request (0x%08x, %d bytes) was valid when sent: either %s, or the reply may come from a request damaged in transit "+
 		"(an ERROR_RSP is never retried: run the command again; record with --pcap FILE to compare)", addr, n, what)
+}
+
+// transportNote is the note on a TIMEOUT under the reliable transport when
+// its retransmission timeout leaves --timeout no room for a retransmission
+// or two: the transport recovers a lost frame after its RTO, which grows
+// under loss (up to 1s, the default --timeout), so the operation timed out
+// while the transport was still recovering. Empty otherwise.
+func (s *session) transportNote(r *opResult) string {
+	if s.rl == nil || !s.reliable || endpoint.CodeOf(r.err) != wire.CodeTimeout || r.Interrupted != "" {
+		return ""
+	}
+	timeout := s.ep.Config().RMEMTimeout
+	peer, ok := s.ep.Peer(0)
+	if !ok {
+		return ""
+	}
+	pi, ok := s.rl.Peer(peer.MAC)
+	if !ok || timeout <= 0 || 2*pi.RTO <= timeout {
+		return ""
+	}
+	return fmt.Sprintf("the reliable transport's retransmission timeout is %v (it grows under loss, up to %v): --timeout %v leaves it no room to resend a lost frame twice, "+
+		"so the operation timed out while the transport was still recovering; raise --timeout (such as --timeout %v)",
+		pi.RTO.Round(time.Millisecond), transport.DefaultMaxRTO, timeout, max(10*pi.RTO, 10*time.Second).Round(time.Second))
 }

@@ -310,3 +310,28 @@ func checkSuggestedFlags(t *testing.T, args []string, msg string) {
 		}
 	}
 }
+
+// TestReliableTimeoutBelowRTO: under the reliable transport, an operation
+// whose --timeout leaves the transport's retransmission timeout no room
+// says so and which flag to raise, instead of the checklist of a peer that
+// never answers. The relay delays every frame 60 ms each way: the
+// handshake completes (its SYN|ACK arrives after the second SYN), and a
+// read with --timeout 100ms cannot be answered within it.
+func TestReliableTimeoutBelowRTO(t *testing.T) {
+	tn := netns.NewT(t, netns.Topology{Hosts: 2, Relay: true})
+	h1, h2, rh := tn.Host(0), tn.Host(1), tn.Relay()
+	bin := buildOetp(t)
+	startServe(t, bin, h1, "--iface", "eth0", "--region", "0:4K", "--peer", h2.MAC().String()+",mode=rmem,transport=reliable")
+	startRelay(t, bin, rh, "--delay", "60ms")
+	out, errOut, code := oetpIn(t, bin, h2, "rmem", "read", "--iface", "eth0", "--no-hub", "--peer", h1.MAC().String(), "--addr", "0",
+		"--transport", "reliable", "--timeout", "100ms")
+	for _, w := range []string{"TIMEOUT (8)", "the reliable transport's retransmission timeout is", "raise --timeout (such as --timeout 10s)"} {
+		if code != 1 || !strings.Contains(errOut, w) {
+			t.Errorf("rmem read --transport reliable --timeout 100ms over a 120 ms round trip: exit %d, stderr lacks %q\nstdout: %s\nstderr: %s", code, w, out, errOut)
+		}
+	}
+	if strings.Contains(errOut, "no response within") {
+		t.Errorf("the answer is the transport's timer, not a silent peer: %s", errOut)
+	}
+	checkSuggestedFlags(t, []string{"rmem", "read"}, errOut)
+}
