@@ -395,10 +395,10 @@ type opResult struct {
 	// got, as on any failure.
 	Interrupted string `json:"interrupted,omitempty"`
 
-	err     error // the operation's error
-	notSent bool  // no request was sent (the transport's handshake failed)
+	err     error  // the operation's error
+	notSent bool   // no request was sent (the transport's handshake failed)
 	rtoNote string // a TIMEOUT under the reliable transport's own timer (transportNote)
-	outErr  error // the error writing dma read's --out, which LOCAL_AXI_WR_SLVERR stands for
+	outErr  error  // the error writing dma read's --out, which LOCAL_AXI_WR_SLVERR stands for
 }
 
 // setGroup marks a group write's delivery as unconfirmed after it sent
