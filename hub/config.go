@@ -3,7 +3,6 @@ package hub
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/link/rlink"
@@ -112,17 +112,7 @@ type DeviceConfig struct {
 // the kind, so it is the same on every start and differs between devices
 // and kinds.
 func DeriveMAC(device wire.MAC, name string, k Kind) wire.MAC {
-	h := fnv.New64a()
-	h.Write(device[:])
-	h.Write([]byte(name))
-	h.Write([]byte{0, byte(k)})
-	s := h.Sum64()
-	var m wire.MAC
-	for i := range m {
-		m[i] = byte(s >> (8 * i))
-	}
-	m[0] = m[0]&^0x03 | 0x02 // unicast, locally administered
-	return m
+	return devices.DeriveMAC(device, name, devices.Role(k))
 }
 
 // DefaultSocket is the socket path when none is configured (see
@@ -135,6 +125,7 @@ type fileConfig struct {
 	Listen    string       `toml:"listen"`
 	TokenFile string       `toml:"token_file"`
 	Metrics   string       `toml:"metrics"`
+	Devices   string       `toml:"devices"`
 	Device    []fileDevice `toml:"device"`
 	Group     []fileGroup  `toml:"group"`
 }
@@ -176,7 +167,7 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, listen, token_file, metrics and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile, transport and [device.local] rmem, dma_write, dma_read, and [[group]] with name, mac, devices, local",
+		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, listen, token_file, metrics, devices and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile, transport and [device.local] rmem, dma_write, dma_read, and [[group]] with name, mac, devices, local",
 			path, strings.Join(keys, ", "))
 	}
 	c := Config{Socket: fc.Socket, Listen: fc.Listen, Metrics: fc.Metrics, HoldRoles: true}
@@ -194,6 +185,17 @@ func LoadConfig(path string) (Config, error) {
 		if c.Token == "" {
 			return Config{}, fmt.Errorf("hub config %s: token_file %s is empty; put the shared secret in it", path, tf)
 		}
+	}
+	if fc.Devices != "" {
+		df := fc.Devices
+		if !filepath.IsAbs(df) {
+			df = filepath.Join(base, df)
+		}
+		f, err := devices.Load(df)
+		if err != nil {
+			return Config{}, fmt.Errorf("hub config %s: devices: %w", path, err)
+		}
+		c.Devices = append(c.Devices, FromDevices(f)...)
 	}
 	for i, fd := range fc.Device {
 		where := fmt.Sprintf("hub config %s: [[device]] %d", path, i+1)
@@ -272,6 +274,20 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("hub config %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// FromDevices returns the hub devices of a devices file: each device with
+// its interface, MAC, role MACs as local MACs, timeout (for RMEM and DMA),
+// transport and address table; the rest takes the defaults of a
+// [[device]] without those keys.
+func FromDevices(f *devices.File) []DeviceConfig {
+	var out []DeviceConfig
+	for _, d := range f.Devices {
+		tm, _ := rlink.ParseMode(d.Transport) // checked by devices.Parse
+		out = append(out, DeviceConfig{Name: d.Name, Iface: d.Iface, MAC: d.MAC, AddressTable: d.AddressTable,
+			Local: d.Local, RMEMTimeout: d.Timeout, DMATimeout: d.Timeout, Transport: tm})
+	}
+	return out
 }
 
 // Check validates the configuration and derives omitted local MACs.

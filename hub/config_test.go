@@ -131,3 +131,46 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("address_table: %v", err)
 	}
 }
+
+// TestConfigDevicesFile: devices = "FILE" adds the devices file's devices,
+// their role MACs as the hub's local MACs (derived as the hub derives its
+// own when the file gives none), beside the config's [[device]]s.
+func TestConfigDevicesFile(t *testing.T) {
+	dir := t.TempDir()
+	devs := "[device.b1]\niface = \"eth1\"\nmac = \"02:0e:0c:00:00:02\"\ntimeout = \"250ms\"\ntransport = \"auto\"\naddress_table = \"t.toml\"\n" +
+		"[device.b2]\niface = \"eth1\"\nmac = \"02:0e:0c:00:00:03\"\nrmem_mac = \"02:0e:0c:00:01:01\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "devices.toml"), []byte(devs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "hub.toml")
+	if err := os.WriteFile(cfg, []byte("devices = \"devices.toml\"\n[[device]]\nname = \"b0\"\niface = \"eth0\"\nmac = \"02:0e:0c:00:00:01\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := hub.LoadConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Devices) != 3 {
+		t.Fatalf("%d devices, want 3", len(c.Devices))
+	}
+	b1, b2 := c.Devices[0], c.Devices[1]
+	m1, _ := wire.ParseMAC("02:0e:0c:00:00:02")
+	if b1.Name != "b1" || b1.Iface != "eth1" || b1.MAC != m1 || b1.RMEMTimeout != 250*time.Millisecond || b1.DMATimeout != 250*time.Millisecond ||
+		b1.Transport != rlink.Auto || b1.AddressTable != filepath.Join(dir, "t.toml") {
+		t.Errorf("b1 %+v", b1)
+	}
+	for k := range 3 {
+		if want := hub.DeriveMAC(m1, "b1", hub.Kind(k)); b1.Local[k] != want {
+			t.Errorf("b1 local %d = %v, want the hub's derivation %v", k, b1.Local[k], want)
+		}
+	}
+	if r, _ := wire.ParseMAC("02:0e:0c:00:01:01"); b2.Local[0] != r || b2.Local[1].IsZero() {
+		t.Errorf("b2 local %v", b2.Local)
+	}
+	if err := os.WriteFile(cfg, []byte("devices = \"nope.toml\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hub.LoadConfig(cfg); err == nil || !strings.Contains(err.Error(), "devices: "+filepath.Join(dir, "nope.toml")+": cannot read the devices file") {
+		t.Errorf("missing devices file: %v", err)
+	}
+}

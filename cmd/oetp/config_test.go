@@ -202,7 +202,11 @@ func TestInitiatorUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"rmem", "read"}, `required flag(s) "addr", "iface", "peer" not set`},
+		{[]string{"rmem", "read"}, `required flag(s) "addr" not set`},
+		{[]string{"rmem", "read", "--addr", "0"}, "--iface is required (or --device NAME from a devices file)"},
+		{[]string{"rmem", "read", "--iface", "lo", "--addr", "0"}, "--peer is required (or --device NAME from a devices file)"},
+		{[]string{"rmem", "read", "--device", "b", "--devices", filepath.Join(dir, "none.toml"), "--addr", "0"}, "--devices: " + filepath.Join(dir, "none.toml") + ": cannot read the devices file: no such file or directory"},
+		{[]string{"rmem", "read", "--device", "b", "--iface", "lo", "--addr", "0"}, "--device b gives the interface, the board's MAC and this host's MACs: drop --iface"},
 		{[]string{"rmem", "write", "--iface", "lo", "--peer", p, "--addr", "0"}, `required flag(s) "data" not set`},
 		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0x1z"}, `"--addr"`},
 		{[]string{"rmem", "read", "--iface", "lo", "--peer", p, "--addr", "0x100000000"}, `"--addr"`},

@@ -114,7 +114,7 @@ func newDMAWriteCmd() *cobra.Command {
 	g := &groupFlags{}
 	var in string
 	cmd := &cobra.Command{
-		Use:   "write --iface IF --peer MAC --addr A --in FILE",
+		Use:   "write (--device NAME | --iface IF --peer MAC) --addr A --in FILE",
 		Short: "Write the bytes of a file to a remote endpoint's memory",
 		Long: `write sends the bytes of --in (- for standard input) to --addr in DMA_WRITE_REQ
 fragments, read from the file fragment by fragment: memory use does not grow
@@ -239,7 +239,7 @@ func newDMAReadCmd() *cobra.Command {
 	var out string
 	length := &u32Flag{}
 	cmd := &cobra.Command{
-		Use:   "read --iface IF --peer MAC --addr A --length N --out FILE",
+		Use:   "read (--device NAME | --iface IF --peer MAC) --addr A --length N --out FILE",
 		Short: "Read a block of a remote endpoint's memory into a file",
 		Long: `read fetches --length bytes at --addr with DMA_READ_REQ fragments and writes
 them to --out (- for standard output, in which case the report goes to standard
@@ -254,7 +254,8 @@ write error, and the message names the OS error ("no space left on device");
 the peer executed the failed fragment's read. A group --peer
 is refused before anything is sent (LOCAL_INVALID, code 1, exit 2): reads are
 unicast.`,
-		Example: `  oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 0x19000 --out back.bin
+		Example: `  oetp dma read --device board1 --addr 0x100000 --length 0x19000 --out back.bin
+  oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 0x19000 --out back.bin
   oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 64 --out - | xxd`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

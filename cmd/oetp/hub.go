@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
@@ -30,10 +31,11 @@ func init() { register("hub", newHubCmd) }
 func newHubCmd() *cobra.Command {
 	var (
 		config, socket, listen, tokenFile, metrics string
+		devicesFile                                string
 		printPeers                                 bool
 	)
 	cmd := &cobra.Command{
-		Use:   "hub --config FILE",
+		Use:   "hub (--config FILE | --devices FILE)",
 		Short: "Run the hub: one process that owns the devices and serves many clients",
 		Long: `hub owns one or more devices (boards, or 'oetp serve' endpoints), each reached
 through an interface, and serves their RMEM and DMA operations, batches and
@@ -55,7 +57,12 @@ loopback; any other address needs a shared-secret token (--token-file or
 token_file), which every TCP client must then present. --metrics ADDR serves
 Prometheus text at /metrics (a bare port or :PORT means loopback).
 
-Config keys: socket, listen, token_file, metrics; [[device]] name, iface, mac,
+The devices can also come from a devices file (docs/devices.md), the one
+'oetp rmem --device NAME' reads: --devices FILE, or devices = "FILE" in the
+config. Its role MACs become the hub's local MACs, so a command given
+--device NAME reaches the board through the hub with the same MACs.
+
+Config keys: socket, listen, token_file, metrics, devices; [[device]] name, iface, mac,
 address_table, timeout (default 1s; rmem_timeout and dma_timeout override it),
 max_frame, busy_poll, and the recovery policy of 'rmem --retries': retries
 (default 0, one try as v1), deadline, min_rto, volatile (a list of "BASE:SIZE"
@@ -79,12 +86,9 @@ serves. SIGINT or SIGTERM stop it.`,
 		Args:        noArgs,
 		Annotations: map[string]string{annotRuns: "yes"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if config == "" {
-				return usagef("--config is required: the TOML file with the [[device]] tables (see 'oetp hub --help')")
-			}
-			cfg, err := hub.LoadConfig(config)
+			cfg, err := hubConfig(config, devicesFile)
 			if err != nil {
-				return usagef("%v", err)
+				return err
 			}
 			if printPeers {
 				_, err := fmt.Fprint(cmd.OutOrStdout(), cfg.PeerEntries())
@@ -117,6 +121,7 @@ serves. SIGINT or SIGTERM stop it.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&config, "config", "", "the hub's TOML configuration `FILE`")
+	fs.StringVar(&devicesFile, "devices", "", "serve the devices of this devices `FILE` (docs/devices.md), with or without --config")
 	fs.BoolVar(&printPeers, "print-peer-entries", false, "print the peer table entries each device needs for the hub's MACs, and exit")
 	fs.StringVar(&socket, "socket", "", "Unix socket `PATH` (overrides the config's socket)")
 	fs.StringVar(&listen, "listen", "", "also serve TCP on `ADDR` (PORT or :PORT: loopback; other hosts need a token)")
@@ -124,6 +129,32 @@ serves. SIGINT or SIGTERM stop it.`,
 	fs.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on `ADDR` at /metrics (PORT or :PORT: loopback)")
 	cmd.AddCommand(newHubStatusCmd())
 	return cmd
+}
+
+// hubConfig loads --config and adds the devices of --devices; any problem
+// is bad configuration.
+func hubConfig(config, devicesFile string) (hub.Config, error) {
+	if config == "" && devicesFile == "" {
+		return hub.Config{}, usagef("--config or --devices is required: the TOML file with the [[device]] tables, or a devices file (see 'oetp hub --help')")
+	}
+	cfg := hub.Config{HoldRoles: true}
+	if config != "" {
+		var err error
+		if cfg, err = hub.LoadConfig(config); err != nil {
+			return cfg, usagef("%v", err)
+		}
+	}
+	if devicesFile != "" {
+		f, err := devices.Load(devicesFile)
+		if err != nil {
+			return cfg, usagef("--devices: %v", err)
+		}
+		cfg.Devices = append(cfg.Devices, hub.FromDevices(f)...)
+		if err := cfg.Check(); err != nil {
+			return cfg, usagef("--devices %s: %v", devicesFile, err)
+		}
+	}
+	return cfg, nil
 }
 
 // hubOpener opens each local MAC's AF_PACKET link.

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/pace"
 	"github.com/openenoc/oetp/link/rlink"
@@ -48,11 +49,14 @@ type opFlags struct {
 	wait     time.Duration
 	// transport: v1, reliable or auto (docs/reliable.md).
 	transport string
-	hub       string         // --hub (see hubroute.go)
-	noHub     bool           // --no-hub
-	hubAny    bool           // --hub-trust-any-owner
-	fs        *pflag.FlagSet // the command's flags, to tell which were given
-	rate      uint64         // --rate of dma write: bytes of frames per second; 0 unpaced
+	hub       string          // --hub (see hubroute.go)
+	device    string          // --device NAME (devices.go)
+	devices   string          // --devices FILE
+	dev       *devices.Device // the --device, once resolved
+	noHub     bool            // --no-hub
+	hubAny    bool            // --hub-trust-any-owner
+	fs        *pflag.FlagSet  // the command's flags, to tell which were given
+	rate      uint64          // --rate of dma write: bytes of frames per second; 0 unpaced
 
 	// Set by open, for the TIMEOUT checklist.
 	own      wire.MAC      // this endpoint's MAC
@@ -92,10 +96,11 @@ func (f *opFlags) register(cmd *cobra.Command) {
 	fs.Var(&f.retries, "retries", "retransmit an RMEM operation or DMA fragment up to `N` times when its try times out or is answered malformed, "+
 		"each time with a new Request ID and an RTT-adaptive timeout (at most --timeout); never after an ERROR_RSP. 0 sends one try, exactly as v1")
 	fs.DurationVar(&f.deadline, "deadline", endpoint.DefaultDeadline, "with --retries, bound one RMEM operation or one DMA fragment with all its tries to `D`")
-	for _, name := range []string{"iface", "peer", "addr"} {
-		if err := cmd.MarkFlagRequired(name); err != nil {
-			panic(err)
-		}
+	registerDevice(cmd, &f.device, &f.devices)
+	// --iface and --peer are required unless --device gives them (open
+	// says so).
+	if err := cmd.MarkFlagRequired("addr"); err != nil {
+		panic(err)
 	}
 }
 
@@ -122,6 +127,9 @@ type session struct {
 // is dropped, so a `serve` on the same interface stays the only responder)
 // with peer entry 0 for --peer in mode.
 func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
+	if err := f.useDevice(mode); err != nil {
+		return nil, err
+	}
 	if mode == endpoint.ModeRMEM && f.addr.v%4 != 0 {
 		return nil, usagef("--addr %#x is not word aligned: RMEM accesses one aligned 32-bit word (a multiple of 4, such as %#x)", f.addr.v, f.addr.v&^3)
 	}

@@ -38,6 +38,9 @@ read. A read returns the field shifted down. Permissions are enforced before
 anything is sent: writing a read-only node or reading a write-only one, an
 unknown node, or a value that does not fit its field is bad usage (exit 2).
 
+--device NAME takes the interface, the board's MAC, this host's RMEM MAC and
+the address table from the devices file (see 'oetp devices --help').
+
 Like rmem, read and write go through a hub that serves --iface and --peer
 (--hub, --no-hub). A volatile node (a port, a non-incremental node, a TOML
 volatile = true node) goes through the hub only if the hub's own address table
@@ -61,7 +64,7 @@ by SIGINT or SIGTERM.`,
 // loadTable loads --table; any problem with it is bad configuration.
 func loadTable(cmd *cobra.Command, path string) (*addrtable.Table, error) {
 	if path == "" {
-		return nil, usagef("--table is required: an address table (.xml uHAL or IP-XACT, .csv/.json LiteX, .toml oetp)")
+		return nil, usagef("--table is required (or --device NAME with an address_table): an address table (.xml uHAL or IP-XACT, .csv/.json LiteX, .toml oetp)")
 	}
 	t, err := addrtable.Load(path)
 	if err != nil {
@@ -98,10 +101,10 @@ type nodeJSON struct {
 }
 
 func newRegsListCmd() *cobra.Command {
-	var table string
+	var table, device, devicesFile string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list --table FILE [PREFIX]",
+		Use:   "list (--table FILE | --device NAME) [PREFIX]",
 		Short: "List the nodes of an address table",
 		Long: `list prints every node of the table in address order: name, oETP byte
 address, mask, mode, permission, size in bytes and description. With PREFIX,
@@ -111,13 +114,22 @@ only the node of that name and the nodes below it. Nothing is sent.`,
   oetp regs list --table csr.csv --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if table == "" && device != "" {
+				d, err := lookupDevice(devicesFile, device)
+				if err != nil {
+					return err
+				}
+				if table = d.AddressTable; table == "" {
+					return usagef("--device %s has no address_table in %s: add one, or give --table", d.Name, d.File)
+				}
+			}
 			t, err := loadTable(cmd, table)
 			if err != nil {
 				return err
 			}
 			var nodes []addrtable.Node
 			for _, n := range t.Nodes() {
-				if len(args) == 0 || n.Name == args[0] || strings.HasPrefix(n.Name, args[0]+".") {
+				if len(args) == 0 || underPath(n.Name, args[0]) {
 					nodes = append(nodes, n)
 				}
 			}
@@ -146,7 +158,8 @@ only the node of that name and the nodes below it. Nothing is sent.`,
 	}
 	cmd.Flags().StringVar(&table, "table", "", "address table `FILE` (.xml uHAL or IP-XACT, .csv/.json LiteX, .toml oetp)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the nodes as one JSON object")
-	mustFlag(cmd.MarkFlagRequired("table"))
+	cmd.Flags().StringVar(&device, "device", "", "list the address table of the device `NAME` of the devices file")
+	cmd.Flags().StringVar(&devicesFile, "devices", "", devicesUsage)
 	return cmd
 }
 
@@ -186,8 +199,7 @@ func (f *regsOpFlags) register(cmd *cobra.Command, withCount bool) {
 		delete(fl.Annotations, cobra.BashCompOneRequiredFlag)
 		mustFlag(cmd.Flags().MarkHidden("addr"))
 	}
-	cmd.Flags().StringVar(&f.table, "table", "", "address table `FILE` (.xml uHAL or IP-XACT, .csv/.json LiteX, .toml oetp)")
-	mustFlag(cmd.MarkFlagRequired("table"))
+	cmd.Flags().StringVar(&f.table, "table", "", "address table `FILE` (.xml uHAL or IP-XACT, .csv/.json LiteX, .toml oetp); default the --device's address_table")
 	if withCount {
 		cmd.Flags().Var(&f.count, "count", "words `N` to read from a block or port node (default its whole size)")
 	}
@@ -351,7 +363,7 @@ func parseValue(s string) (*big.Int, error) {
 func newRegsReadCmd() *cobra.Command {
 	f := &regsOpFlags{}
 	cmd := &cobra.Command{
-		Use:   "read --table FILE --iface IF --peer MAC NAME",
+		Use:   "read (--device NAME | --table FILE --iface IF --peer MAC) NAME",
 		Short: "Read a node: a register, a bitfield (shifted down), a block or a port",
 		Long: `read reads the node NAME of the address table with RMEM reads, as 'rmem read'
 does (same flags; the peer entry is mode 1). A register or bitfield is one
@@ -361,7 +373,8 @@ its words at increasing addresses and a port (non-incremental) reads all its
 words at one address, --count words (default the node's size). Port reads
 are never repeated. Every word is one RMEM round trip: for bulk memory use
 'oetp dma read --addr' with the node's address.`,
-		Example: `  oetp regs read --table regs.toml --iface eth1 --peer 02:0e:0c:00:00:02 status.ready
+		Example: `  oetp regs read --device board1 ctrl.enable
+  oetp regs read --table regs.toml --iface eth1 --peer 02:0e:0c:00:00:02 status.ready
   oetp regs read --table top.xml --iface eth1 --peer 02:0e:0c:00:00:02 buf --count 4 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -425,7 +438,7 @@ func (r *regsResult) fillRead(n addrtable.Node, addrs, words []uint32, peer stri
 func newRegsWriteCmd() *cobra.Command {
 	f := &regsOpFlags{}
 	cmd := &cobra.Command{
-		Use:   "write --table FILE --iface IF --peer MAC NAME VALUE...",
+		Use:   "write (--device NAME | --table FILE --iface IF --peer MAC) NAME VALUE...",
 		Short: "Write a node: a register, a bitfield (one masked write), a block or a port",
 		Long: `write writes VALUE to the node NAME of the address table with RMEM writes, as
 'rmem write' does (same flags; a group --peer writes every member). A
@@ -438,7 +451,8 @@ every VALUE at its one address, in order, never repeated.
 
 Refused before anything is sent (exit 2): a read-only node, a VALUE that does
 not fit the field, more VALUEs than the node holds.`,
-		Example: `  oetp regs write --table regs.toml --iface eth1 --peer 02:0e:0c:00:00:02 ctrl.mode 3
+		Example: `  oetp regs write --device board1 ctrl.enable 1
+  oetp regs write --table regs.toml --iface eth1 --peer 02:0e:0c:00:00:02 ctrl.mode 3
   oetp regs write --table csr.csv --iface eth1 --peer 02:0e:0c:00:00:02 ctrl_scratch 0x12345678 --json
   oetp regs write --table top.xml --iface eth1 --peer 02:0e:0c:00:00:02 buf 1 2 3 4`,
 		Args: cobra.MinimumNArgs(2),
@@ -517,7 +531,7 @@ func regsPlan(n addrtable.Node, args []string) ([]addrtable.Access, *big.Int, er
 // node loads --table and returns the node called name, refusing it (bad
 // usage: nothing is sent) if it lacks the permission need.
 func (f *regsOpFlags) node(cmd *cobra.Command, name string, need addrtable.Permission) (addrtable.Node, error) {
-	t, err := loadTable(cmd, f.table)
+	t, err := f.loadTable(cmd)
 	if err != nil {
 		return addrtable.Node{}, err
 	}

@@ -88,9 +88,19 @@ func dumpPlan(t *addrtable.Table, path string) (regs []dumpReg, skipped []string
 	return regs, skipped
 }
 
-// loadTable loads the command's address table.
+// loadTable loads --table, else the --device's address_table.
 func (f *regsOpFlags) loadTable(cmd *cobra.Command) (*addrtable.Table, error) {
-	return loadTable(cmd, f.table)
+	table := f.table
+	if table == "" && f.device != "" {
+		d, err := f.resolveDevice()
+		if err != nil {
+			return nil, err
+		}
+		if table = d.AddressTable; table == "" {
+			return nil, usagef("--device %s has no address_table in %s: add one, or give --table", d.Name, d.File)
+		}
+	}
+	return loadTable(cmd, table)
 }
 
 // short is a field's name relative to its register.

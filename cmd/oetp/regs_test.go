@@ -375,7 +375,7 @@ func TestRegsUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"regs"}, "needs a subcommand"},
-		{[]string{"regs", "list"}, `"table" not set`},
+		{[]string{"regs", "list"}, "--table is required (or --device NAME with an address_table)"},
 		{[]string{"regs", "list", "--table", bad}, "--table: " + bad + `:2: node "r": permission: permission "rx" is not one of`},
 		{[]string{"regs", "list", "--table", filepath.Join(dir, "x.yaml")}, "must end in .xml"},
 		{[]string{"regs", "list", "--table", ex, "nope"}, `no node "nope"`},

@@ -62,12 +62,13 @@ it got ("interrupted": "SIGINT", "outcome_unknown").`,
 func newRMEMReadCmd() *cobra.Command {
 	f := &opFlags{}
 	cmd := &cobra.Command{
-		Use:   "read --iface IF --peer MAC --addr A",
+		Use:   "read (--device NAME | --iface IF --peer MAC) --addr A",
 		Short: "Read one aligned 32-bit word",
 		Long: `read sends one RMEM_READ_REQ and prints the word of the RMEM_READ_RSP. A group
 --peer is refused before anything is sent (LOCAL_INVALID, code 1, exit 2): reads are
 unicast only.`,
-		Example: `  oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x1000
+		Example: `  oetp rmem read --device board1 --addr 0x1000
+  oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x1000
   oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x1000 --json
   oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x1000 --retries 5 --timeout 200ms
   oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x2000 --retries 5 --volatile   # a FIFO: one try`,
@@ -107,7 +108,7 @@ func newRMEMWriteCmd() *cobra.Command {
 	data := &u32Flag{hex: true}
 	mask := &u32Flag{v: 0xFFFFFFFF, hex: true}
 	cmd := &cobra.Command{
-		Use:   "write --iface IF --peer MAC --addr A --data D [--mask M]",
+		Use:   "write (--device NAME | --iface IF --peer MAC) --addr A --data D [--mask M]",
 		Short: "Write the bits of one aligned 32-bit word selected by a mask",
 		Long: `write sends one RMEM_WRITE_REQ: bit i of --mask (BitEnable) enables bit i of
 --data. A unicast write completes on the peer's RMEM_WRITE_RSP; a write to a

@@ -1,0 +1,151 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/devices"
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/wire"
+)
+
+// TestDevicesFileOverVeth: one devices file names the board for the CLI
+// (rmem, regs, dma with --device, no hub), for `oetp devices peer-entries`
+// (the serve standing in for the board takes its --peer lines), and for a
+// hub (oetp hub --devices), through which the same --device commands then
+// go with the same role MACs.
+func TestDevicesFileOverVeth(t *testing.T) {
+	tn := netns.NewPair(t)
+	bin, h1, h2, dir := buildOetp(t), tn.Host(0), tn.Host(1), t.TempDir()
+	regFile := filepath.Join(dir, "regs.bin")
+	dumpRegion(t, regFile)
+	writeFile(t, filepath.Join(dir, "board.xml"), []byte(dumpIPXACT))
+	devFile := filepath.Join(dir, "devices.toml")
+	writeFile(t, devFile, []byte(fmt.Sprintf("[device.board1]\niface = \"eth0\"\nmac = %q\nlocal_mac = \"02:0e:0c:00:01:00\"\ntimeout = \"2s\"\naddress_table = \"board.xml\"\n", netServer)))
+	seed, _ := wire.ParseMAC("02:0e:0c:00:01:00")
+	roles := [3]wire.MAC{devices.DeriveMAC(seed, "board1", 0), devices.DeriveMAC(seed, "board1", 1), devices.DeriveMAC(seed, "board1", 2)}
+
+	run := func(env []string, args ...string) (string, string, int) {
+		t.Helper()
+		cmd := h2.Command("env", append(append(env, bin), args...)...)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		if _, ok := err.(*exec.ExitError); err != nil && !ok {
+			t.Fatal(err)
+		}
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+	// $OETP_DEVICES finds the file; no hub runs yet.
+	env := []string{"OETP_DEVICES=" + devFile, "OETP_HUB=" + filepath.Join(dir, "hub.sock")}
+	oetp := func(args ...string) (string, string, int) { t.Helper(); return run(env, args...) }
+
+	out, errOut, code := oetp("devices", "peer-entries", "board1")
+	want := fmt.Sprintf("--peer %v,mode=rmem\n--peer %v,mode=dma-write\n--peer %v,mode=dma-read\n", roles[0], roles[1], roles[2])
+	if code != 0 || out != want {
+		t.Fatalf("devices peer-entries: exit %d\n%s\nwant\n%s\nstderr %s", code, out, want, errOut)
+	}
+	out, _, code = oetp("devices", "peer-entries", "board1", "--csr", "--entry", "1", "--window", "0:1M")
+	wantCSR := fmt.Sprintf("peers.entry[1].mac_address.lo_word = 0x%08x\npeers.entry[1].mac_address.hi_word = 0x%04x\n", macLo(roles[0]), macHi(roles[0])) +
+		"peers.entry[1].local_address.base = 0x00000000\npeers.entry[1].remote_address.base = 0x00000000\npeers.entry[1].size.bytes = 0x00100000\npeers.entry[1].dma.mode = 1\n"
+	if code != 0 || !strings.HasPrefix(out, wantCSR) || strings.Count(out, "\n") != 18 || !strings.HasSuffix(out, "peers.entry[3].dma.mode = 3\n") {
+		t.Errorf("devices peer-entries --csr: exit %d\n%s\nwant it to start\n%s", code, out, wantCSR)
+	}
+	out, _, code = oetp("devices", "--json")
+	var list struct {
+		Devices []map[string]any `json:"devices"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list.Devices) != 1 || list.Devices[0]["rmem_mac"] != roles[0].String() ||
+		list.Devices[0]["address_table"] != filepath.Join(dir, "board.xml") || list.Devices[0]["timeout_s"] != 2.0 {
+		t.Errorf("devices --json: exit %d, %s", code, out)
+	}
+
+	serveArgs := append([]string{"--iface", "eth0", "--json-events", "--region", "0:4K:" + regFile}, strings.Fields(want)...)
+	srv := startServe(t, bin, h1, serveArgs...)
+	word := func(addr uint32) uint32 {
+		t.Helper()
+		b, err := os.ReadFile(regFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return binary.LittleEndian.Uint32(b[addr:])
+	}
+
+	// Direct: each command sends from the device's MAC for its role (the
+	// board's entries admit only those).
+	if out, errOut, code := oetp("regs", "write", "--device", "board1", "blk.ctrl.mode", "0xA"); code != 0 || out != "regs write 02:0e:0c:00:00:01 blk.ctrl.mode 0x00000100 mask 0x000000f0 = 0xa: ok\n" {
+		t.Fatalf("regs write --device: exit %d, %q, %s", code, out, errOut)
+	}
+	if w := word(0x100); w != 0xA10000A1 {
+		t.Errorf("word 0x100 = 0x%08X after blk.ctrl.mode = 0xA, want 0xA10000A1", w)
+	}
+	if _, errOut, code := oetp("regs", "write", "--device", "board1", "blk.ctrl.version", "1"); code != 2 || !strings.Contains(errOut, `node "blk.ctrl.version" is read-only`) {
+		t.Errorf("write to a read-only IP-XACT field: exit %d, %s", code, errOut)
+	}
+	if out, errOut, code := oetp("regs", "read", "--device", "board1", "blk.ctrl.mode"); code != 0 || !strings.HasSuffix(out, " = 0xa\n") {
+		t.Errorf("regs read --device: exit %d, %q, %s", code, out, errOut)
+	}
+	if out, errOut, code := oetp("rmem", "read", "--device", "board1", "--addr", "0x110"); code != 0 || !strings.Contains(out, "0x11111111") {
+		t.Errorf("rmem read --device: exit %d, %q, %s", code, out, errOut)
+	}
+	in := filepath.Join(dir, "in.bin")
+	writeFile(t, in, []byte("0123456789abcdef"))
+	if _, errOut, code := oetp("dma", "write", "--device", "board1", "--addr", "0x800", "--in", in); code != 0 {
+		t.Fatalf("dma write --device: exit %d, %s", code, errOut)
+	}
+	back := filepath.Join(dir, "back.bin")
+	if _, errOut, code := oetp("dma", "read", "--device", "board1", "--addr", "0x800", "--length", "16", "--out", back); code != 0 {
+		t.Fatalf("dma read --device: exit %d, %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(back); string(b) != "0123456789abcdef" {
+		t.Errorf("dma read back %q", b)
+	}
+	out, errOut, code = oetp("regs", "dump", "--device", "board1", "blk.scratch", "--json")
+	wantDump := "{\"name\":\"blk.scratch[0]\",\"address\":272,\"value\":286331153,\"fields\":{}}\n{\"name\":\"blk.scratch[1]\",\"address\":276,\"value\":572662306,\"fields\":{}}\n"
+	if code != 0 || out != wantDump {
+		t.Errorf("regs dump --device: exit %d\n%s\nstderr %s", code, out, errOut)
+	}
+	if n := srv.stats()["served_rmem_write"].(float64); n != 1 {
+		t.Errorf("the board served %v RMEM writes, want 1 (the refused read-only write sent nothing)", n)
+	}
+
+	// Through a hub serving the same devices file: same names, same MACs.
+	sock := filepath.Join(dir, "hub.sock")
+	startReady(t, bin, h2, "hub", "--devices", devFile, "--socket", sock)
+	c, err := client.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.Device("board1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Local != roles {
+		t.Errorf("the hub's local MACs %v, want the devices file's %v", d.Local, roles)
+	}
+	r0, w0 := hubOps(t, c, "read"), hubOps(t, c, "write")
+	if out, errOut, code := oetp("regs", "write", "--device", "board1", "blk.scratch[1]", "0x5A5A5A5A"); code != 0 || strings.Contains(errOut, "note") {
+		t.Errorf("regs write --device via hub: exit %d, %q, %s", code, out, errOut)
+	}
+	if w := word(0x114); w != 0x5A5A5A5A {
+		t.Errorf("word 0x114 = 0x%08X, want 0x5A5A5A5A", w)
+	}
+	out, errOut, code = oetp("regs", "dump", "--device", "board1")
+	if code != 0 || !strings.Contains(out, "blk.scratch[1]  0x00000114  0x5a5a5a5a") || !strings.Contains(out, "mode=0xa") {
+		t.Errorf("regs dump --device via hub: exit %d\n%s\nstderr %s", code, out, errOut)
+	}
+	if n, m := hubOps(t, c, "read")-r0, hubOps(t, c, "write")-w0; n != 3 || m != 1 {
+		t.Errorf("the hub ran %d reads and %d writes, want 3 (one dump batch) and 1", n, m)
+	}
+}
