@@ -285,5 +285,7 @@ transport=reliable on its serve entries (openENOC boards speak v1 only).`,
 
 // macLo is a MAC's last four octets as openENOC's mac_address.lo_word
 // holds them; macHi its first two (hi_word).
-func macLo(m wire.MAC) uint32 { return uint32(m[2])<<24 | uint32(m[3])<<16 | uint32(m[4])<<8 | uint32(m[5]) }
+func macLo(m wire.MAC) uint32 {
+	return uint32(m[2])<<24 | uint32(m[3])<<16 | uint32(m[4])<<8 | uint32(m[5])
+}
 func macHi(m wire.MAC) uint32 { return uint32(m[0])<<8 | uint32(m[1]) }
