@@ -50,7 +50,7 @@ func memberFile(t *testing.T, path string, n int) []byte {
 	return b[:n]
 }
 
-// TestGroupWriteVerifyOverRelay: a 2 MiB group write to two serve members,
+// TestGroupWriteVerifyOverRelay: a 1 MiB group write to two serve members,
 // h2 behind a relay that drops 1 % of the frames each way, h3 behind one
 // that drops none. Paced from --member and read back with --verify, both
 // members end byte-exact and the report names the fragments repaired on
@@ -63,7 +63,7 @@ func TestGroupWriteVerifyOverRelay(t *testing.T) {
 	dir := t.TempDir()
 	s2, f2 := groupMember(t, bin, h2, dir, true)
 	s3, f3 := groupMember(t, bin, h3, dir, true)
-	data := make([]byte, 2<<20)
+	data := make([]byte, 1<<20)
 	rng := rand.New(rand.NewPCG(25, 6))
 	for i := range data {
 		data[i] = byte(rng.Uint32())
@@ -123,7 +123,7 @@ func TestGroupWriteVerifyOverRelay(t *testing.T) {
 			t.Fatalf("%s differs from the block written", f)
 		}
 	}
-	t.Logf("h2: %d fragments repaired; relay p1->p2 %v; pacing %v", len(members[0].(map[string]any)["repaired"].([]any)), st["p1->p2"], pacing)
+	t.Logf("h2: repaired %v; relay p1->p2 %v; pacing %v", members[0].(map[string]any)["repaired"], st["p1->p2"], pacing)
 	if s := s2.stats(); s["drop_responder_busy"] != nil && s["drop_responder_busy"] != 0.0 {
 		t.Fatalf("h2 dropped requests as busy: %v", s)
 	}
