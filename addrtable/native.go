@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/openenoc/oetp/internal/num"
+	"github.com/openenoc/oetp/internal/tomlin"
 )
 
 // nativeFile is the native TOML format (see the package doc).
@@ -58,7 +59,11 @@ func (n *nativeNum) UnmarshalTOML(v any) error {
 
 func parseNative(b *builder, file string, data []byte) error {
 	var f nativeFile
-	md, err := toml.Decode(string(data), &f)
+	md, err := tomlin.Decode(file, data, &f)
+	var le *tomlin.LimitError
+	if errors.As(err, &le) {
+		return &Error{File: file, Line: le.Line, Msg: le.Reason()}
+	}
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {

@@ -1,13 +1,12 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
+	"github.com/openenoc/oetp/internal/tomlin"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
@@ -184,11 +183,11 @@ func (l *stringList) UnmarshalTOML(v any) error {
 
 // LoadDUT reads a DUT file; see ParseDUT.
 func LoadDUT(path string) (*DUT, error) {
-	b, err := os.ReadFile(path)
+	b, err := tomlin.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("conformance: DUT file: %w", err)
 	}
-	d, err := ParseDUT(string(b))
+	d, err := parseDUT(path, string(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -197,9 +196,17 @@ func LoadDUT(path string) (*DUT, error) {
 
 // ParseDUT parses the TOML text of a DUT file (see Template). Unknown keys
 // are errors, and every error names the key and the fix.
-func ParseDUT(text string) (*DUT, error) {
+func ParseDUT(text string) (*DUT, error) { return parseDUT("DUT file", text) }
+
+// parseDUT is ParseDUT for the file named name (in a refusal of its size or
+// nesting).
+func parseDUT(name, text string) (*DUT, error) {
 	var f dutFile
-	md, err := toml.Decode(text, &f)
+	md, err := tomlin.Decode(name, []byte(text), &f)
+	var le *tomlin.LimitError
+	if errors.As(err, &le) {
+		return nil, fmt.Errorf("conformance: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("conformance: DUT file: %w", err)
 	}

@@ -44,6 +44,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/openenoc/oetp/internal/tomlin"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -238,7 +239,11 @@ func Parse(name string, data []byte) (*File, error) {
 	var fc struct {
 		Device map[string]fileDevice `toml:"device"`
 	}
-	md, err := toml.Decode(string(data), &fc)
+	md, err := tomlin.Decode(name, data, &fc)
+	var le *tomlin.LimitError
+	if errors.As(err, &le) {
+		return nil, &Error{File: name, Line: le.Line, Msg: le.Reason()}
+	}
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {

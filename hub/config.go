@@ -8,11 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/internal/tomlin"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
@@ -158,7 +157,11 @@ type fileLocal struct {
 // fix. Omitted local MACs are derived (DeriveMAC).
 func LoadConfig(path string) (Config, error) {
 	var fc fileConfig
-	md, err := toml.DecodeFile(path, &fc)
+	md, err := tomlin.DecodeFile(path, &fc)
+	var le *tomlin.LimitError
+	if errors.As(err, &le) {
+		return Config{}, fmt.Errorf("hub config: %w", err)
+	}
 	if err != nil {
 		return Config{}, fmt.Errorf("hub config %s: %w", path, err)
 	}

@@ -4,17 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
 	"github.com/spf13/pflag"
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
+	"github.com/openenoc/oetp/internal/tomlin"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
@@ -277,12 +276,16 @@ func (n *fileNum) int() (int, error) {
 // loadServeFile reads and decodes the configuration file strictly: an
 // unknown key is an error.
 func loadServeFile(path string) (*serveFile, error) {
-	b, err := os.ReadFile(path)
+	b, err := tomlin.ReadFile(path)
 	if err != nil {
 		return nil, usagef("--config: %v", err)
 	}
 	var f serveFile
-	md, err := toml.Decode(string(b), &f)
+	md, err := tomlin.Decode(path, b, &f)
+	var le *tomlin.LimitError
+	if errors.As(err, &le) {
+		return nil, usagef("--config: %v", err)
+	}
 	if err != nil {
 		return nil, usagef("--config %s: %v", path, err)
 	}
