@@ -139,6 +139,9 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 	if f.read && f.peer.m.IsGroup() {
 		return nil, localInvalid("--peer %v is a group address: reads are unicast, so a group read is never sent; give one endpoint's MAC", f.peer.m)
 	}
+	if f.length > 0 && uint64(f.addr.v)+f.length > wholeSpace {
+		return nil, localInvalid("--addr %#x and --length %d end past the 4 GiB address space (room for %d bytes)", f.addr.v, f.length, wholeSpace-uint64(f.addr.v))
+	}
 	if f.timeout < 0 {
 		return nil, usagef("--timeout %v is negative: use a duration such as 1s, or 0 to wait forever", f.timeout)
 	}

@@ -101,6 +101,10 @@ func TestMistakes(t *testing.T) {
 			code: 2, want: []string{"LOCAL_INVALID (1)", "--peer " + group + " is a group address"}, not: []string{"peer 0 has"}},
 		{name: "group dma read", args: op("dma", "read", "--peer", group, "--addr", "0", "--length", "4", "--out", filepath.Join(dir, "g.bin")),
 			code: 2, want: []string{"--peer " + group + " is a group address"}, not: []string{"peer 0 has"}},
+		{name: "block past 4 GiB", args: op("dma", "read", "--peer", "{peer}", "--mac", reader, "--addr", "0xfffffff0", "--length", "64", "--out", filepath.Join(dir, "e.bin")),
+			code: 2, want: []string{"LOCAL_INVALID (1)", "--addr 0xfffffff0 and --length 64 end past the 4 GiB address space (room for 16 bytes)"}, not: []string{"invalid operation", "remote range"}},
+		{name: "group regs read", args: op("regs", "read", "--table", filepath.Join(pythonDir(), "tests", "board.xml"), "--peer", group, "status.id"),
+			code: 2, want: []string{"LOCAL_INVALID (1)", "--peer " + group + " is a group address"}, not: []string{"peer 0 has", "invalid operation"}},
 		{name: "timeout without a sample", args: op("rmem", "read", "--peer", nobody, "--addr", "0", "--timeout", "50ms"),
 			code: 1, want: []string{"TIMEOUT (8)", "it may have executed"}, not: []string{"no sample"}},
 

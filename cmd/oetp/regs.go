@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -362,6 +363,7 @@ func parseValue(s string) (*big.Int, error) {
 
 func newRegsReadCmd() *cobra.Command {
 	f := &regsOpFlags{}
+	f.read = true // a group --peer is refused before anything is sent
 	cmd := &cobra.Command{
 		Use:   "read (--device NAME | --table FILE --iface IF --peer MAC) NAME",
 		Short: "Read a node: a register, a bitfield (shifted down), a block or a port",
@@ -554,6 +556,12 @@ func (f *regsOpFlags) node(cmd *cobra.Command, name string, need addrtable.Permi
 func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do func(context.Context, rmemDevice) (int, error)) (regsResult, error) {
 	f.addr.v = n.Address
 	s, err := f.open(endpoint.ModeRMEM)
+	var oe *endpoint.OpError
+	if errors.As(err, &oe) {
+		// A local check refused it (a group --peer for a read): the
+		// node's result, LOCAL_INVALID.
+		return regsResult{opResult: newResult(op, &f.opFlags, err, 0), Node: n.Name, Mask: n.Mask}, nil
+	}
 	if err != nil {
 		return regsResult{}, f.openFailed(cmd, op, err)
 	}

@@ -108,6 +108,7 @@ func short(field, reg string) string { return strings.TrimPrefix(field, reg+".")
 
 func newRegsDumpCmd() *cobra.Command {
 	f := &regsOpFlags{}
+	f.read = true // a group --peer is refused before anything is sent
 	cmd := &cobra.Command{
 		Use:   "dump [PATH] (--device NAME | --table FILE --iface IF --peer MAC)",
 		Short: "Read every readable register under PATH and print it with its decoded fields",
