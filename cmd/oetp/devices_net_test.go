@@ -148,4 +148,22 @@ func TestDevicesFileOverVeth(t *testing.T) {
 	if n, m := hubOps(t, c, "read")-r0, hubOps(t, c, "write")-w0; n != 3 || m != 1 {
 		t.Errorf("the hub ran %d reads and %d writes, want 3 (one dump batch) and 1", n, m)
 	}
+
+	// Python: the same devices file and hub; attribute access and a
+	// PeakRDL-style model through oetp.peakrdl's callbacks.
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Log("python3 is not installed: the Python client's devices file is not run")
+		return
+	}
+	cmd := exec.Command(py, filepath.Join(pythonDir(), "tests", "names_check.py"))
+	cmd.Env = append(os.Environ(), "OETP_HUB="+sock, "OETP_DEVICES="+devFile, "PYTHONDONTWRITEBYTECODE=1")
+	if out, err := cmd.CombinedOutput(); err != nil || !bytes.Contains(out, []byte("names_check: ok")) {
+		t.Fatalf("python3 names_check.py: %v\n%s", err, out)
+	}
+	for addr, want := range map[uint32]uint32{0x100: 0xA10000A0, 0x110: 0x12345678, 0x114: 0x5A5A5A5A, 0x118: 0x00007700} {
+		if w := word(addr); w != want {
+			t.Errorf("after names_check.py: word 0x%x = 0x%08X, want 0x%08X", addr, w, want)
+		}
+	}
 }

@@ -9,6 +9,9 @@
     data = dev.read_block(0x100000, 4096)          # DMA, lengths in bytes
     dev.write_block(0x100000, data)
     dev.node("ctrl.reset").write(1)                # address table names
+    dev.regs.ctrl.enable.write(1)                  # ... as attributes; fields shifted
+    dev.regs.scratch[2].read()                     # arrays (IP-XACT dim) by index
+    dev = oetp.open_device("board1")               # by its name in the devices file
     with dev.batch() as b:                         # one round trip
         r = b.read(0x10)
         b.write(0x14, 5)
@@ -39,6 +42,9 @@ from ._client import (
     default_socket,
     CODE_NAMES,
 )
+from ._devices import DeviceEntry, DevicesError, derive_mac, device_entry
+from ._devices import load as load_devices
+from ._regs import Regs
 
 __all__ = [
     "Batch",
@@ -55,6 +61,43 @@ __all__ = [
     "connect",
     "default_socket",
     "CODE_NAMES",
+    "DeviceEntry",
+    "DevicesError",
+    "Regs",
+    "derive_mac",
+    "device_entry",
+    "load_devices",
+    "open_device",
 ]
+
+
+def open_device(name, devices=None, hub=None, token=None, timeout=None):
+    """Open the device ``name`` of the devices file (``devices``, else
+    $OETP_DEVICES, else ~/.config/oetp/devices.toml: docs/devices.md) through
+    the hub at ``hub`` (default: :func:`default_socket`). The Python client
+    reaches boards through a hub: run ``oetp hub --devices FILE`` with the
+    same file, and the names, MACs and address tables are the same as the
+    CLI's ``--device NAME``. The device's ``entry`` is its DeviceEntry;
+    ``close()`` closes its hub connection."""
+    entry = device_entry(name, devices)
+    try:
+        h = connect(hub, token=token, timeout=timeout)
+    except UntrustedSocketError:
+        raise
+    except (OSError, Error) as e:
+        raise Error("no hub answers (%s): the Python client reaches %r through a hub; start one with: oetp hub --devices %s"
+                    % (e, name, entry.file)) from None
+    try:
+        dev = h.device(name)
+    except HubError as e:
+        h.close()
+        raise HubError(e.status, "the hub does not serve %r (%s); start it with: oetp hub --devices %s" % (name, e.message, entry.file)) from None
+    if dev.mac != entry.mac or dev.iface != entry.iface:
+        h.close()
+        raise UsageError("the hub's device %r is %s on %s, the devices file's %s on %s (%s:%d): they name different boards"
+                         % (name, dev.mac, dev.iface, entry.mac, entry.iface, entry.file, entry.line))
+    dev.entry = entry
+    dev.close = h.close
+    return dev
 
 __version__ = "0.1.0"

@@ -530,6 +530,19 @@ class Device:
             out.append(Node(self, **node))
         return out
 
+    @property
+    def regs(self):
+        """Attribute access over the device's address table (the hub's):
+        ``dev.regs.ctrl.enable.write(1)``, ``dev.regs.status.read()``,
+        ``dev.regs.scratch[2].read()``; see :class:`oetp.Regs`."""
+        r = self.__dict__.get("_regs")
+        if r is None:
+            if not self.has_table:
+                raise UsageError("the hub has no address table for device %r: give it one (address_table in the devices file or the hub's config)" % self.name)
+            from ._regs import Regs
+            r = self.__dict__["_regs"] = Regs.build(self.nodes())
+        return r
+
     def batch(self):
         """A batch: ``with dev.batch() as b: r = b.read(a)``; the operations run
         back to back in one round trip when the block ends, stopping at the
