@@ -120,6 +120,9 @@ func TestMistakes(t *testing.T) {
 		{name: "hub: second hub on the MACs", args: []string{"hub", "--config", hubA, "--socket", filepath.Join(dir, "hubC.sock")},
 			code: 2, want: []string{"02:0e:0c:00:05:01", "is held by", "--config"}, not: []string{"--wait", "--mac"}},
 
+		{name: "directory as --out", args: op("dma", "read", "--peer", "{peer}", "--mac", reader, "--addr", "0x100000", "--length", "64", "--out", dir),
+			code: 2, want: []string{"--out " + dir + " is a directory"}},
+
 		// --out names the user's file, not its temporary one.
 		{name: "--out in a missing directory", args: op("dma", "read", "--peer", "{peer}", "--mac", reader, "--addr", "0x100000", "--length", "64", "--out", filepath.Join(dir, "nodir", "x.bin")),
 			code: 2, want: []string{"--out " + filepath.Join(dir, "nodir", "x.bin")}, not: []string{".oetp-"}},

@@ -292,6 +292,8 @@ func openOutput(stdout io.Writer, out string) (*dmaOutput, error) {
 	}
 	st, err := os.Stat(out)
 	switch {
+	case err == nil && st.IsDir():
+		return nil, usagef("--out %s is a directory: give a file name in it (or - for standard output)", out)
 	case err == nil && !st.Mode().IsRegular():
 		f, err := os.OpenFile(out, os.O_WRONLY, 0)
 		if err != nil {
