@@ -3,7 +3,6 @@ package hub
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -52,10 +51,10 @@ type Config struct {
 	// Socket is the Unix socket path; empty selects DefaultSocket().
 	Socket string
 	// Listen is an optional TCP address (--listen): a bare port or ":port"
-	// listens on loopback only; any other host needs Token.
+	// listens on loopback only. It needs Token.
 	Listen string
-	// Token is the shared secret TCP clients must present in HELLO; when
-	// set, every TCP client must present it, loopback ones too.
+	// Token is the shared secret every TCP client must present in HELLO,
+	// loopback ones too, before the hub reads anything else from it.
 	Token string
 	// Metrics is an optional address serving Prometheus text (--metrics):
 	// a bare port or ":port" means loopback.
@@ -66,7 +65,7 @@ type Config struct {
 	// write (GROUP_WRITE).
 	Groups []GroupConfig
 	// HoldRoles makes the hub hold the cross-process initiator role
-	// (link/role) of each local MAC for its whole life, so that no other
+	// (package role) of each local MAC for its whole life, so that no other
 	// process initiates from them; `oetp hub` always does (LoadConfig sets
 	// it).
 	HoldRoles bool
@@ -180,13 +179,8 @@ func LoadConfig(path string) (Config, error) {
 		if !filepath.IsAbs(tf) {
 			tf = filepath.Join(base, tf)
 		}
-		b, err := os.ReadFile(tf)
-		if err != nil {
+		if c.Token, err = ReadTokenFile(tf); err != nil {
 			return Config{}, fmt.Errorf("hub config %s: token_file: %w", path, err)
-		}
-		c.Token = strings.TrimSpace(string(b))
-		if c.Token == "" {
-			return Config{}, fmt.Errorf("hub config %s: token_file %s is empty; put the shared secret in it", path, tf)
 		}
 	}
 	if fc.Devices != "" {

@@ -26,6 +26,7 @@ const bigBuffer = 1 << 20
 type conn struct {
 	h          *Hub
 	nc         net.Conn
+	src        io.Reader       // what br reads: nc, or an authReader around it
 	raw        syscall.RawConn // for the disconnect check between batch operations; nil if unavailable
 	br         *bufio.Reader
 	bw         *bufio.Writer
@@ -55,9 +56,13 @@ var connPool = sync.Pool{New: func() any {
 
 func newConn(h *Hub, nc net.Conn, requireToken bool) *conn {
 	b := connPool.Get().(*connBufs)
-	b.br.Reset(nc)
+	var src io.Reader = nc
+	if requireToken {
+		src = &authReader{r: nc, left: proto.PreAuthMax}
+	}
+	b.br.Reset(src)
 	b.bw.Reset(nc)
-	c := &conn{h: h, nc: nc, needAuth: requireToken, br: b.br, bw: b.bw, in: b.in, out: b.out[:0]}
+	c := &conn{h: h, nc: nc, src: src, needAuth: requireToken, br: b.br, bw: b.bw, in: b.in, out: b.out[:0]}
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
@@ -87,6 +92,14 @@ func (c *conn) serve() {
 	for {
 		hdr, body, err := c.readRequest()
 		if err != nil {
+			if errors.Is(err, errNeedAuth) {
+				// Refused before reading the body: a client without the
+				// token costs the hub a header, never a buffer.
+				c.h.malformed.Add(1)
+				c.bw.Write(fail(c.out[:0], hdr, proto.StatusAuth, "%v", err))
+				c.bw.Flush()
+				return
+			}
 			if errors.Is(err, proto.ErrFraming) {
 				c.h.malformed.Add(1)
 				c.out = proto.Finish(proto.AppendReplyHeader(c.out[:0], hdr, proto.StatusBadMessage, 0,
@@ -145,6 +158,12 @@ func (c *conn) readRequest() (proto.Header, []byte, error) {
 		return hdr, nil, err
 	}
 	n := hdr.BodyLen()
+	if c.needAuth && !c.authed && hdr.Type != proto.Hello {
+		return hdr, nil, errNeedAuth
+	}
+	if hdr.Type == proto.Hello && n > proto.MaxHello {
+		return hdr, nil, fmt.Errorf("%w: a HELLO of %d bytes, more than the %d-byte limit", proto.ErrFraming, n, proto.MaxHello)
+	}
 	if hdr.Type == proto.WriteBlock && n-4 >= streamMin && n-4 <= proto.MaxBlock && (!c.needAuth || c.authed) &&
 		c.device(hdr) != nil && !c.h.isClosed() {
 		return hdr, nil, nil
@@ -160,6 +179,38 @@ func (c *conn) readRequest() (proto.Header, []byte, error) {
 		return hdr, nil, err
 	}
 	return hdr, body, nil
+}
+
+// errNeedAuth is readRequest's error for a request other than HELLO on a
+// connection that has not presented the token.
+var errNeedAuth = errors.New("this listener needs HELLO with the shared-secret token first")
+
+// authReader lets a connection that must present the token send at most
+// proto.PreAuthMax bytes until it has (left < 0 then).
+type authReader struct {
+	r    io.Reader
+	left int
+}
+
+func (a *authReader) Read(p []byte) (int, error) {
+	if a.left < 0 {
+		return a.r.Read(p)
+	}
+	if a.left == 0 {
+		return 0, errNeedAuth
+	}
+	p = p[:min(len(p), a.left)]
+	n, err := a.r.Read(p)
+	a.left -= n
+	return n, err
+}
+
+// unlimit lifts the pre-authentication read limit.
+func (c *conn) unlimit() {
+	// The bufio.Reader reads through the authReader given by newConn.
+	if a, ok := c.src.(*authReader); ok {
+		a.left = -1
+	}
 }
 
 // gone reports whether the client has closed its end (a non-blocking
@@ -353,6 +404,7 @@ func (c *conn) hello(hdr proto.Header, body []byte, out []byte) []byte {
 			return fail(out, hdr, proto.StatusAuth, "wrong or missing token")
 		}
 		c.authed = true
+		c.unlimit()
 	}
 	out = ok(out, hdr)
 	out = binary.LittleEndian.AppendUint16(out, proto.Version)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
-	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/replicate"
+	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
 )
 

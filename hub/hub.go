@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -40,7 +41,7 @@ import (
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/rlink"
-	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
 )
@@ -141,6 +142,9 @@ func (h *Hub) openEndpoint(d *Device, k Kind, open Opener) error {
 		lk, err := role.Acquire(d.Config.Iface, d.Config.Local[k], role.Initiator, 0)
 		if err != nil {
 			return err
+		}
+		if lk.Replaced != "" {
+			h.log.Warn(lk.Replaced, "device", d.Config.Name)
 		}
 		d.roles[k] = lk
 	}
@@ -250,66 +254,66 @@ func ListenUnix(path string) (net.Listener, error) {
 	if err := rundir.Ensure(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
-	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	lock, replaced, err := rundir.TryLock(path + ".lock")
+	if errors.Is(err, rundir.ErrBusy) {
+		return nil, fmt.Errorf("%s: %w: %s holds %s.lock; stop it first, or give this hub another socket", path, ErrRunning, rundir.ReadHolder(path+".lock"), path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("socket lock: %w", err)
-	}
-	if err := lockExclusive(lock); err != nil {
-		lock.Close()
-		pid := ""
-		if b, err := os.ReadFile(path + ".lock"); err == nil && len(b) > 0 {
-			pid = " (pid " + strings.TrimSpace(string(b)) + ")"
-		}
-		return nil, fmt.Errorf("%s: %w%s; stop it first, or give this hub another socket", path, ErrRunning, pid)
 	}
 	// Holding the lock, any socket file is stale: a hub that is alive holds
 	// the lock. Still, never remove something that answers.
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
-		lock.Close()
+		lock.Release()
 		return nil, fmt.Errorf("%s: %w (it answers although its lock is free); stop it first", path, ErrRunning)
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
-			lock.Close()
+			lock.Release()
 			return nil, fmt.Errorf("%s exists and is not a socket; remove it or choose another path", path)
 		}
 		if err := os.Remove(path); err != nil {
-			lock.Close()
+			lock.Release()
 			return nil, fmt.Errorf("removing the stale socket %s: %w", path, err)
 		}
 	}
-	lock.Truncate(0)
-	fmt.Fprintf(lock, "%d\n", os.Getpid())
 	l, err := net.Listen("unix", path)
 	if err != nil {
-		lock.Close()
+		lock.Release()
 		return nil, err
 	}
 	if err := os.Chmod(path, 0o660); err != nil {
 		l.Close()
-		lock.Close()
+		lock.Release()
 		return nil, err
 	}
 	ul := l.(*net.UnixListener)
 	ul.SetUnlinkOnClose(true)
-	return &lockedListener{UnixListener: ul, lock: lock}, nil
+	return &lockedListener{UnixListener: ul, lock: lock, replaced: replaced}, nil
 }
 
 type lockedListener struct {
 	*net.UnixListener
-	lock *os.File
-	once sync.Once
+	lock     *rundir.FileLock
+	replaced string
+	once     sync.Once
 }
 
 func (l *lockedListener) Close() error {
 	err := l.UnixListener.Close()
-	l.once.Do(func() { l.lock.Close() })
+	l.once.Do(func() { l.lock.Release() })
 	return err
 }
 
+// Replaced says what ListenUnix removed from its lock file's place (see
+// rundir.TryLock), "" when nothing: print it as a warning.
+func (l *lockedListener) Replaced() string { return l.replaced }
+
 // ListenTCP listens on addr for --listen. A bare port ("7700") or ":7700"
-// listens on 127.0.0.1; any other host requires a token (Config.Token).
+// listens on 127.0.0.1. Every TCP listener needs a token (Config.Token),
+// loopback included: any local user can connect to a loopback port, and
+// TCP carries no credentials the hub could check.
 func ListenTCP(addr, token string) (net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -322,10 +326,42 @@ func ListenTCP(addr, token string) (net.Listener, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	if !isLoopbackHost(host) && token == "" {
-		return nil, fmt.Errorf("--listen %s is not a loopback address: a shared-secret token is required (token_file in the config, or --token-file)", addr)
+	if token == "" {
+		return nil, fmt.Errorf("--listen %s: a shared-secret token is required, loopback included (any local user can connect to a TCP port): "+
+			"make one with `head -c 32 /dev/urandom | base64 > hub.token; chmod 600 hub.token` and set token_file in the config, or --token-file", addr)
 	}
 	return net.Listen("tcp", net.JoinHostPort(host, port))
+}
+
+// ReadTokenFile reads a shared-secret token from path (token_file,
+// --token-file). The file must not be readable or writable by others
+// (chmod 600, or 640 for the hub's group), the token 1..proto.MaxToken
+// bytes once surrounding white space is trimmed.
+func ReadTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode().Perm()&0o007 != 0 {
+		return "", fmt.Errorf("%s may be read or written by any user (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, proto.MaxToken+4096))
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("%s is empty: put the shared secret in it", path)
+	}
+	if len(tok) > proto.MaxToken {
+		return "", fmt.Errorf("%s holds %d bytes: a token has at most %d", path, len(tok), proto.MaxToken)
+	}
+	return tok, nil
 }
 
 func isLoopbackHost(host string) bool {

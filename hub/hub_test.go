@@ -423,8 +423,11 @@ func TestSocketLifecycle(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o660 {
 		t.Errorf("socket mode %v, %v; want 0660", fi.Mode(), err)
 	}
-	if _, err := hub.ListenUnix(path); !errors.Is(err, hub.ErrRunning) {
-		t.Errorf("second hub on the socket: %v, want ErrRunning", err)
+	if _, err := hub.ListenUnix(path); !errors.Is(err, hub.ErrRunning) || !strings.Contains(err.Error(), fmt.Sprintf("process %d (", os.Getpid())) {
+		t.Errorf("second hub on the socket: %v, want ErrRunning naming this process", err)
+	}
+	if fi, err := os.Lstat(filepath.Dir(path)); err != nil || fi.Mode() != os.ModeDir|0o700 {
+		t.Errorf("socket directory %v %v, want drwx------", fi.Mode(), err)
 	}
 	l.Close()
 	// A hub that crashed leaves its socket file: simulate one, it is replaced.
@@ -630,10 +633,12 @@ func TestReliableTransport(t *testing.T) {
 }
 
 func TestTCPToken(t *testing.T) {
-	if _, err := hub.ListenTCP("0.0.0.0:0", ""); err == nil || !strings.Contains(err.Error(), "token is required") {
-		t.Errorf("non-loopback without a token: %v", err)
+	for _, addr := range []string{"0.0.0.0:0", "0", ":0", "127.0.0.1:0", "localhost:0"} {
+		if _, err := hub.ListenTCP(addr, ""); err == nil || !strings.Contains(err.Error(), "token is required, loopback included") || !strings.Contains(err.Error(), "token_file") {
+			t.Errorf("--listen %s without a token: %v", addr, err)
+		}
 	}
-	l, err := hub.ListenTCP("0", "")
+	l, err := hub.ListenTCP("0", "s3cret")
 	if err != nil {
 		t.Fatal(err)
 	}

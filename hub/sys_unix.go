@@ -3,9 +3,6 @@
 package hub
 
 import (
-	"os"
-	"syscall"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -14,10 +11,4 @@ import (
 func peekEOF(fd uintptr, buf []byte) bool {
 	n, _, err := unix.Recvfrom(int(fd), buf, unix.MSG_PEEK|unix.MSG_DONTWAIT)
 	return n == 0 && err == nil
-}
-
-// lockExclusive takes the lock file without waiting; it fails if another
-// process holds it.
-func lockExclusive(f *os.File) error {
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }

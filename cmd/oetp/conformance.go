@@ -12,7 +12,7 @@ import (
 	"github.com/openenoc/oetp/conformance"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/pcap"
-	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/openenoc/oetp/conformance"
 	"github.com/openenoc/oetp/link/netns"
-	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/role"
 )
 
 // serveVariants are the variants oetp serve shows where the specification

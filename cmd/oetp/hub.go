@@ -21,7 +21,7 @@ import (
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
 )
@@ -51,11 +51,14 @@ once with the entries --print-peer-entries prints (without starting a hub).
 
 The socket is 'socket' in the config or --socket (default /run/oetp/hub.sock
 as root, else $XDG_RUNTIME_DIR/oetp/hub.sock or /tmp/oetp-UID/hub.sock), mode
-0660. A socket left by a hub that died is replaced; a live hub on it is never
-displaced. --listen ADDR also serves TCP: a bare port or :PORT listens on
-loopback; any other address needs a shared-secret token (--token-file or
-token_file), which every TCP client must then present. --metrics ADDR serves
-Prometheus text at /metrics (a bare port or :PORT means loopback).
+0660, in a directory no other user may write. A socket left by a hub that
+died is replaced; a live hub on it is never displaced. --listen ADDR also
+serves TCP (a bare port or :PORT listens on loopback) and needs a
+shared-secret token (--token-file or token_file, a file no other user may
+read), which every TCP client must present before the hub reads anything
+else from it, loopback included: any local user can reach a TCP port.
+--metrics ADDR serves Prometheus text at /metrics (a bare port or :PORT means
+loopback). Who may connect and what each user may do: docs/hub.md.
 
 The devices can also come from a devices file (docs/devices.md), the one
 'oetp rmem --device NAME' reads: --devices FILE, or devices = "FILE" in the
@@ -81,7 +84,7 @@ Logs go to standard error; a line with msg=ready is printed once the hub
 serves. SIGINT or SIGTERM stop it.`,
 		Example: `  oetp hub --config /etc/oetp/hub.toml
   oetp hub --config hub.toml --print-peer-entries
-  oetp hub --config hub.toml --listen 7700 --metrics 9110
+  oetp hub --config hub.toml --listen 7700 --token-file hub.token --metrics 9110
   oetp hub status`,
 		Args:        noArgs,
 		Annotations: map[string]string{annotRuns: "yes"},
@@ -105,13 +108,13 @@ serves. SIGINT or SIGTERM stop it.`,
 				cfg.Metrics = metrics
 			}
 			if tokenFile != "" {
-				b, err := os.ReadFile(tokenFile)
-				if err != nil {
+				if cfg.Token, err = hub.ReadTokenFile(tokenFile); err != nil {
 					return usagef("--token-file: %v", err)
 				}
-				if cfg.Token = strings.TrimSpace(string(b)); cfg.Token == "" {
-					return usagef("--token-file %s is empty: put the shared secret in it", tokenFile)
-				}
+			}
+			if cfg.Listen != "" && cfg.Token == "" {
+				_, err := hub.ListenTCP(cfg.Listen, "")
+				return usagef("%v", err)
 			}
 			if cfg.Socket == "" {
 				cfg.Socket = hub.DefaultSocket()
@@ -124,8 +127,8 @@ serves. SIGINT or SIGTERM stop it.`,
 	fs.StringVar(&devicesFile, "devices", "", "serve the devices of this devices `FILE` (docs/devices.md), with or without --config")
 	fs.BoolVar(&printPeers, "print-peer-entries", false, "print the peer table entries each device needs for the hub's MACs, and exit")
 	fs.StringVar(&socket, "socket", "", "Unix socket `PATH` (overrides the config's socket)")
-	fs.StringVar(&listen, "listen", "", "also serve TCP on `ADDR` (PORT or :PORT: loopback; other hosts need a token)")
-	fs.StringVar(&tokenFile, "token-file", "", "`FILE` holding the shared secret TCP clients must present")
+	fs.StringVar(&listen, "listen", "", "also serve TCP on `ADDR` (PORT or :PORT: loopback); needs a token (--token-file or token_file)")
+	fs.StringVar(&tokenFile, "token-file", "", "`FILE` holding the shared secret every TCP client must present (mode 600: no other user may read it)")
 	fs.StringVar(&metrics, "metrics", "", "serve Prometheus metrics on `ADDR` at /metrics (PORT or :PORT: loopback)")
 	cmd.AddCommand(newHubStatusCmd())
 	return cmd
@@ -211,6 +214,9 @@ func runHub(cmd *cobra.Command, cfg hub.Config) error {
 	if err != nil {
 		return usagef("--socket: %v", err)
 	}
+	if r, ok := ul.(interface{ Replaced() string }); ok && r.Replaced() != "" {
+		log.Warn(r.Replaced())
+	}
 	h, err := hub.New(cfg, hubOpener, log)
 	if err != nil {
 		ul.Close()
@@ -240,7 +246,7 @@ func runHub(cmd *cobra.Command, cfg hub.Config) error {
 			return usagef("%v", err)
 		}
 		tcp = tl.Addr().String()
-		go func() { errc <- h.Serve(tl, cfg.Token != "") }()
+		go func() { errc <- h.Serve(tl, true) }()
 	}
 	metricsAddr := ""
 	if cfg.Metrics != "" {

@@ -6,19 +6,24 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/rundir"
 )
 
@@ -330,5 +335,164 @@ func TestHubImpostorPeerRefused(t *testing.T) {
 	out, _ := cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != 3 || !strings.Contains(string(out), "REFUSED uid=65534") || !strings.Contains(string(out), "the process serving it (pid ") {
 		t.Errorf("Python client: exit %d: %s", cmd.ProcessState.ExitCode(), out)
+	}
+}
+
+// `oetp serve` in a lock directory an older oetp made 1777, where another
+// user's process holds the file of serve's responder role: serve starts,
+// warns what it removed, and leaves the squatter's file alone.
+func TestServeLockSquatted(t *testing.T) {
+	needRoot(t)
+	bin := buildOetp(t)
+	tn := netns.NewPair(t)
+	base, _ := hostileDir(t)
+	dir := filepath.Join(base, "locks")
+	os.Mkdir(dir, 0o755)
+	t.Setenv(role.DirEnv, dir)
+	h := tn.Host(0)
+	var lock string
+	if err := h.Do(func() error {
+		l, err := role.Acquire(h.IfName(), h.MAC(), role.Responder, 0)
+		if err == nil {
+			lock = l.Path()
+			l.Release()
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777|os.ModeSticky)
+	squat := asHostile(exec.Command("flock", "--nonblock", lock, "sh", "-c", "echo 4242 > "+lock+"; echo held; exec sleep 3600"))
+	squat.SysProcAttr.Setpgid = true
+	out, err := squat.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := squat.Start(); err != nil {
+		t.Skipf("flock(1): %v", err)
+	}
+	defer func() { syscall.Kill(-squat.Process.Pid, syscall.SIGKILL); squat.Wait() }() // flock and its sleep
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
+		t.Fatalf("squatter said %q", line)
+	}
+	keep := filepath.Join(base, "kept")
+	if err := os.Link(lock, keep); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "serve.toml")
+	writeFile(t, cfg, []byte("iface = \""+h.IfName()+"\"\n\n[[region]]\nbase = 0\nsize = \"64K\"\n"))
+	s := startServe(t, bin, h, "--config", cfg)
+	if e := s.stderr.String(); !strings.Contains(e, "warning: removed "+lock) || !strings.Contains(e, "uid 65534") {
+		t.Errorf("serve's stderr does not say what it removed:\n%s", e)
+	}
+	if b, _ := os.ReadFile(keep); string(b) != "4242\n" {
+		t.Errorf("the squatter's file now holds %q", b)
+	}
+}
+
+// procKiB reads a "Key:   N kB" line of /proc/PID/status.
+func procKiB(t *testing.T, pid int, key string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/proc/%d/status has no %s", pid, key)
+	return 0
+}
+
+// TCP needs a token, loopback included; 8 connections without it, each
+// announcing a 256 MiB BATCH and sending its body as fast as the hub takes
+// it, are refused from their headers: the real hub's peak RSS grows by
+// less than 64 MiB (it grew by 1.6 GB when bodies were read first).
+func TestHubTCPNeedsToken(t *testing.T) {
+	needRoot(t)
+	bin := buildOetp(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hub.toml")
+	writeFile(t, cfg, []byte(hubConfigText(filepath.Join(dir, "hub.sock"), "")))
+	_, errOut, code := runBin(t, bin, "hub", "--config", cfg, "--listen", "7700")
+	if code != 2 || !strings.Contains(errOut, "token is required, loopback included") {
+		t.Errorf("--listen without a token: exit %d: %s", code, errOut)
+	}
+	token := filepath.Join(dir, "hub.token")
+	os.WriteFile(token, []byte("s3cret\n"), 0o644)
+	_, errOut, code = runBin(t, bin, "hub", "--config", cfg, "--listen", "7700", "--token-file", token)
+	if code != 2 || !strings.Contains(errOut, "chmod 600") {
+		t.Errorf("a world-readable token file: exit %d: %s", code, errOut)
+	}
+	os.Chmod(token, 0o600)
+
+	f := startHubFixture(t, "", "--listen", "0", "--token-file", token)
+	_, addr, ok := strings.Cut(f.hub.stderr.String(), " listen=")
+	addr, _, _ = strings.Cut(addr, " ")
+	if !ok || !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Fatalf("no listen address in the ready line:\n%s", f.hub.stderr.String())
+	}
+	pid := f.hub.cmd.Process.Pid
+	before := procKiB(t, pid, "VmRSS")
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		t.Fatalf("resetting the peak RSS: %v", err)
+	}
+	huge := make([]byte, proto.HeaderLen)
+	binary.LittleEndian.PutUint32(huge, proto.MaxMessage)
+	huge[4] = proto.Batch
+	const conns = 8
+	errs := make(chan error, conns)
+	for range conns {
+		var nc net.Conn
+		if err := f.tn.Host(1).Do(func() (err error) { nc, err = net.Dial("tcp", addr); return }); err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		go func() {
+			nc.Write(huge)
+			junk := make([]byte, 1<<20)
+			for range 32 {
+				if _, err := nc.Write(junk); err != nil {
+					break
+				}
+			}
+		}()
+		go func() {
+			nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, body, _, err := proto.ReadMessage(nc, nil)
+			if err == nil {
+				var st proto.ReplyStatus
+				if st, _, err = proto.ParseReply(body); err == nil && st.Status != proto.StatusAuth {
+					err = fmt.Errorf("status %s: %s", proto.StatusName(st.Status), st.Message)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range conns {
+		if err := <-errs; err != nil {
+			t.Errorf("unauthenticated BATCH: %v, want an AUTH refusal", err)
+		}
+	}
+	peak := procKiB(t, pid, "VmHWM")
+	t.Logf("hub RSS %d KiB before, peak %d KiB during %d unauthenticated 256 MiB BATCHes: +%d KiB", before, peak, conns, peak-before)
+	if peak-before >= 64<<10 {
+		t.Errorf("the hub grew by %d KiB, want < 64 MiB", peak-before)
+	}
+	// With the token, TCP serves.
+	t.Setenv("OETP_HUB_TOKEN", "s3cret")
+	var c *client.Client
+	if err := f.tn.Host(1).Do(func() (err error) { c, err = client.Dial("tcp://" + addr); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Device("board1"); err != nil {
+		t.Error(err)
 	}
 }

@@ -24,7 +24,8 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/pace"
 	"github.com/openenoc/oetp/link/rlink"
-	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/role"
+	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/transport"
 	"github.com/openenoc/oetp/wire"
 )
@@ -106,7 +107,7 @@ func (f *opFlags) register(cmd *cobra.Command) {
 
 // waitUsage is the help of --wait.
 const waitUsage = "wait up to `D` for this interface and MAC's initiator role while another process (another rmem or dma) holds it, then exit 2 naming it; 0 refuses at once. " +
-	"The role is a lock in " + role.SystemDir + ", else $XDG_RUNTIME_DIR/oetp, else $TMPDIR/oetp-UID (" + role.DirEnv + " overrides); it dies with its process"
+	"The role is a lock in " + role.SystemDir + " for root, else $XDG_RUNTIME_DIR/oetp, else $TMPDIR/oetp-UID (" + role.DirEnv + " overrides); it dies with its process"
 
 // session is the endpoint of one initiator command, or its route through
 // a hub (hubroute.go).
@@ -291,8 +292,12 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 func acquireRole(iface string, mac wire.MAC, r role.Role, wait time.Duration) (*role.Lock, error) {
 	l, err := role.Acquire(iface, mac, r, wait)
 	var he *role.HeldError
-	if errors.As(err, &he) {
+	var ue *rundir.UntrustedError
+	if errors.As(err, &he) || errors.As(err, &ue) {
 		return nil, usagef("%v", err)
+	}
+	if err == nil && l.Replaced != "" {
+		fmt.Fprintf(os.Stderr, "oetp: warning: %s\n", l.Replaced)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("taking the %s role of %s %v: %w", r, iface, mac, err)

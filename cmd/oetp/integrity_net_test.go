@@ -18,7 +18,7 @@ import (
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/link/pace"
-	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
 )
 

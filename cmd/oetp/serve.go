@@ -20,8 +20,8 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/rlink"
-	"github.com/openenoc/oetp/link/role"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
 )
 

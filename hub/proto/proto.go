@@ -51,6 +51,19 @@ const MaxBatch = 1 << 16
 // MaxName is the longest device or node name.
 const MaxName = 1024
 
+// MaxToken is the longest shared-secret token.
+const MaxToken = 1024
+
+// MaxHello is the largest HELLO body (version and token): a longer one
+// is refused and the connection closed.
+const MaxHello = 2 + 2 + MaxToken
+
+// PreAuthMax is the most the hub reads from a connection that must
+// present the token before it has: its HELLO, and nothing after it until
+// the token is accepted. Any other request before it is refused (AUTH)
+// from its header alone, without reading its body.
+const PreAuthMax = 4096
+
 // Request types. A reply's type is the request's | Reply.
 const (
 	Hello      uint8 = 0x01

@@ -13,8 +13,11 @@
 // A role is an flock(2) on a file in the lock directory (see Dir), so it dies
 // with its process: a crash or a kill -9 never leaves an address locked. The
 // holder writes its PID and command line into the file, so a refusal names
-// the process that holds the role (HeldError). Release removes the file;
-// the files of killed processes are removed by a later Acquire.
+// the process and the user that hold the role (HeldError). Release removes
+// the file; the files of killed processes are removed by a later Acquire.
+// The lock directory is one no other user can write (package rundir), and
+// a lock file is only ever written by the process that created it, never
+// through a symbolic link (rundir.TryLock).
 //
 // The key includes the network namespace of the calling thread (its
 // /proc/thread-self/ns/net inode): interface names are per namespace, so two
@@ -29,11 +32,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -65,14 +68,14 @@ func (r Role) String() string {
 // directory instead of the defaults of Dir.
 const DirEnv = "OETP_LOCK_DIR"
 
-// SystemDir is the lock directory when it can be used (root, or a directory
-// an administrator made writable).
-const SystemDir = "/run/oetp"
+// SystemDir is root's lock directory.
+const SystemDir = rundir.SystemDir
 
 // DirHelp describes the lock directory for a command's --help.
-const DirHelp = `Roles are locks in ` + SystemDir + ` (created mode 1777 when possible), else in
-$XDG_RUNTIME_DIR/oetp, else in $TMPDIR/oetp-UID; ` + DirEnv + ` overrides them.
-A lock dies with its process: a crash never leaves an interface locked.`
+const DirHelp = `Roles are locks in ` + SystemDir + ` for root (mode 0755), else in
+$XDG_RUNTIME_DIR/oetp, else in $TMPDIR/oetp-UID (mode 0700); ` + DirEnv + ` overrides
+them. No other user can write there. A lock dies with its process: a crash
+never leaves an interface locked.`
 
 // ErrHeld is matched (errors.Is) by the HeldError Acquire returns when
 // another lock holds the role.
@@ -89,6 +92,8 @@ type HeldError struct {
 	PID int
 	// Command is the holder's command line as it recorded it, or "".
 	Command string
+	// UID is the holder's user (its lock file's owner), -1 if unknown.
+	UID int
 	// Waited is how long Acquire waited for the role: 0 when it tried
 	// once.
 	Waited time.Duration
@@ -102,13 +107,7 @@ type HeldError struct {
 
 // Error says who holds the role and what to do.
 func (e *HeldError) Error() string {
-	who := "another process"
-	if e.PID > 0 {
-		who = "process " + strconv.Itoa(e.PID)
-		if e.Command != "" {
-			who += " (" + e.Command + ")"
-		}
-	}
+	who := rundir.Holder{PID: e.PID, Command: e.Command, UID: e.UID}.String()
 	waited := "at once"
 	if e.Waited > 0 {
 		waited = "after waiting " + e.Waited.Round(time.Millisecond).String()
@@ -129,14 +128,26 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 // Lock is a held role. Release it (or let the process end) to let the next
 // holder in.
 type Lock struct {
-	mu   sync.Mutex // guards f
-	f    *os.File
-	path string
-	key  string
+	fl  *rundir.FileLock
+	key string
+	// Replaced says what Acquire removed from the lock file's place: an
+	// entry that was not a lock of this user's or root's (another user's
+	// file, a symbolic link), "" when none. Print it as a warning.
+	Replaced string
 }
 
 // Path returns the lock file.
-func (l *Lock) Path() string { return l.path }
+func (l *Lock) Path() string { return l.fl.Path() }
+
+// Release gives the role up: it removes the lock file, then closes it,
+// which releases the flock. Releasing twice does nothing; it is safe for
+// concurrent use.
+func (l *Lock) Release() error {
+	if l == nil {
+		return nil
+	}
+	return l.fl.Release()
+}
 
 // Acquire takes role r of the endpoint address (iface, mac) in the calling
 // thread's network namespace. If another lock holds it, Acquire tries again
@@ -181,27 +192,26 @@ func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*L
 	}
 	path := filepath.Join(dir, name+".lock")
 	delay := time.Millisecond
+	var replaced string
 	for {
-		l, err := tryLock(path)
-		if err == nil {
-			l.key = name
-			if err := l.record(); err != nil {
-				l.Release()
-				return nil, err
-			}
-			sweep(dir, path)
-			return l, nil
+		fl, rep, err := rundir.TryLock(path)
+		if rep != "" {
+			replaced = rep
 		}
-		if !errors.Is(err, errBusy) {
-			return nil, err
+		if err == nil {
+			sweep(dir, path)
+			return &Lock{fl: fl, key: name, Replaced: replaced}, nil
+		}
+		if !errors.Is(err, rundir.ErrBusy) {
+			return nil, fmt.Errorf("role: %w; set %s to a directory of yours", err, DirEnv)
 		}
 		if ctx.Err() != nil {
 			var waited time.Duration
 			if waiting {
 				waited = max(time.Since(start).Round(time.Millisecond), time.Millisecond)
 			}
-			pid, cmd := readHolder(path)
-			return nil, &HeldError{Iface: iface, MAC: mac, Role: r, PID: pid, Command: cmd, Waited: waited, Path: path}
+			h := rundir.ReadHolder(path)
+			return nil, &HeldError{Iface: iface, MAC: mac, Role: r, PID: h.PID, Command: h.Command, UID: h.UID, Waited: waited, Path: path}
 		}
 		select {
 		case <-ctx.Done():
@@ -239,102 +249,26 @@ func sweep(dir, own string) {
 	d.Close()
 	for _, n := range names {
 		if p := filepath.Join(dir, n); p != own && lockName().MatchString(n) {
-			if l, err := tryLockExisting(p); err == nil {
-				l.Release()
-			}
+			rundir.RemoveStale(p)
 		}
 	}
 }
 
-// errBusy is tryLock's error when another lock holds the file.
-var errBusy = errors.New("busy")
-
-// record writes the holder's PID and command line into the lock file.
-func (l *Lock) record() error {
-	rec := strconv.Itoa(os.Getpid()) + "\n" + commandLine() + "\n"
-	if err := l.f.Truncate(0); err != nil {
-		return fmt.Errorf("role: %s: %w", l.path, err)
+// Dir returns the lock directory, made by rundir.Ensure (created when
+// missing, refused when another user could write to it): $OETP_LOCK_DIR
+// when set; else SystemDir for root; else $XDG_RUNTIME_DIR/oetp when
+// XDG_RUNTIME_DIR is set; else os.TempDir()/oetp-UID. Processes that use
+// different directories (root and a user with CAP_NET_RAW, say) do not see
+// each other's roles.
+func Dir() (string, error) {
+	d := os.Getenv(DirEnv)
+	what := DirEnv + "=" + d
+	if d == "" {
+		d = rundir.Default()
+		what = d
 	}
-	if _, err := l.f.WriteAt([]byte(rec), 0); err != nil {
-		return fmt.Errorf("role: %s: %w", l.path, err)
-	}
-	return nil
-}
-
-// commandLine is the process's command line, shortened for a message.
-func commandLine() string {
-	args := append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...)
-	s := strings.Join(args, " ")
-	s = strings.Map(func(r rune) rune {
-		if r < ' ' {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
-}
-
-// readHolder reads the PID and command line a holder recorded. A holder
-// that has just taken the lock may not have written them yet: it tries a
-// few times.
-func readHolder(path string) (int, string) {
-	for range 5 {
-		b, err := os.ReadFile(path)
-		if err == nil {
-			first, rest, _ := strings.Cut(string(b), "\n")
-			if pid, err := strconv.Atoi(first); err == nil && pid > 0 {
-				return pid, strings.TrimSpace(rest)
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return 0, ""
-}
-
-// Dir returns the lock directory, creating it if needed: $OETP_LOCK_DIR
-// when set; else SystemDir when it exists or can be created and is
-// writable; else $XDG_RUNTIME_DIR/oetp when XDG_RUNTIME_DIR is set; else
-// os.TempDir()/oetp-UID. Processes that use different directories (root
-// and a user with CAP_NET_RAW, say) do not see each other's roles.
-func Dir() (string, error) { return dir(SystemDir) }
-
-// dir is Dir with the system directory as a parameter, for tests.
-func dir(system string) (string, error) {
-	if d := os.Getenv(DirEnv); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", fmt.Errorf("role: %s=%s: %w", DirEnv, d, err)
-		}
-		return d, nil
-	}
-	if usable(system, os.ModeSticky|0o777) {
-		return system, nil
-	}
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" {
-		if d := filepath.Join(x, "oetp"); usable(d, 0o700) {
-			return d, nil
-		}
-	}
-	d := filepath.Join(os.TempDir(), "oetp-"+strconv.Itoa(os.Getuid()))
-	if err := os.MkdirAll(d, 0o700); err != nil {
-		return "", fmt.Errorf("role: no lock directory: %s, $XDG_RUNTIME_DIR/oetp and %s are not usable (%v); set %s to a writable directory", system, d, err, DirEnv)
-	}
-	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("role: lock directory %s is not a directory; remove it or set %s", d, DirEnv)
+	if err := rundir.Ensure(d); err != nil {
+		return "", fmt.Errorf("role: lock directory %s: %w (or set %s to a directory of yours)", what, err, DirEnv)
 	}
 	return d, nil
-}
-
-// usable reports whether d exists or can be created (with mode perm, umask
-// aside), and is a writable directory.
-func usable(d string, perm os.FileMode) bool {
-	if _, err := os.Stat(d); os.IsNotExist(err) {
-		if err := os.Mkdir(d, perm); err == nil {
-			os.Chmod(d, perm) // the umask trimmed the world-writable mode
-		}
-	}
-	fi, err := os.Stat(d)
-	return err == nil && fi.IsDir() && writable(d)
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/link/netns"
-	"github.com/openenoc/oetp/link/role"
+	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -125,29 +125,29 @@ func TestBadArguments(t *testing.T) {
 	}
 }
 
-// TestDir: the system directory when usable, else $XDG_RUNTIME_DIR/oetp,
-// else os.TempDir()/oetp-UID.
+// TestDir: $OETP_LOCK_DIR is created 0700 and used; one others may write
+// is taken back (if ours) or refused (if another user's).
 func TestDir(t *testing.T) {
-	t.Setenv(role.DirEnv, "")
-	sys := filepath.Join(t.TempDir(), "run-oetp")
-	if d, err := role.DirFor(sys); err != nil || d != sys {
-		t.Fatalf("dir = %q, %v, want %s", d, err, sys)
+	d := filepath.Join(t.TempDir(), "locks")
+	t.Setenv(role.DirEnv, d)
+	if got, err := role.Dir(); err != nil || got != d {
+		t.Fatalf("Dir = %q, %v, want %s", got, err, d)
 	}
-	if fi, err := os.Stat(sys); err != nil || fi.Mode()&os.ModeSticky == 0 || fi.Mode().Perm() != 0o777 {
-		t.Errorf("system dir mode %v (%v), want sticky and world-writable", fi.Mode(), err)
+	if fi, err := os.Lstat(d); err != nil || fi.Mode() != os.ModeDir|0o700 {
+		t.Errorf("lock directory %v (%v), want drwx------", fi.Mode(), err)
 	}
-	bad := "/proc/oetp-no-such-dir" // cannot be created, even by root
-	xdg := t.TempDir()
-	t.Setenv("XDG_RUNTIME_DIR", xdg)
-	if d, err := role.DirFor(bad); err != nil || d != filepath.Join(xdg, "oetp") {
-		t.Fatalf("dir = %q, %v, want %s/oetp", d, err, xdg)
+	os.Chmod(d, 0o777|os.ModeSticky)
+	if _, err := role.Dir(); err != nil {
+		t.Fatal(err)
 	}
-	t.Setenv("XDG_RUNTIME_DIR", "")
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
-	want := filepath.Join(tmp, "oetp-"+strconv.Itoa(os.Getuid()))
-	if d, err := role.DirFor(bad); err != nil || d != want {
-		t.Fatalf("dir = %q, %v, want %s", d, err, want)
+	if fi, _ := os.Lstat(d); fi.Mode() != os.ModeDir|0o700 {
+		t.Errorf("our world-writable lock directory stays %v, want drwx------", fi.Mode())
+	}
+	if os.Geteuid() == 0 {
+		os.Chown(d, hostile, hostile)
+		if _, err := role.Acquire("eth0", macA, role.Initiator, 0); err == nil || !strings.Contains(err.Error(), "uid 65534") || !strings.Contains(err.Error(), role.DirEnv) {
+			t.Errorf("another user's lock directory: %v", err)
+		}
 	}
 	if !strings.Contains(role.DirHelp, role.SystemDir) || !strings.Contains(role.DirHelp, "XDG_RUNTIME_DIR") {
 		t.Errorf("DirHelp does not name the directories: %s", role.DirHelp)
@@ -237,7 +237,7 @@ func TestSweep(t *testing.T) {
 	other := filepath.Join(d, "README")
 	hubLock := filepath.Join(d, "hub.sock.lock") // another protocol's lock
 	for _, p := range []string{stale, other, hubLock} {
-		if err := os.WriteFile(p, []byte("4242\noetp rmem read\n"), 0o666); err != nil {
+		if err := os.WriteFile(p, []byte("4242\noetp rmem read\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -253,4 +253,102 @@ func TestSweep(t *testing.T) {
 	}
 	_, err := role.Acquire("eth0", macA, role.Responder, 0)
 	wantHeld(t, err, role.Responder, os.Getpid())
+}
+
+// hostile is the other user of the hostile-user tests.
+const hostile = 65534
+
+// TestHeldByAnotherUser: a refusal names the holder's user when it is not
+// the caller's.
+func TestHeldByAnotherUser(t *testing.T) {
+	err := &role.HeldError{Iface: "eth0", MAC: macA, Role: role.Responder, PID: 77, Command: "oetp serve", UID: hostile, Path: "/x.lock"}
+	if s := err.Error(); !strings.Contains(s, "process 77 (oetp serve) of uid 65534") {
+		t.Errorf("%s", s)
+	}
+}
+
+// TestSquatAndSymlink: in a lock directory an older oetp made 1777, another
+// user's lock file (held by its process) and another user's symbolic link
+// to a victim file stand where the roles' files go. Acquire takes the
+// roles, removes those names and says so; the squatter's file and the
+// victim are not touched.
+func TestSquatAndSymlink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to act as a second user, uid 65534)")
+	}
+	base, err := os.MkdirTemp("", "role-squat-") // every user may enter it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	d := filepath.Join(base, "run-oetp")
+	os.Mkdir(d, 0o755)
+	os.Chmod(d, 0o777|os.ModeSticky)
+	t.Setenv(role.DirEnv, d)
+	// The lock files' names, learnt by taking the roles once.
+	ini, resp := acquire(t, "eth0", macA, role.Initiator), acquire(t, "eth0", macA, role.Responder)
+	iniPath, respPath := ini.Path(), resp.Path()
+	ini.Release()
+	resp.Release()
+	os.Chmod(d, 0o777|os.ModeSticky) // as it was
+
+	// The squatter: uid 65534 holds an flock on the responder's file.
+	squat := exec.Command("flock", "--nonblock", respPath, "sh", "-c", "echo 4242 > "+respPath+"; echo held; exec sleep 3600")
+	squat.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: hostile, Gid: hostile}, Setpgid: true}
+	squat.Stderr = os.Stderr
+	out, err := squat.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := squat.Start(); err != nil {
+		t.Skipf("flock(1): %v", err)
+	}
+	defer func() { syscall.Kill(-squat.Process.Pid, syscall.SIGKILL); squat.Wait() }() // flock and its sleep
+	buf := make([]byte, 16)
+	if n, _ := out.Read(buf); string(buf[:n]) != "held\n" {
+		t.Fatalf("squatter said %q", buf[:n])
+	}
+	keep := filepath.Join(base, "squat-kept")
+	if err := os.Link(respPath, keep); err != nil { // to look at the squatter's file afterwards
+		t.Fatal(err)
+	}
+	// The symlink: uid 65534 points the initiator's name at a victim file.
+	victim := filepath.Join(base, "victim")
+	os.WriteFile(victim, []byte("precious\n"), 0o666)
+	os.Chown(victim, hostile, hostile)
+	os.Symlink(victim, iniPath)
+	os.Lchown(iniPath, hostile, hostile)
+
+	l1, err := role.Acquire("eth0", macA, role.Responder, 0)
+	if err != nil {
+		t.Fatalf("responder with a squatter: %v", err)
+	}
+	defer l1.Release()
+	if !strings.Contains(l1.Replaced, "uid 65534") || !strings.Contains(l1.Replaced, "process 4242") {
+		t.Errorf("Replaced = %q, want the squatter's uid and pid", l1.Replaced)
+	}
+	l2, err := role.Acquire("eth0", macA, role.Initiator, 0)
+	if err != nil {
+		t.Fatalf("initiator with a planted symlink: %v", err)
+	}
+	defer l2.Release()
+	if !strings.Contains(l2.Replaced, "symbolic link owned by uid 65534") {
+		t.Errorf("Replaced = %q", l2.Replaced)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
+		t.Errorf("victim file now %q %v", b, err)
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "4242\n" {
+		t.Errorf("squatter's file now %q %v", b, err)
+	}
+	for _, p := range []string{l1.Path(), l2.Path()} {
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: %v %v, want a regular 0644 file", p, fi.Mode(), err)
+		}
+	}
+	if fi, _ := os.Lstat(d); fi.Mode() != os.ModeDir|0o700 {
+		t.Errorf("lock directory left %v, want drwx------", fi.Mode())
+	}
 }

@@ -1,4 +1,0 @@
-package role
-
-// DirFor is dir with the system directory given.
-var DirFor = dir

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package role
+
+func netns() string { return "" }
