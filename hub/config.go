@@ -50,6 +50,9 @@ const DefaultTimeout = time.Second
 type Config struct {
 	// Socket is the Unix socket path; empty selects DefaultSocket().
 	Socket string
+	// SocketGroup, if set, is the group (a name or a GID) given to the
+	// socket: its members may connect (mode 0660).
+	SocketGroup string
 	// Listen is an optional TCP address (--listen): a bare port or ":port"
 	// listens on loopback only. It needs Token.
 	Listen string
@@ -97,6 +100,8 @@ type DeviceConfig struct {
 	// TOML volatile nodes) are added to Retry.Volatile, so they are never
 	// retried.
 	Retry endpoint.RetryPolicy
+	// Access is who may read and write the device (read, write).
+	Access Access
 	// Transport is how the hub's endpoints reach the device (transport):
 	// v1 (the default), reliable (the reliable transport of
 	// docs/reliable.md beneath the endpoints; the device's peer entries
@@ -124,6 +129,7 @@ type fileConfig struct {
 	TokenFile string       `toml:"token_file"`
 	Metrics   string       `toml:"metrics"`
 	Devices   string       `toml:"devices"`
+	SockGroup string       `toml:"socket_group"`
 	Device    []fileDevice `toml:"device"`
 	Group     []fileGroup  `toml:"group"`
 }
@@ -144,6 +150,8 @@ type fileDevice struct {
 	MinRTO       string    `toml:"min_rto"`
 	Volatile     []string  `toml:"volatile"`
 	Transport    string    `toml:"transport"`
+	Read         []string  `toml:"read"`
+	Write        []string  `toml:"write"`
 }
 
 type fileLocal struct {
@@ -169,10 +177,10 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, listen, token_file, metrics, devices and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile, transport and [device.local] rmem, dma_write, dma_read, and [[group]] with name, mac, devices, local",
+		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, socket_group, listen, token_file, metrics, devices and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile, transport, read, write and [device.local] rmem, dma_write, dma_read, and [[group]] with name, mac, devices, local",
 			path, strings.Join(keys, ", "))
 	}
-	c := Config{Socket: fc.Socket, Listen: fc.Listen, Metrics: fc.Metrics, HoldRoles: true}
+	c := Config{Socket: fc.Socket, SocketGroup: fc.SockGroup, Listen: fc.Listen, Metrics: fc.Metrics, HoldRoles: true}
 	base := filepath.Dir(path)
 	if fc.TokenFile != "" {
 		tf := fc.TokenFile
@@ -199,7 +207,8 @@ func LoadConfig(path string) (Config, error) {
 		if fd.Name != "" {
 			where += fmt.Sprintf(" (%s)", fd.Name)
 		}
-		d := DeviceConfig{Name: fd.Name, Iface: fd.Iface, AddressTable: fd.AddressTable, MaxFrame: fd.MaxFrame}
+		d := DeviceConfig{Name: fd.Name, Iface: fd.Iface, AddressTable: fd.AddressTable, MaxFrame: fd.MaxFrame,
+			Access: Access{Read: fd.Read, Write: fd.Write}}
 		if fd.MAC == "" {
 			return Config{}, fmt.Errorf("%s: mac is missing: give the device's MAC, e.g. mac = \"02:0e:0c:00:00:01\"", where)
 		}
@@ -318,6 +327,9 @@ func (c *Config) Check() error {
 		}
 		if d.RMEMTimeout < 0 || d.DMATimeout < 0 {
 			return fmt.Errorf("device %q: timeouts must not be negative", d.Name)
+		}
+		if err := d.Access.compile(); err != nil {
+			return fmt.Errorf("device %q: %w", d.Name, err)
 		}
 		for k := range numKinds {
 			if d.Local[k].IsZero() {

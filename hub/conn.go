@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -31,6 +32,7 @@ type conn struct {
 	br         *bufio.Reader
 	bw         *bufio.Writer
 	needAuth   bool
+	who        *peer // the client's credentials, read when a rule needs them
 	authed     bool
 	in, out    []byte
 	batchOps   []batchOp
@@ -92,6 +94,15 @@ func (c *conn) serve() {
 	for {
 		hdr, body, err := c.readRequest()
 		if err != nil {
+			var de *deniedError
+			if errors.As(err, &de) {
+				// Refused by the device's rules; its body was skipped.
+				c.bw.Write(fail(c.out[:0], hdr, proto.StatusDenied, "%s", de.why))
+				if c.br.Buffered() == 0 {
+					c.bw.Flush()
+				}
+				continue
+			}
 			if errors.Is(err, errNeedAuth) {
 				// Refused before reading the body: a client without the
 				// token costs the hub a header, never a buffer.
@@ -164,6 +175,14 @@ func (c *conn) readRequest() (proto.Header, []byte, error) {
 	if hdr.Type == proto.Hello && n > proto.MaxHello {
 		return hdr, nil, fmt.Errorf("%w: a HELLO of %d bytes, more than the %d-byte limit", proto.ErrFraming, n, proto.MaxHello)
 	}
+	if d := c.device(hdr); d != nil && d.Config.Access.Restricted() && deviceType(hdr.Type) {
+		if why := c.denied(d, writeType(hdr.Type)); why != "" {
+			if _, err := io.CopyN(io.Discard, c.br, int64(n)); err != nil {
+				return hdr, nil, err
+			}
+			return hdr, nil, &deniedError{why}
+		}
+	}
 	if hdr.Type == proto.WriteBlock && n-4 >= streamMin && n-4 <= proto.MaxBlock && (!c.needAuth || c.authed) &&
 		c.device(hdr) != nil && !c.h.isClosed() {
 		return hdr, nil, nil
@@ -179,6 +198,30 @@ func (c *conn) readRequest() (proto.Header, []byte, error) {
 		return hdr, nil, err
 	}
 	return hdr, body, nil
+}
+
+// deniedError is readRequest's error for a request the device's rules
+// refuse (Access); its body has been skipped.
+type deniedError struct{ why string }
+
+func (e *deniedError) Error() string { return e.why }
+
+// writeType reports whether a request type writes to the device (a BATCH
+// is checked for writes once decoded).
+func writeType(t uint8) bool {
+	return t == proto.Write || t == proto.WriteBlock || t == proto.NodeWrite
+}
+
+// denied returns "" if the client may read (write false) or write d, else
+// why not.
+func (c *conn) denied(d *Device, write bool) string {
+	if !d.Config.Access.Restricted() {
+		return ""
+	}
+	if c.who == nil {
+		c.who = peerOf(c.nc)
+	}
+	return d.Config.Access.allowed(d.Config.Name, c.who, write)
 }
 
 // errNeedAuth is readRequest's error for a request other than HELLO on a
@@ -451,6 +494,9 @@ func (c *conn) open(hdr proto.Header, body []byte, out []byte) []byte {
 	default:
 		return c.bad(out, hdr, fmt.Errorf("OPEN kind %d: use 0 (by name) or 1 (by interface and MAC)", kind))
 	}
+	if why := c.denied(d, false); why != "" {
+		return fail(out, hdr, proto.StatusDenied, "%s", strings.Replace(why, "read on device", "OPEN of device", 1))
+	}
 	out = ok(out, hdr)
 	out = binary.LittleEndian.AppendUint16(out, uint16(d.index+1))
 	var caps uint8
@@ -526,6 +572,14 @@ func (c *conn) batch(d *Device, hdr proto.Header, body []byte, out []byte) []byt
 	c.batchOps = ops[:0]
 	if dec.Err != nil {
 		return c.bad(out, hdr, fmt.Errorf("%w; nothing was run", dec.Err))
+	}
+	for i := range ops {
+		if o := ops[i].op; o == proto.Write || o == proto.WriteBlock {
+			if why := c.denied(d, true); why != "" {
+				return fail(out, hdr, proto.StatusDenied, "BATCH with a write: %s", why)
+			}
+			break
+		}
 	}
 	if readBytes > proto.MaxBlock {
 		return fail(out, hdr, proto.StatusTooLarge, "BATCH reads %d block bytes, more than the %d-byte limit; split it", readBytes, proto.MaxBlock)

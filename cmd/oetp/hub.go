@@ -58,14 +58,23 @@ shared-secret token (--token-file or token_file, a file no other user may
 read), which every TCP client must present before the hub reads anything
 else from it, loopback included: any local user can reach a TCP port.
 --metrics ADDR serves Prometheus text at /metrics (a bare port or :PORT means
-loopback). Who may connect and what each user may do: docs/hub.md.
+loopback).
 
 The devices can also come from a devices file (docs/devices.md), the one
 'oetp rmem --device NAME' reads: --devices FILE, or devices = "FILE" in the
 config. Its role MACs become the hub's local MACs, so a command given
 --device NAME reaches the board through the hub with the same MACs.
 
-Config keys: socket, listen, token_file, metrics, devices; [[device]] name, iface, mac,
+Who may use a device: with no read or write list in its [[device]], everyone
+who can connect (the socket's mode 0660: the hub's user and group, and
+socket_group's members; on TCP, token holders). With read = [...] and/or
+write = [...] (user names, UIDs, "@group", "*", "token" for TCP clients),
+root, the hub's own user and those listed: read lets them read, write lets
+them read and write; anything else gets DENIED naming the rule. See
+docs/hub.md.
+
+Config keys: socket, socket_group, listen, token_file, metrics, devices;
+[[device]] name, iface, mac, read, write,
 address_table, timeout (default 1s; rmem_timeout and dma_timeout override it),
 max_frame, busy_poll, and the recovery policy of 'rmem --retries': retries
 (default 0, one try as v1), deadline, min_rto, volatile (a list of "BASE:SIZE"
@@ -213,6 +222,12 @@ func runHub(cmd *cobra.Command, cfg hub.Config) error {
 	ul, err := hub.ListenUnix(cfg.Socket)
 	if err != nil {
 		return usagef("--socket: %v", err)
+	}
+	if cfg.SocketGroup != "" {
+		if err := hub.SetSocketGroup(cfg.Socket, cfg.SocketGroup); err != nil {
+			ul.Close()
+			return usagef("%v", err)
+		}
 	}
 	if r, ok := ul.(interface{ Replaced() string }); ok && r.Replaced() != "" {
 		log.Warn(r.Replaced())

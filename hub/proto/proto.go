@@ -132,6 +132,7 @@ const (
 	StatusTooLarge    uint8 = 0x85 // a block, batch or message beyond the limits
 	StatusShutdown    uint8 = 0x86 // the hub is stopping
 	StatusVersion     uint8 = 0x87 // unsupported protocol version
+	StatusDenied      uint8 = 0x88 // the device's read/write rules refuse this client; nothing ran
 )
 
 // StatusName returns the mnemonic of a status: a CSR code's (NONE,
@@ -157,6 +158,8 @@ func StatusName(s uint8) string {
 		return "SHUTDOWN"
 	case StatusVersion:
 		return "VERSION"
+	case StatusDenied:
+		return "DENIED"
 	}
 	return fmt.Sprintf("STATUS_0x%02x", s)
 }

@@ -35,6 +35,7 @@ CODE_NAMES = (
 HUB_ERRORS = {
     0x80: "BAD_MESSAGE", 0x81: "UNKNOWN_TYPE", 0x82: "AUTH", 0x83: "NO_DEVICE",
     0x84: "NO_NODE", 0x85: "TOO_LARGE", 0x86: "SHUTDOWN", 0x87: "VERSION",
+    0x88: "DENIED",
 }
 
 PERMISSIONS = {1: "r", 2: "w", 3: "rw"}
