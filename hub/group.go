@@ -356,6 +356,11 @@ func (c *conn) groupWrite(hdr proto.Header, body []byte, out []byte) []byte {
 	if g == nil {
 		return fail(out, hdr, proto.StatusNoDevice, "no group %q; this hub has %s", name, c.h.groupNames())
 	}
+	for _, d := range g.members {
+		if why := c.denied(d, true); why != "" {
+			return fail(out, hdr, proto.StatusDenied, "group_write %s: %s", name, why)
+		}
+	}
 	res, err := g.write(addr, data, flags&proto.GroupVerify != 0)
 	b, jerr := json.Marshal(res)
 	if jerr != nil {
