@@ -26,6 +26,7 @@ type dumpOptions struct {
 	iface    string
 	count    intFlag
 	promisc  bool
+	write    string // --write: a pcapng file of the frames shown live
 }
 
 func newDumpCmd() *cobra.Command {
@@ -71,7 +72,8 @@ cannot be opened.`,
 		Example: `  oetp dump capture.pcapng
   tcpdump -i any -w - ether proto 0x88b5 | oetp dump -
   oetp dump --json capture.pcap | jq 'select(.valid == false)'
-  sudo oetp dump --iface eth1 --count 10`,
+  sudo oetp dump --iface eth1 --count 10
+  sudo oetp dump --iface eth1 --write trace.pcapng`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case o.iface != "" && len(args) > 0:
@@ -86,8 +88,8 @@ cannot be opened.`,
 				return usagef("--max-frame: %v", err)
 			}
 			if o.iface == "" {
-				if cmd.Flags().Changed("count") || o.promisc {
-					return usagef("--count and --promisc belong to a live view: add --iface IF, or drop them to read %s", args[0])
+				if cmd.Flags().Changed("count") || o.promisc || o.write != "" {
+					return usagef("--count, --promisc and --write belong to a live view: add --iface IF, or drop them to read %s", args[0])
 				}
 				return dumpFile(cmd, args[0], o)
 			}
@@ -103,6 +105,7 @@ cannot be opened.`,
 	fs.StringVar(&o.iface, "iface", "", "show live oETP traffic on the network interface `IF` (Linux)")
 	fs.Var(&o.count, "count", "with --iface: stop after `N` oETP frames")
 	fs.BoolVar(&o.promisc, "promisc", false, "with --iface: put the interface in promiscuous mode, to see frames between other hosts")
+	fs.StringVar(&o.write, "write", "", "with --iface: also record every oETP frame shown in the pcapng `FILE` (created or truncated; a symbolic link is refused), as it is decoded")
 	return cmd
 }
 

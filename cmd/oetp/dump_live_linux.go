@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/spf13/cobra"
@@ -43,6 +44,54 @@ var oetpFilter = func() []bpf.RawInstruction {
 	}
 	return prog
 }()
+
+// liveRecorder writes the live view's frames to a pcapng file with
+// link/pcap's writer (one flushed record per frame, so the file is whole
+// whenever the command stops).
+type liveRecorder struct {
+	f   *os.File
+	w   *pcap.Writer
+	buf []byte // a frame with its VLAN tag put back
+	n   int
+}
+
+// newLiveRecorder creates path; it refuses a symbolic link, so that the
+// file written is the one named.
+func newLiveRecorder(path string) (*liveRecorder, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, usagef("--write: %v", err)
+	}
+	w, err := pcap.NewWriterFormat(f, pcap.PcapNG, 0)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--write %s: %w", path, err)
+	}
+	return &liveRecorder{f: f, w: w, buf: make([]byte, 0, pcap.MaxSnaplen+4)}, nil
+}
+
+// write records data as it crossed the wire: with the 802.1Q tag of VLAN
+// vid (>= 0) that the kernel took out put back after the MAC addresses.
+func (r *liveRecorder) write(ts time.Time, data []byte, vid int) error {
+	frame := data
+	if vid >= 0 && len(data) >= 12 {
+		r.buf = append(append(append(r.buf[:0], data[:12]...), 0x81, 0x00, byte(vid>>8)&0x0F, byte(vid)), data[12:]...)
+		frame = r.buf
+	}
+	if err := r.w.WritePacket(ts, frame); err != nil {
+		return err
+	}
+	r.n++
+	return nil
+}
+
+func (r *liveRecorder) close() error {
+	err := r.w.Err()
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 // dumpLive shows the oETP frames crossing o.iface until --count frames or
 // SIGINT/SIGTERM.
@@ -81,6 +130,17 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 	}()
 	defer func() { stop(); <-closed }()
 
+	var rec *liveRecorder
+	if o.write != "" {
+		if rec, err = newLiveRecorder(o.write); err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := rec.close(); cerr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "oetp: --write %s: %v\n", o.write, cerr)
+			}
+		}()
+	}
 	d := newDumper(cmd.OutOrStdout(), o)
 	d.live = true
 	shown := 0
@@ -98,16 +158,26 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 		if fr := d.frame.Bytes; binary.BigEndian.Uint16(fr[12:]) != wire.EtherType {
 			continue
 		}
+		vid := -1
 		if len(ci.AncillaryData) > 0 {
 			// A tag the kernel (or the NIC) took out of the frame.
-			if vid, ok := ci.AncillaryData[0].(int); ok {
+			if v, ok := ci.AncillaryData[0].(int); ok {
+				vid = v
 				d.frame.VLANs = append([]pcap.VLAN{{TPID: 0x8100, ID: uint16(vid)}}, d.frame.VLANs...)
+			}
+		}
+		if rec != nil {
+			if err := rec.write(ci.Timestamp, data, vid); err != nil {
+				return fmt.Errorf("--write %s: after %d frame(s): %w", o.write, shown, err)
 			}
 		}
 		if err := d.record(ci.Timestamp, len(data), ci.Length, nil); err != nil {
 			return err
 		}
 		shown++
+	}
+	if rec != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: wrote %d frame(s) to %s\n", rec.n, o.write)
 	}
 	if st, err := h.Stats(); err == nil && st.Drops > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: the kernel dropped %d frame(s) the live view could not read in time\n", st.Drops)
