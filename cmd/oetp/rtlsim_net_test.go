@@ -145,7 +145,7 @@ func TestRTLUnicast(t *testing.T) {
 	if out := run("rmem", "read", "--iface", "oetp0", "--peer", rtlMAC, "--addr", "0x10", "--json"); !strings.Contains(out, `"data":3237998081`) {
 		t.Errorf("rmem read of 0x10: %s", out)
 	}
-	if _, errOut, code := inRTLHost(t, bin, "rmem", "read", "--iface", "oetp0", "--peer", rtlMAC, "--addr", "0x200000"); code != 1 || !strings.Contains(errOut, "(12)") {
+	if _, errOut, code := inRTLHost(t, bin, "rmem", "read", "--iface", "oetp0", "--peer", rtlMAC, "--addr", "0x200000"); code != 1 || !strings.Contains(errOut, "REMOTE_AXI_RD_SLVERR") {
 		t.Errorf("rmem read of SLVERR memory: exit %d, %s; want REMOTE_AXI_RD_SLVERR (12)", code, errOut)
 	}
 	data := bytes.Repeat([]byte("oETP-rtl"), 128<<10/8)
@@ -171,13 +171,18 @@ func TestRTLUnicast(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		srv := exec.CommandContext(ctx, "ip", "netns", "exec", rtlHostNS, bin, "serve", "--iface", "oetp0", "--mac", rtlPeer0,
 			"--region", "0:2M:"+region, "--peer", rtlMAC+",mode="+c.mode)
-		var serr bytes.Buffer
+		var serr syncBuffer
 		srv.Stderr = &serr
 		if err := srv.Start(); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(serr.String(), "msg=ready") && time.Now().Before(deadline) {
+		for !strings.Contains(serr.String(), "msg=ready") {
+			if time.Now().After(deadline) {
+				cancel()
+				srv.Wait()
+				t.Fatalf("serve (%s) not ready in 20s:\n%s", c.mode, serr.String())
+			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		switch c.mode {
