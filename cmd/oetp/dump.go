@@ -60,6 +60,9 @@ decode' prints, plus "index" (the frame number), "time" (RFC 3339, UTC),
 A DMA_READ_RSP carries no length: dump takes it from the earlier DMA_READ_REQ
 with the same Request ID (and the reversed MAC addresses, when known). A
 response whose request is not in the capture is reported as not checkable.
+A request is remembered for 60s of capture time, and at most 65536 at once (a
+long live view of requests nobody answers stays bounded); at the end dump
+counts on standard error the requests it forgot without a response.
 
 Live (--iface, Linux only: an AF_PACKET socket, root or CAP_NET_RAW): frames of
 EtherType 0x88B5, tagged or not, sent and received by this host; --promisc also
@@ -168,7 +171,15 @@ func dumpFile(cmd *cobra.Command, path string, o *dumpOptions) error {
 	}) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: skipped %d record(s) of link type %v, which does not carry Ethernet\n", skipped[lt], lt)
 	}
+	d.summary(cmd.ErrOrStderr())
 	return nil
+}
+
+// summary reports on w the DMA_READ_REQs forgotten unanswered, if any.
+func (d *dumper) summary(w io.Writer) {
+	if d.reads.aged > 0 {
+		fmt.Fprintf(w, "oetp: %d DMA_READ_REQ(s) had no response within %v or beyond %d outstanding and were forgotten (a later response to one shows no length)\n", d.reads.aged, readMaxAge, readMaxOutstanding)
+	}
 }
 
 // dumpRecord is the JSON object dump prints for one frame.
@@ -190,14 +201,6 @@ type dumpVLAN struct {
 	DEI  bool   `json:"dei"`
 }
 
-// readKey identifies an outstanding DMA_READ_REQ as its response will carry
-// it: the response's source is the request's destination. Cooked captures
-// do not record destinations: their key has zero MACs.
-type readKey struct {
-	requester, responder wire.MAC
-	rid                  uint32
-}
-
 // dumper prints frames, remembering DMA_READ_REQ lengths for their
 // responses.
 type dumper struct {
@@ -207,7 +210,7 @@ type dumper struct {
 	asJSON   bool
 	live     bool // flush after every line
 	index    int
-	reads    map[readKey]uint32
+	reads    *readTable
 	frame    pcap.Frame
 }
 
@@ -215,7 +218,7 @@ func newDumper(out io.Writer, o *dumpOptions) *dumper {
 	w := bufio.NewWriter(out)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	return &dumper{w: w, enc: enc, maxFrame: o.maxFrame.v, asJSON: o.json, reads: map[readKey]uint32{}}
+	return &dumper{w: w, enc: enc, maxFrame: o.maxFrame.v, asJSON: o.json, reads: newReadTable(readMaxAge, readMaxOutstanding)}
 }
 
 // record prints d.frame, from a record of dataLen bytes captured at ts
@@ -236,14 +239,13 @@ func (d *dumper) record(ts time.Time, dataLen, origLen int, linkErr error) error
 			f := wire.Frame(frame)
 			switch {
 			case cls.Kind == wire.KindRequest && cls.Cmd == wire.DMAReadReq && len(frame) >= 28:
-				d.reads[readKey{f.Src(), f.Dst(), f.RequestID()}] = f.Length()
-				d.reads[readKey{rid: f.RequestID()}] = f.Length()
+				d.reads.request(f.Src(), f.Dst(), f.RequestID(), f.Length(), ts)
 			case cls.Kind == wire.KindResponse && cls.Cmd == wire.DMAReadRsp:
 				key := readKey{f.Dst(), f.Src(), f.RequestID()}
 				if !fr.DstKnown {
 					key = readKey{rid: f.RequestID()}
 				}
-				if n, ok := d.reads[key]; ok {
+				if n, ok := d.reads.response(key, ts); ok {
 					opt.ExpectLength = &n
 				}
 			}
@@ -251,6 +253,9 @@ func (d *dumper) record(ts time.Time, dataLen, origLen int, linkErr error) error
 		desc = describe(frame, opt)
 		if cls.Cmd == wire.DMAReadRsp && opt.ExpectLength == nil && desc.Kind == "oetp" && !desc.Valid {
 			desc.Problem = "no DMA_READ_REQ with this Request ID earlier in the capture: the expected length is unknown"
+			if d.reads.aged > 0 {
+				desc.Problem += fmt.Sprintf(" (requests unanswered for %v, or beyond %d outstanding, are forgotten)", readMaxAge, readMaxOutstanding)
+			}
 		}
 		if !fr.DstKnown && desc.Kind != "runt" {
 			desc.Dst = ""

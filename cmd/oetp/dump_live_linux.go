@@ -182,5 +182,6 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 	if st, err := h.Stats(); err == nil && st.Drops > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: the kernel dropped %d frame(s) the live view could not read in time\n", st.Drops)
 	}
+	d.summary(cmd.ErrOrStderr())
 	return nil
 }
