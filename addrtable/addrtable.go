@@ -2,6 +2,7 @@ package addrtable
 
 import (
 	"bytes"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"math/big"
@@ -670,15 +671,8 @@ func parseNumber(s string) (uint32, error) {
 	}
 	var v uint64
 	for _, c := range t {
-		var d uint64
-		switch {
-		case c >= '0' && c <= '9':
-			d = uint64(c - '0')
-		case base == 16 && c >= 'a' && c <= 'f':
-			d = uint64(c-'a') + 10
-		case base == 16 && c >= 'A' && c <= 'F':
-			d = uint64(c-'A') + 10
-		default:
+		d := digit(c)
+		if d >= uint64(base) {
 			return 0, fmt.Errorf("%q is not a number: use decimal (4096) or 0x hex (0x1000)", s)
 		}
 		v = v*uint64(base) + d
@@ -687,4 +681,27 @@ func parseNumber(s string) (uint32, error) {
 		}
 	}
 	return uint32(v), nil
+}
+
+// digit is the value of the hex digit c, or 99 for any other character.
+func digit(c rune) uint64 {
+	switch {
+	case c >= '0' && c <= '9':
+		return uint64(c - '0')
+	case c >= 'a' && c <= 'f':
+		return uint64(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return uint64(c-'A') + 10
+	}
+	return 99
+}
+
+// xmlError is the *Error of an XML decoding error at line (the syntax
+// error's own line when it has one).
+func xmlError(file string, line int, err error) error {
+	var se *xml.SyntaxError
+	if errors.As(err, &se) {
+		return &Error{File: file, Line: se.Line, Msg: "XML syntax: " + se.Msg}
+	}
+	return &Error{File: file, Line: line, Msg: "XML", Err: err}
 }

@@ -107,11 +107,7 @@ func readIPXACT(file string, data []byte) (*xel, error) {
 			break
 		}
 		if err != nil {
-			var se *xml.SyntaxError
-			if errors.As(err, &se) {
-				return nil, &Error{File: file, Line: se.Line, Msg: "XML syntax: " + se.Msg}
-			}
-			return nil, &Error{File: file, Line: line, Msg: "XML", Err: err}
+			return nil, xmlError(file, line, err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -731,17 +727,7 @@ func parseIPNumber(s string) (uint64, error) {
 	}
 	var v uint64
 	for _, c := range t {
-		var d uint64
-		switch {
-		case c >= '0' && c <= '9':
-			d = uint64(c - '0')
-		case c >= 'a' && c <= 'f':
-			d = uint64(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			d = uint64(c-'A') + 10
-		default:
-			d = 99
-		}
+		d := digit(c)
 		if d >= base {
 			return 0, fmt.Errorf("%q is not a number: oetp reads literals (4096, 0x1000, 'h1000, 4K), not expressions or parameters; write the value", s)
 		}

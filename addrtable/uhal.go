@@ -3,7 +3,6 @@ package addrtable
 import (
 	"bytes"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -52,11 +51,7 @@ func readXML(file string, data []byte) (*xnode, error) {
 			break
 		}
 		if err != nil {
-			var se *xml.SyntaxError
-			if errors.As(err, &se) {
-				return nil, &Error{File: file, Line: se.Line, Msg: "XML syntax: " + se.Msg}
-			}
-			return nil, &Error{File: file, Line: line, Msg: "XML", Err: err}
+			return nil, xmlError(file, line, err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
