@@ -496,3 +496,54 @@ func TestHubTCPNeedsToken(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Through a real hub whose device has read = ["nobody"] and write =
+// ["@staff"], the one-shot commands run by uid 65534 (nobody) read, and
+// their write is refused naming the rule, without running.
+func TestHubReadOnlyUser(t *testing.T) {
+	needRoot(t)
+	dir, _ := hostileDir(t)
+	sock := filepath.Join(dir, "run", "hub.sock")
+	os.Mkdir(filepath.Dir(sock), 0o755)
+	f := startHubFixture(t, "read = [\"nobody\"]\nwrite = [\"@staff\"]\n", "--socket", sock)
+	if err := os.Chown(sock, -1, hostileUID); err != nil { // as socket_group = "nogroup"
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "oetp")
+	if out, err := exec.Command("cp", f.bin, bin).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	c, err := client.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.Device("board1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write(0x10, 0xC0FFEE01, 0xFFFFFFFF); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, string, int) {
+		cmd := asHostile(exec.Command(bin, append(args, "--hub", sock, "--iface", "eth0", "--peer", netServer, "--json")...))
+		cmd.Env = clientEnv(dir)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		cmd.Run()
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+	out, errOut, code := run("rmem", "read", "--addr", "0x10")
+	if code != 0 || !strings.Contains(out, `"ok":true`) || !strings.Contains(out, fmt.Sprintf(`"data":%d`, 0xC0FFEE01)) {
+		t.Errorf("read as nobody: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run("rmem", "write", "--addr", "0x10", "--data", "0x11111111")
+	if code == 0 || strings.Contains(out, `"ok":true`) || !strings.Contains(out+errOut, `uid 65534 (nobody)`) ||
+		!strings.Contains(out+errOut, `write = [\"@staff\"]`) && !strings.Contains(out+errOut, `write = ["@staff"]`) {
+		t.Errorf("write as nobody: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("write as nobody: exit %d: %s%s", code, out, errOut)
+	if v, err := d.Read(0x10); err != nil || v != 0xC0FFEE01 {
+		t.Errorf("0x10 = %#x %v after the refused write", v, err)
+	}
+}
