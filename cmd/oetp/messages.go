@@ -87,10 +87,10 @@ func (f *opFlags) invalidChecklist(r opResult) string {
 		fmt.Fprintf(&b, "  - the alignment: an RMEM --addr is a multiple of 4\n")
 		fmt.Fprintf(&b, "  - the length: an RMEM access is one 32-bit word\n")
 	} else {
-		fmt.Fprintf(&b, "  - the alignment: the peer may refuse a DMA address it cannot reach at 0x%08x\n", addr)
-		fmt.Fprintf(&b, "  - the length: each fragment carries 1..%d bytes (--fragment); the peer's own ceiling may be lower\n", max(f.frag, 4))
+		b.WriteString("  - the alignment: DMA ranges may be unaligned (only RMEM needs a multiple of 4), so not this one unless the peer is stricter than the specification\n")
+		fmt.Fprintf(&b, "  - the length: a peer refuses a Length of 0 (oetp never sends one); each fragment carries 1..%d bytes (--fragment)\n", max(f.frag, 4))
 	}
-	b.WriteString("  - where: oetp serve logs which check failed and for which peer (event REMOTE_INVALID, check=...); on a board, read its peer table and status CSRs")
+	b.WriteString("  - where: oetp serve logs which check failed and for which peer (an event line with code=\"LOCAL_INVALID (1)\" check=window|mode|alignment|length, peer_mac, addr); on a board, read its peer table and status CSRs")
 	return b.String()
 }
 

@@ -136,6 +136,8 @@ func TestMistakes(t *testing.T) {
 		// The peer's answers.
 		{name: "REMOTE_INVALID checklist", args: op("rmem", "read", "--peer", "{peer}", "--addr", "0x10000"),
 			code: 1, want: []string{"REMOTE_INVALID (9)", "the window", "the peer mode", "the alignment", "the length", "oetp serve logs which check failed", "--peer {own},mode=rmem"}},
+		{name: "REMOTE_INVALID: the entry's mode", args: op("dma", "read", "--peer", "{peer}", "--addr", "0x100000", "--length", "64", "--out", filepath.Join(dir, "m.bin")),
+			code: 1, want: []string{"REMOTE_INVALID (9)", "that entry is in mode 3 (mode=dma-read)", "DMA ranges may be unaligned", "1..8160 bytes (--fragment)"}},
 		{name: "DECERR of a valid DMA fragment", args: op("dma", "read", "--peer", "{peer}", "--mac", reader, "--addr", "0x280000", "--length", "64", "--out", filepath.Join(dir, "d.bin")),
 			code: 1, want: []string{"REMOTE_AXI_RD_DECERR (13)", "damaged in transit", "0x00280000, 64 bytes", "the peer has no memory there"}},
 		{name: "OVERFLOW of a valid DMA fragment", args: op("dma", "read", "--peer", "{peer}", "--mac", reader, "--addr", "0x100000", "--length", "4096", "--out", filepath.Join(dir, "o.bin")),
@@ -189,7 +191,7 @@ func TestMistakes(t *testing.T) {
 	}
 	// serve says which check a REMOTE_INVALID request failed, for which
 	// peer.
-	for _, w := range []string{"check=window", "peer_mac=" + cl.MAC().String(), "addr=0x00010000"} {
+	for _, w := range []string{"check=window", "peer_mac=" + cl.MAC().String(), "addr=0x00010000", "check=mode cmd=DMA_READ_REQ"} {
 		if !strings.Contains(srv.stderr.String(), w) {
 			t.Errorf("serve's log lacks %q:\n%s", w, srv.stderr.String())
 		}
