@@ -40,11 +40,11 @@ func TestSuggestedFlagsExist(t *testing.T) {
 
 	// Files that are not one command's, and packages whose messages the
 	// commands print: their flags must exist on some command.
-	dirs := []string{".", "../../link/role", "../../hub", "../../link/afpacket", "../../addrtable", "../../internal/bench"}
+	dirs := []string{".", "../../role", "../../rundir", "../../devices", "../../hub", "../../link/afpacket", "../../addrtable", "../../internal/bench"}
 	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v): a package moved? update dirs", dir, err)
 		}
 		for _, path := range files {
 			if strings.HasSuffix(path, "_test.go") || strings.HasPrefix(filepath.Base(path), "man") {
