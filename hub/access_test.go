@@ -17,6 +17,7 @@ import (
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/internal/hostile"
 )
 
 // TestAccessHelper is the client of TestAccessRules, run as another user:
@@ -61,18 +62,11 @@ func TestAccessHelper(t *testing.T) {
 // do anything. The socket's group (socket_group) lets the other users
 // connect at all.
 func TestAccessRules(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (to act as a second user, uid 65534)")
-	}
+	hostile.NeedRoot(t)
 	th := newTestHubWith(t, func(d *hub.DeviceConfig) {
 		d.Access = hub.Access{Read: []string{"nobody"}, Write: []string{"@staff"}}
 	})
-	dir, err := os.MkdirTemp("", "hub-access-") // every user may enter it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
+	dir := hostile.Dir(t)
 	sock := filepath.Join(dir, "run", "hub.sock")
 	os.Mkdir(filepath.Dir(sock), 0o755)
 	l, err := hub.ListenUnix(sock)
@@ -103,7 +97,7 @@ func TestAccessRules(t *testing.T) {
 		}
 		return string(out)
 	}
-	out := run(65534, 65534)
+	out := run(hostile.UID, hostile.UID)
 	t.Logf("as nobody:\n%s", out)
 	rule := `is not in its write = ["@staff"]; nothing was run`
 	for _, want := range []string{
@@ -142,7 +136,7 @@ func TestAccessRules(t *testing.T) {
 		_, file, _, _ := runtime.Caller(0)
 		cmd := exec.Command(py, "-c", pyAccess, sock)
 		cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(filepath.Dir(file), "..", "python"), "PYTHONDONTWRITEBYTECODE=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		hostile.As(cmd)
 		pout, err := cmd.CombinedOutput()
 		out := string(pout)
 		if err != nil || !strings.Contains(out, "read 0xc0ffee01") ||
@@ -152,7 +146,7 @@ func TestAccessRules(t *testing.T) {
 	}
 
 	// In neither list (but in the socket's group): not even OPEN.
-	out = run(65533, 65534)
+	out = run(hostile.UID-1, hostile.UID)
 	if !strings.Contains(out, `open: oetp hub: DENIED: OPEN of device "board1" refused: uid 65533, pid `) ||
 		!strings.Contains(out, `read = ["nobody"] and write = ["@staff"]`) {
 		t.Errorf("as uid 65533:\n%s", out)

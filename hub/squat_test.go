@@ -4,13 +4,12 @@ package hub_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/openenoc/oetp/hub"
+	"github.com/openenoc/oetp/internal/hostile"
 )
 
 // In a socket directory an older oetp made 1777, another user (uid 65534)
@@ -18,36 +17,14 @@ import (
 // hub starts, says what it removed, and touches neither the squatter's
 // file nor the link's target.
 func TestSocketLockSquatted(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (to act as a second user, uid 65534)")
-	}
-	base, err := os.MkdirTemp("", "hub-squat-") // every user may enter it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
+	hostile.NeedRoot(t)
+	base := hostile.Dir(t)
 	dir := filepath.Join(base, "run")
 	os.Mkdir(dir, 0o755)
 	os.Chmod(dir, 0o777|os.ModeSticky)
 	path := filepath.Join(dir, "hub.sock")
 	lock := path + ".lock"
-
-	squat := exec.Command("flock", "--nonblock", lock, "sh", "-c", "echo 4242 > "+lock+"; echo held; exec sleep 3600")
-	squat.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}, Setpgid: true}
-	squat.Stderr = os.Stderr
-	out, err := squat.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := squat.Start(); err != nil {
-		t.Skipf("flock(1): %v", err)
-	}
-	defer func() { syscall.Kill(-squat.Process.Pid, syscall.SIGKILL); squat.Wait() }() // flock and its sleep
-	buf := make([]byte, 16)
-	if n, _ := out.Read(buf); string(buf[:n]) != "held\n" {
-		t.Fatalf("squatter said %q", buf[:n])
-	}
+	hostile.Squat(t, lock)
 	keep := filepath.Join(base, "kept")
 	if err := os.Link(lock, keep); err != nil {
 		t.Fatal(err)
@@ -73,7 +50,7 @@ func TestSocketLockSquatted(t *testing.T) {
 	victim := filepath.Join(base, "victim")
 	os.WriteFile(victim, []byte("precious\n"), 0o666)
 	os.Symlink(victim, lock)
-	os.Lchown(lock, 65534, 65534)
+	os.Lchown(lock, hostile.UID, hostile.UID)
 	l, err = hub.ListenUnix(path)
 	if err != nil {
 		t.Fatalf("planted symlink: %v", err)

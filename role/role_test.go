@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/hostile"
 	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
@@ -144,7 +145,7 @@ func TestDir(t *testing.T) {
 		t.Errorf("our world-writable lock directory stays %v, want drwx------", fi.Mode())
 	}
 	if os.Geteuid() == 0 {
-		os.Chown(d, hostile, hostile)
+		os.Chown(d, hostile.UID, hostile.UID)
 		if _, err := role.Acquire("eth0", macA, role.Initiator, 0); err == nil || !strings.Contains(err.Error(), "uid 65534") || !strings.Contains(err.Error(), role.DirEnv) {
 			t.Errorf("another user's lock directory: %v", err)
 		}
@@ -255,13 +256,10 @@ func TestSweep(t *testing.T) {
 	wantHeld(t, err, role.Responder, os.Getpid())
 }
 
-// hostile is the other user of the hostile-user tests.
-const hostile = 65534
-
 // TestHeldByAnotherUser: a refusal names the holder's user when it is not
 // the caller's.
 func TestHeldByAnotherUser(t *testing.T) {
-	err := &role.HeldError{Iface: "eth0", MAC: macA, Role: role.Responder, PID: 77, Command: "oetp serve", UID: hostile, Path: "/x.lock"}
+	err := &role.HeldError{Iface: "eth0", MAC: macA, Role: role.Responder, PID: 77, Command: "oetp serve", UID: hostile.UID, Path: "/x.lock"}
 	if s := err.Error(); !strings.Contains(s, "process 77 (oetp serve) of uid 65534") {
 		t.Errorf("%s", s)
 	}
@@ -273,15 +271,8 @@ func TestHeldByAnotherUser(t *testing.T) {
 // roles, removes those names and says so; the squatter's file and the
 // victim are not touched.
 func TestSquatAndSymlink(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (to act as a second user, uid 65534)")
-	}
-	base, err := os.MkdirTemp("", "role-squat-") // every user may enter it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
+	hostile.NeedRoot(t)
+	base := hostile.Dir(t)
 	d := filepath.Join(base, "run-oetp")
 	os.Mkdir(d, 0o755)
 	os.Chmod(d, 0o777|os.ModeSticky)
@@ -294,21 +285,7 @@ func TestSquatAndSymlink(t *testing.T) {
 	os.Chmod(d, 0o777|os.ModeSticky) // as it was
 
 	// The squatter: uid 65534 holds an flock on the responder's file.
-	squat := exec.Command("flock", "--nonblock", respPath, "sh", "-c", "echo 4242 > "+respPath+"; echo held; exec sleep 3600")
-	squat.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: hostile, Gid: hostile}, Setpgid: true}
-	squat.Stderr = os.Stderr
-	out, err := squat.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := squat.Start(); err != nil {
-		t.Skipf("flock(1): %v", err)
-	}
-	defer func() { syscall.Kill(-squat.Process.Pid, syscall.SIGKILL); squat.Wait() }() // flock and its sleep
-	buf := make([]byte, 16)
-	if n, _ := out.Read(buf); string(buf[:n]) != "held\n" {
-		t.Fatalf("squatter said %q", buf[:n])
-	}
+	hostile.Squat(t, respPath)
 	keep := filepath.Join(base, "squat-kept")
 	if err := os.Link(respPath, keep); err != nil { // to look at the squatter's file afterwards
 		t.Fatal(err)
@@ -316,9 +293,9 @@ func TestSquatAndSymlink(t *testing.T) {
 	// The symlink: uid 65534 points the initiator's name at a victim file.
 	victim := filepath.Join(base, "victim")
 	os.WriteFile(victim, []byte("precious\n"), 0o666)
-	os.Chown(victim, hostile, hostile)
+	os.Chown(victim, hostile.UID, hostile.UID)
 	os.Symlink(victim, iniPath)
-	os.Lchown(iniPath, hostile, hostile)
+	os.Lchown(iniPath, hostile.UID, hostile.UID)
 
 	l1, err := role.Acquire("eth0", macA, role.Responder, 0)
 	if err != nil {

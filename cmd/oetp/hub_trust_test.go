@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,35 +21,18 @@ import (
 
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/internal/hostile"
 	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/rundir"
 )
 
-// The hostile local user of these tests is uid 65534 (nobody): the tests
-// run as root and start its processes with that uid.
-const hostileUID = 65534
-
-func needRoot(t *testing.T) {
+// hostileExe copies the test binary into a directory every user may
+// enter, for the hostile user's processes (the build's own directory is
+// root's, 0700).
+func hostileExe(t *testing.T) (dir, exe string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (to act as a second user, uid 65534)")
-	}
-}
-
-// hostileDir is a directory every user may enter (0755), holding a copy of
-// the test binary the hostile user's processes run (the build's own
-// directory is root's, 0700).
-func hostileDir(t *testing.T) (dir, exe string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "oetp-hostile-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir = hostile.Dir(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -62,19 +44,13 @@ func hostileDir(t *testing.T) (dir, exe string) {
 	return dir, exe
 }
 
-// asHostile makes cmd run as the hostile user.
-func asHostile(cmd *exec.Cmd) *exec.Cmd {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: hostileUID, Gid: hostileUID}}
-	return cmd
-}
-
 // startImpostor starts, as the hostile user, a process that listens on the
 // Unix socket sock (creating its directory, mode 0777, if missing) and
 // answers every hub request with success: a read gets 0xBAD0BAD0. It
 // returns once the socket is listening.
 func startImpostor(t *testing.T, exe, sock string) {
 	t.Helper()
-	cmd := asHostile(exec.Command(exe, "-test.run=^TestHubImpostorHelper$"))
+	cmd := hostile.As(exec.Command(exe, "-test.run=^TestHubImpostorHelper$"))
 	cmd.Env = append(os.Environ(), "OETP_TEST_IMPOSTOR="+sock)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -84,7 +60,7 @@ func startImpostor(t *testing.T, exe, sock string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { hostile.Kill(cmd) })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || line != "listening\n" {
 		t.Fatalf("impostor: %q %v", line, err)
@@ -214,9 +190,9 @@ except oetp.UntrustedSocketError as e:
 // client and the Python client; the CLI's --hub-trust-any-owner shows what
 // the check prevents.
 func TestHubImpostorRefused(t *testing.T) {
-	needRoot(t)
+	hostile.NeedRoot(t)
 	bin := buildOetp(t)
-	dir, exe := hostileDir(t)
+	dir, exe := hostileExe(t)
 	py, pyErr := exec.LookPath("python3")
 	tmp := filepath.Join(dir, "tmp") // as /tmp: root's, 1777
 	if err := os.Mkdir(tmp, 0o777); err != nil {
@@ -273,7 +249,7 @@ func TestHubImpostorRefused(t *testing.T) {
 				t.Setenv(rundir.TrustAnyOwnerEnv, "")
 				c, err := client.DialOptions(client.Options{})
 				var ue *rundir.UntrustedError
-				if !errors.As(err, &ue) || ue.UID != hostileUID || ue.Path != tc.sock {
+				if !errors.As(err, &ue) || ue.UID != hostile.UID || ue.Path != tc.sock {
 					t.Errorf("Go client: %v (%+v)", err, ue)
 				}
 				if c != nil {
@@ -299,11 +275,11 @@ func TestHubImpostorRefused(t *testing.T) {
 // serving process runs as another user is refused after connecting: the
 // kernel's SO_PEERCRED names the listener.
 func TestHubImpostorPeerRefused(t *testing.T) {
-	needRoot(t)
-	dir, exe := hostileDir(t)
+	hostile.NeedRoot(t)
+	dir, exe := hostileExe(t)
 	planted := filepath.Join(dir, "own", "hub.sock")
 	os.Mkdir(filepath.Dir(planted), 0o700)
-	os.Chown(filepath.Dir(planted), hostileUID, hostileUID)
+	os.Chown(filepath.Dir(planted), hostile.UID, hostile.UID)
 	startImpostor(t, exe, planted)
 	trusted := t.TempDir() // root's, 0700
 	sock := filepath.Join(trusted, "hub.sock")
@@ -318,7 +294,7 @@ func TestHubImpostorPeerRefused(t *testing.T) {
 	}
 	_, err := client.DialOptions(client.Options{Path: sock})
 	var ue *rundir.UntrustedError
-	if !errors.As(err, &ue) || ue.UID != hostileUID || !strings.Contains(err.Error(), "the process serving it (pid ") {
+	if !errors.As(err, &ue) || ue.UID != hostile.UID || !strings.Contains(err.Error(), "the process serving it (pid ") {
 		t.Errorf("Go client: %v", err)
 	}
 	if c, err := client.DialOptions(client.Options{Path: sock, TrustAnyOwner: true}); err != nil {
@@ -342,10 +318,10 @@ func TestHubImpostorPeerRefused(t *testing.T) {
 // user's process holds the file of serve's responder role: serve starts,
 // warns what it removed, and leaves the squatter's file alone.
 func TestServeLockSquatted(t *testing.T) {
-	needRoot(t)
+	hostile.NeedRoot(t)
 	bin := buildOetp(t)
 	tn := netns.NewPair(t)
-	base, _ := hostileDir(t)
+	base := hostile.Dir(t)
 	dir := filepath.Join(base, "locks")
 	os.Mkdir(dir, 0o755)
 	t.Setenv(role.DirEnv, dir)
@@ -362,19 +338,7 @@ func TestServeLockSquatted(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(dir, 0o777|os.ModeSticky)
-	squat := asHostile(exec.Command("flock", "--nonblock", lock, "sh", "-c", "echo 4242 > "+lock+"; echo held; exec sleep 3600"))
-	squat.SysProcAttr.Setpgid = true
-	out, err := squat.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := squat.Start(); err != nil {
-		t.Skipf("flock(1): %v", err)
-	}
-	defer func() { syscall.Kill(-squat.Process.Pid, syscall.SIGKILL); squat.Wait() }() // flock and its sleep
-	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
-		t.Fatalf("squatter said %q", line)
-	}
+	hostile.Squat(t, lock)
 	keep := filepath.Join(base, "kept")
 	if err := os.Link(lock, keep); err != nil {
 		t.Fatal(err)
@@ -415,7 +379,7 @@ func procKiB(t *testing.T, pid int, key string) int64 {
 // it, are refused from their headers: the real hub's peak RSS grows by
 // less than 64 MiB (it grew by 1.6 GB when bodies were read first).
 func TestHubTCPNeedsToken(t *testing.T) {
-	needRoot(t)
+	hostile.NeedRoot(t)
 	bin := buildOetp(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "hub.toml")
@@ -501,12 +465,12 @@ func TestHubTCPNeedsToken(t *testing.T) {
 // ["@staff"], the one-shot commands run by uid 65534 (nobody) read, and
 // their write is refused naming the rule, without running.
 func TestHubReadOnlyUser(t *testing.T) {
-	needRoot(t)
-	dir, _ := hostileDir(t)
+	hostile.NeedRoot(t)
+	dir := hostile.Dir(t)
 	sock := filepath.Join(dir, "run", "hub.sock")
 	os.Mkdir(filepath.Dir(sock), 0o755)
 	f := startHubFixture(t, "read = [\"nobody\"]\nwrite = [\"@staff\"]\n", "--socket", sock)
-	if err := os.Chown(sock, -1, hostileUID); err != nil { // as socket_group = "nogroup"
+	if err := os.Chown(sock, -1, hostile.UID); err != nil { // as socket_group = "nogroup"
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "oetp")
@@ -526,7 +490,7 @@ func TestHubReadOnlyUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, string, int) {
-		cmd := asHostile(exec.Command(bin, append(args, "--hub", sock, "--iface", "eth0", "--peer", netServer, "--json")...))
+		cmd := hostile.As(exec.Command(bin, append(args, "--hub", sock, "--iface", "eth0", "--peer", netServer, "--json")...))
 		cmd.Env = clientEnv(dir)
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
