@@ -99,6 +99,9 @@ type nodeJSON struct {
 	Volatile    bool   `json:"volatile"`
 	Branch      bool   `json:"branch"`
 	Description string `json:"description"`
+	// Reset is the value after reset (a field's shifted down), when the
+	// table gives it (IP-XACT).
+	Reset *uint32 `json:"reset,omitempty"`
 }
 
 func newRegsListCmd() *cobra.Command {
@@ -142,9 +145,14 @@ only the node of that name and the nodes below it. Nothing is sent.`,
 			if asJSON {
 				list := make([]nodeJSON, 0, len(nodes))
 				for _, n := range nodes {
-					list = append(list, nodeJSON{Name: n.Name, Address: n.Address, Mask: n.Mask, Mode: n.Mode.String(),
+					nj := nodeJSON{Name: n.Name, Address: n.Address, Mask: n.Mask, Mode: n.Mode.String(),
 						Permission: n.Perm.String(), Size: n.Size, Words: n.Words, Stride: n.Stride, Volatile: n.Volatile(),
-						Branch: n.Branch, Description: n.Description})
+						Branch: n.Branch, Description: n.Description}
+					if n.HasReset {
+						r := n.Reset
+						nj.Reset = &r
+					}
+					list = append(list, nj)
 				}
 				enc := json.NewEncoder(out)
 				enc.SetEscapeHTML(false)

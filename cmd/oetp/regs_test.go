@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -487,5 +489,43 @@ func TestRegsVolatileNeverRetried(t *testing.T) {
 	}
 	if got := b.srv.Stats().ServedRMEMWrite - w0; got != 1 {
 		t.Errorf("volatile write served %d times, want exactly 1", got)
+	}
+}
+
+// TestRegsListIPXACT lists an IP-XACT table: its format by content, its
+// array elements and fields, and the reset values it gives.
+func TestRegsListIPXACT(t *testing.T) {
+	out, errOut, code := runCLI(t, "", "regs", "list", "--table", "../../addrtable/testdata/ipxact/board-2022.xml", "--json", "ctrl_blk.ctrl")
+	if code != 0 {
+		t.Fatalf("regs list: exit %d, %s", code, errOut)
+	}
+	var got struct {
+		Format string `json:"format"`
+		Nodes  []struct {
+			Name  string  `json:"name"`
+			Mask  uint32  `json:"mask"`
+			Perm  string  `json:"permission"`
+			Reset *uint32 `json:"reset"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, n := range got.Nodes {
+		r := "-"
+		if n.Reset != nil {
+			r = fmt.Sprintf("0x%X", *n.Reset)
+		}
+		rows = append(rows, fmt.Sprintf("%s 0x%08X %s %s", n.Name, n.Mask, n.Perm, r))
+	}
+	want := []string{"ctrl_blk.ctrl 0xFFFFFFFF rw 0xA1000051", "ctrl_blk.ctrl.enable 0x00000001 rw 0x1",
+		"ctrl_blk.ctrl.mode 0x000000F0 rw 0x5", "ctrl_blk.ctrl.version 0xFF000000 r 0xA1"}
+	if got.Format != "IP-XACT XML" || !slices.Equal(rows, want) {
+		t.Errorf("format %q, nodes\n%q\nwant\n%q", got.Format, rows, want)
+	}
+	out, _, code = runCLI(t, "", "regs", "list", "--table", "../../addrtable/testdata/ipxact/board-2014.xml", "ctrl_blk.scratch")
+	if code != 0 || strings.Count(out, "ctrl_blk.scratch[") != 4 {
+		t.Errorf("regs list ctrl_blk.scratch: exit %d\n%s", code, out)
 	}
 }
