@@ -211,6 +211,18 @@ type Config struct {
 	// Events is the global event enable register.
 	Events EventEnable
 
+	// MaxReadRate bounds the DMA read data the responder sends to each
+	// source MAC (each peer entry), in bytes per second: a DMA_READ_REQ
+	// whose source has drawn more within the last moments (a burst of a
+	// tenth of a second of the rate, at least one maximum frame, is allowed
+	// after idling) is dropped without a reply and counted in
+	// Stats.DropReadRate; its initiator times out and may retry. Zero, the
+	// default, sets no bound. A DMA read reply is up to 292 times larger
+	// than its request, so a forged request reflects that much traffic
+	// towards the forged source; the bound caps it. Negative values are
+	// refused.
+	MaxReadRate int64
+
 	// InitialRequestID is the value of the Request ID counter when New
 	// returns: the Request ID of the first request the endpoint sends.
 	// Zero, the default, starts at 0 like the specification's hard reset;
@@ -273,6 +285,9 @@ func resolve(c Config, linkMAC wire.MAC, linkMax int, cur *Config) (Config, erro
 	}
 	if c.Outstanding == 0 {
 		c.Outstanding = 1
+	}
+	if c.MaxReadRate < 0 {
+		return c, fmt.Errorf("endpoint: Config.MaxReadRate %d is negative; use 0 for no bound or a rate in bytes per second", c.MaxReadRate)
 	}
 	if c.GroupInterval < 0 {
 		return c, fmt.Errorf("endpoint: Config.GroupInterval %v is negative; use 0 to send a group block's frames back to back or a positive duration", c.GroupInterval)

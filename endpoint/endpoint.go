@@ -56,6 +56,7 @@ type Endpoint struct {
 	rx      rxRing
 	lead    chan struct{} // the receive role token
 	serving atomic.Int32  // responder contexts in use
+	reads   readBudget    // per-source DMA read budget; see Config.MaxReadRate
 
 	raw *rawQueue
 	ev  *eventQueue
@@ -101,6 +102,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 		ceiling:  wire.FragmentCeiling(c.MaxFrame),
 		bufLen:   c.MaxFrame + 1,
 		dmaTok:   make(chan struct{}, 1),
+		reads:    readBudget{clock: monoNow},
 		tx:       newTxArb(),
 		lead:     make(chan struct{}, 1),
 		raw:      newRawQueue(c.RawQueue),

@@ -110,3 +110,11 @@ func (f *FakeTimer) Starts() []time.Duration {
 // Started returns a channel that receives each duration the timer is
 // started with.
 func (f *FakeTimer) Started() <-chan time.Duration { return f.started }
+
+// SetReadClock replaces the clock of the per-source DMA read budget
+// (monotonic nanoseconds, never 0).
+func SetReadClock(e *Endpoint, f func() int64) {
+	e.reads.mu.Lock()
+	defer e.reads.mu.Unlock()
+	e.reads.clock = f
+}

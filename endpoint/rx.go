@@ -256,6 +256,11 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 		e.st.lastUnknown.Store(packUnknown(fr.Src(), cls.Cmd))
 		return false
 	}
+	if cls.Cmd == wire.DMAReadReq && cfg.MaxReadRate > 0 && !e.reads.allow(peer, min(fr.Length(), uint32(e.maxFrame)), cfg.MaxReadRate) {
+		e.st.dropReadRate.Add(1)
+		e.st.lastReadRate.Store(packUnknown(fr.Src(), cls.Cmd))
+		return false
+	}
 	if e.serving.Load() >= int32(cfg.Contexts) {
 		e.st.dropResponderBusy.Add(1)
 		return false

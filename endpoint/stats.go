@@ -28,6 +28,7 @@ type Stats struct {
 	DropNoResponder   uint64 // requests received by an initiator-only endpoint (nil memory)
 	DropReset         uint64 // frames read before a Reset and discarded by it
 	DropEventPending  uint64 // requests dropped as busy while a responder event waited for room in the full event queue
+	DropReadRate      uint64 // DMA read requests dropped without a reply: their source was over Config.MaxReadRate
 
 	DropUnmatchedResponse uint64 // responses matching no outstanding request
 	DropLateResponse      uint64 // responses to a request that timed out or was aborted
@@ -57,12 +58,13 @@ type counters struct {
 	rxFrames, rxBytes, rxErrors, txFrames, txBytes, txErrors                                 atomic.Uint64
 	dropRunt, dropTooLong, dropRawPolicy, dropRawQueueFull, dropReservedCmd, dropNoRequestID atomic.Uint64
 	dropNotForUs, dropGroupRead, dropUnknownSource, dropResponderBusy, dropReset             atomic.Uint64
-	dropNoResponder, dropEventPending                                                        atomic.Uint64
+	dropNoResponder, dropEventPending, dropReadRate                                          atomic.Uint64
 	dropUnmatchedResponse, dropLateResponse, malformedResponses                              atomic.Uint64
 	servedRMEMRead, servedRMEMWrite, servedDMARead, servedDMAWrite, responderFail            atomic.Uint64
 	errorsSent                                                                               [8]atomic.Uint64
 	timeouts, rawReceived, rawSent, retries                                                  atomic.Uint64
 	lastUnknown                                                                              atomic.Uint64 // see LastUnknownSource
+	lastReadRate                                                                             atomic.Uint64 // see LastReadRateSource
 	expiredAfterResponse                                                                     atomic.Uint64 // test observability
 	chained                                                                                  atomic.Uint64 // fragments sent by the receive loop; test observability
 }
@@ -79,6 +81,7 @@ func (e *Endpoint) Stats() Stats {
 		DropGroupRead: c.dropGroupRead.Load(), DropUnknownSource: c.dropUnknownSource.Load(),
 		DropResponderBusy: c.dropResponderBusy.Load(), DropReset: c.dropReset.Load(),
 		DropNoResponder: c.dropNoResponder.Load(), DropEventPending: c.dropEventPending.Load(),
+		DropReadRate:          c.dropReadRate.Load(),
 		DropUnmatchedResponse: c.dropUnmatchedResponse.Load(), DropLateResponse: c.dropLateResponse.Load(),
 		MalformedResponses: c.malformedResponses.Load(),
 		ServedRMEMRead:     c.servedRMEMRead.Load(), ServedRMEMWrite: c.servedRMEMWrite.Load(),
@@ -111,7 +114,19 @@ func packUnknown(src wire.MAC, cmd wire.Cmd) uint64 {
 // counter (such as `oetp serve`) can say which MAC, and which peer mode,
 // a misconfigured peer table is missing.
 func (e *Endpoint) LastUnknownSource() (src wire.MAC, cmd wire.Cmd, ok bool) {
-	v := e.st.lastUnknown.Load()
+	return unpackUnknown(e.st.lastUnknown.Load())
+}
+
+// LastReadRateSource returns the source MAC of the most recent DMA read
+// request dropped over Config.MaxReadRate (Stats.DropReadRate); ok is
+// false before the first.
+func (e *Endpoint) LastReadRateSource() (src wire.MAC, ok bool) {
+	src, _, ok = unpackUnknown(e.st.lastReadRate.Load())
+	return src, ok
+}
+
+// unpackUnknown undoes packUnknown; ok is false for the zero value.
+func unpackUnknown(v uint64) (src wire.MAC, cmd wire.Cmd, ok bool) {
 	if v == 0 {
 		return src, 0, false
 	}

@@ -196,6 +196,7 @@ type serveSettings struct {
 	BusyPoll      time.Duration
 	Placement     placement
 	JSONEvents    bool
+	MaxReadRate   int64 // bytes per second per source; 0: no bound
 }
 
 // place is openIface's placement role for serve.
@@ -225,6 +226,7 @@ type serveFile struct {
 	BusyPoll    *string      `toml:"busy_poll"`
 	Placement   *string      `toml:"placement"`
 	JSONEvents  *bool        `toml:"json_events"`
+	MaxReadRate *fileNum     `toml:"max_read_rate"`
 }
 
 type fileRegion struct {
@@ -290,7 +292,7 @@ func loadServeFile(path string) (*serveFile, error) {
 		return nil, usagef("--config %s: %v", path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return nil, usagef("--config %s: unknown key %q: the keys are the serve flags with '_' for '-' (iface, mac, group, [[region]], [[fault]], [[peer]], contexts, max_frame, raw_policy, rmem_timeout, dma_timeout, pcap, pcap_format, busy_poll, placement, json_events)", path, und[0].String())
+		return nil, usagef("--config %s: unknown key %q: the keys are the serve flags with '_' for '-' (iface, mac, group, [[region]], [[fault]], [[peer]], contexts, max_frame, raw_policy, rmem_timeout, dma_timeout, pcap, pcap_format, busy_poll, placement, json_events, max_read_rate)", path, und[0].String())
 	}
 	return &f, nil
 }
@@ -314,6 +316,7 @@ type serveFlags struct {
 	busyPoll    time.Duration
 	placement   placementFlag
 	jsonEvents  bool
+	maxReadRate intFlag
 }
 
 // settings merges the configuration file (if any) with the flags: a flag
@@ -418,6 +421,9 @@ func (sf *serveFlags) settings(fs *pflag.FlagSet) (*serveSettings, error) {
 	if changed("json-events") {
 		s.JSONEvents = sf.jsonEvents
 	}
+	if changed("max-read-rate") {
+		s.MaxReadRate = int64(sf.maxReadRate.v)
+	}
 	return s, s.check()
 }
 
@@ -504,6 +510,13 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 		if s.MaxFrame == 0 {
 			return usagef("%s = 0 is out of range: use 36..8192, or leave it out for min(8192, MTU+14)", where("max_frame"))
 		}
+	}
+	if f.MaxReadRate != nil {
+		n, err := f.MaxReadRate.int()
+		if err != nil {
+			return usagef("%s: %v (bytes per second, such as \"16M\"; 0 sets no bound)", where("max_read_rate"), err)
+		}
+		s.MaxReadRate = int64(n)
 	}
 	if f.RawPolicy != nil {
 		if s.RawPolicy, err = parseRawPolicy(*f.RawPolicy); err != nil {

@@ -257,3 +257,24 @@ func TestHubProcs(t *testing.T) {
 		}
 	}
 }
+
+// TestServeMaxReadRate: --max-read-rate and the max_read_rate key set the
+// per-source read bound (off by default), and the flag overrides the file.
+func TestServeMaxReadRate(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "serve.toml")
+	writeTestFile(t, cfg, "iface = \"lo\"\nmax_read_rate = \"16M\"\n")
+	for _, c := range []struct {
+		args []string
+		want int64
+	}{
+		{[]string{"--iface", "lo"}, 0},
+		{[]string{"--iface", "lo", "--max-read-rate", "100K"}, 100 << 10},
+		{[]string{"--config", cfg}, 16 << 20},
+		{[]string{"--config", cfg, "--max-read-rate", "0"}, 0},
+	} {
+		s, err := serveSettingsOf(t, c.args...)
+		if err != nil || s.MaxReadRate != c.want {
+			t.Errorf("serve %v: MaxReadRate %v, %v; want %d", c.args, s, err, c.want)
+		}
+	}
+}

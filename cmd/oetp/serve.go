@@ -71,6 +71,18 @@ endpoint accepts group writes on (zero, the default, disables them).
 --contexts is the number of requests served at once (default 1, like the
 hardware; a request that finds every context busy is dropped).
 
+--max-read-rate BYTES bounds the DMA read data serve sends to each source MAC
+(each peer entry) to BYTES per second, after a burst of a tenth of a second of
+it (at least one 8 KiB frame): a DMA read request over the bound is dropped
+without a reply (its initiator times out and may retry), counted as
+drop_read_rate and logged within the output bound below. A 28-byte read request
+draws up to 8 KiB, so a request with a forged source MAC makes serve send about
+300 times its size to that MAC; the bound caps that reflection. It is off by
+default (0): serve answers only the MACs of its peer table, on one Ethernet
+segment, and any default low enough to matter would also cap the legitimate
+bulk reads serve exists for. Set it where hosts you do not trust share the
+segment, to what your readers need (e.g. 100M).
+
 --placement auto (the default) moves serve's threads to the CPU its requests
 are received on (after two receive batches in a row from that CPU, at most
 every 10 ms, never outside the CPUs the process was given), so that a client
@@ -88,9 +100,11 @@ them); serve warns when it grows.
 Output stays bounded whatever the input rate: event lines (log and
 --json-events) are limited per event, peer and code to the first 5 of an
 interval, then one "suppressed" summary per 5s with the count; raw frame lines
-likewise per source MAC. The counters keep exact totals. Requests from a MAC in
-no peer entry are dropped without a reply; serve names the MAC and the --peer
-that would admit it (at most a few lines per MAC and interval).
+at most 2 per source MAC for 2 MACs at a time, the other MACs sharing 2 lines
+and one summary per interval (a flood from random MACs logs a few KB per
+minute). The counters keep exact totals. Requests from a MAC in no peer entry,
+and DMA reads over --max-read-rate, are dropped without a reply; serve names the
+MAC (and the --peer that would admit it) at most once per second.
 
 One MAC, one responder: serve holds the responder role of its interface and
 MAC, and refuses at once (exit 2, naming the holder's PID) when another serve
@@ -134,6 +148,7 @@ the file's list.`,
 	fs.DurationVar(&sf.busyPoll, "busy-poll", 0, busyPollUsage)
 	fs.Var(&sf.placement, "placement", placementUsage)
 	fs.BoolVar(&sf.jsonEvents, "json-events", false, "print one JSON object per event (and the counters) on standard output")
+	fs.Var(&sf.maxReadRate, "max-read-rate", "bound the DMA read data sent to each source MAC to `BYTES` per second (K, M, G suffixes); 0, the default, sets no bound")
 	return cmd, sf
 }
 
@@ -239,7 +254,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	cfg := endpoint.Config{
 		MAC: il.Link.Addr(), Group: s.Group, RawPolicy: s.RawPolicy,
 		RMEMTimeout: s.RMEMTimeout, DMATimeout: s.DMATimeout,
-		MaxFrame: il.ceiling, Contexts: s.Contexts,
+		MaxFrame: il.ceiling, Contexts: s.Contexts, MaxReadRate: s.MaxReadRate,
 		Events: endpoint.EventEnable{PeerDMAComplete: true, RMEMError: true},
 	}
 	// One MAC, one responder, also across processes: a second serve would
@@ -326,7 +341,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	c := ep.Config()
 	log.Info("ready", "iface", s.Iface, "mac", c.MAC.String(), "group", c.Group.String(),
 		"max_frame", c.MaxFrame, "fragment_ceiling", wire.FragmentCeiling(c.MaxFrame), "mtu", il.MTU,
-		"contexts", c.Contexts, "peers", len(s.Peers), "raw_policy", c.RawPolicy.String(), "placement", placementOf(il.Link), "pid", os.Getpid())
+		"contexts", c.Contexts, "peers", len(s.Peers), "raw_policy", c.RawPolicy.String(), "max_read_rate", c.MaxReadRate, "placement", placementOf(il.Link), "pid", os.Getpid())
 
 	ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -342,7 +357,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	wg.Go(func() { serveEvents(ctx, ep, w) })
 	wg.Go(func() { w.run(ctx) })
 	if s.RawPolicy != endpoint.RawDrop {
-		wg.Go(func() { serveRaw(ctx, ep, s, log, out, w) })
+		wg.Go(func() { serveRaw(ctx, ep, w) })
 	}
 	for done := false; !done; {
 		select {
@@ -379,23 +394,14 @@ func serveEvents(ctx context.Context, ep *endpoint.Endpoint, w *watch) {
 // serveRaw logs the non-oETP frames the raw policy admits.
 // They are rate-limited per source MAC (see watch); RawReceived counts
 // them all.
-func serveRaw(ctx context.Context, ep *endpoint.Endpoint, s *serveSettings, log *slog.Logger, out *lineWriter, w *watch) {
+func serveRaw(ctx context.Context, ep *endpoint.Endpoint, w *watch) {
 	buf := make([]byte, ep.Config().MaxFrame)
 	for {
 		n, err := ep.RecvRaw(ctx, buf)
 		if err != nil && !errors.Is(err, io.ErrShortBuffer) {
 			return
 		}
-		f := wire.Frame(buf[:n])
-		if !w.raw(f.Src()) {
-			continue
-		}
-		log.Info("raw frame", "dst", f.Dst().String(), "src", f.Src().String(),
-			"ethertype", fmt.Sprintf("0x%04x", f.EtherType()), "len", n)
-		if s.JSONEvents {
-			out.json(rawEvent{Event: "raw", Time: time.Now().Format(time.RFC3339Nano), Dst: f.Dst().String(),
-				Src: f.Src().String(), EtherType: f.EtherType(), Len: n})
-		}
+		w.rawFrame(wire.Frame(buf[:n]), n)
 	}
 }
 

@@ -46,10 +46,12 @@ type watch struct {
 	raws    ratelog.Limiter[wire.MAC]
 	unknown ratelog.Limiter[wire.MAC]
 	drops   ratelog.Limiter[struct{}]
+	reads   ratelog.Limiter[wire.MAC] // DMA reads over --max-read-rate
 
 	mu          sync.Mutex // guards the fields below (tick and the final report)
 	lastKernel  uint64
 	lastUnknown uint64
+	lastReads   uint64
 }
 
 func newWatch(ep *endpoint.Endpoint, l link.Link, log *slog.Logger, out *lineWriter, asJSON bool) *watch {
@@ -57,7 +59,11 @@ func newWatch(ep *endpoint.Endpoint, l link.Link, log *slog.Logger, out *lineWri
 	w.kernel, _ = link.Innermost(l).(*afpacket.Link)
 	// One warning per tick at most for these two; the limiter spaces
 	// repeated ones out and sums what it held back.
-	w.unknown.Burst, w.drops.Burst = 2, 2
+	w.unknown.Burst, w.drops.Burst, w.reads.Burst = 2, 2, 2
+	// Raw frames: a flood from random source MACs must not log a line per
+	// MAC, so only a few MACs have lines of their own and the others share
+	// the overflow entry.
+	w.raws.Burst, w.raws.MaxKeys = 2, 2
 	return w
 }
 
@@ -122,12 +128,20 @@ func (w *watch) tick(final bool) {
 			w.unknownWarning(src, cmd, d, n, false)
 		}
 	}
+	if n := st.DropReadRate; n > w.lastReads {
+		d := n - w.lastReads
+		w.lastReads = n
+		if src, ok := w.ep.LastReadRateSource(); ok && w.reads.AllowN(src, d) {
+			w.readRateWarning(src, d, n, false)
+		}
+	}
+	for _, s := range pick(final, &w.reads) {
+		w.readRateWarning(s.Key, s.Weight, w.lastReads, true)
+	}
 	for _, s := range pick(final, &w.events) {
 		w.eventSummary(s)
 	}
-	for _, s := range pick(final, &w.raws) {
-		w.log.Info("raw frames suppressed", "src", macOrOther(s.Key, s.Overflow), "count", s.Suppressed, "seconds", seconds(s))
-	}
+	w.rawSummaries(final)
 	for _, s := range pick(final, &w.unknown) {
 		w.unknownWarning(s.Key, 0, s.Weight, w.lastUnknown, true)
 	}
@@ -297,8 +311,47 @@ func (w *watch) eventSummary(s ratelog.Summary[eventKey]) {
 	}
 }
 
-// raw reports whether a raw frame from src may be printed.
-func (w *watch) raw(src wire.MAC) bool { return w.raws.Allow(src) }
+// rawFrame logs a raw frame of n bytes (f its first bytes), and prints it
+// as JSON with --json-events, unless its source is over the limit.
+func (w *watch) rawFrame(f wire.Frame, n int) {
+	if !w.raws.Allow(f.Src()) {
+		return
+	}
+	w.log.Info("raw frame", "dst", f.Dst().String(), "src", f.Src().String(),
+		"ethertype", fmt.Sprintf("0x%04x", f.EtherType()), "len", n)
+	if w.json {
+		w.out.json(rawEvent{Event: "raw", Time: now(), Dst: f.Dst().String(),
+			Src: f.Src().String(), EtherType: f.EtherType(), Len: n})
+	}
+}
+
+// rawSummaries logs the raw frames held back in the intervals that ended
+// (all of them when final).
+func (w *watch) rawSummaries(final bool) {
+	for _, s := range pick(final, &w.raws) {
+		w.log.Info("raw frames suppressed", "src", macOrOther(s.Key, s.Overflow), "count", s.Suppressed, "seconds", seconds(s))
+	}
+}
+
+// readRateEvent is the JSON form of a --max-read-rate warning.
+type readRateEvent struct {
+	Event   string `json:"event"` // "read_rate"
+	Time    string `json:"time"`
+	Src     string `json:"src"`
+	Dropped uint64 `json:"dropped"`        // since the last report
+	Total   uint64 `json:"drop_read_rate"` // since start, as in the stats
+}
+
+func (w *watch) readRateWarning(src wire.MAC, d, total uint64, summary bool) {
+	msg := "DMA read requests over --max-read-rate dropped without a reply; the sender sees TIMEOUT"
+	if summary {
+		msg = "more DMA read requests over --max-read-rate dropped (repeated warnings suppressed)"
+	}
+	w.log.Warn(msg, "src", src.String(), "dropped", d, "drop_read_rate", total)
+	if w.json && !summary {
+		w.out.json(readRateEvent{Event: "read_rate", Time: now(), Src: src.String(), Dropped: d, Total: total})
+	}
+}
 
 func (w *watch) peerMAC(i int) string {
 	if p, ok := w.ep.Peer(i); ok {
