@@ -86,7 +86,7 @@ func opContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 			select {
 			case <-done:
 			case <-time.After(interruptGrace):
-				fmt.Fprintf(cmd.ErrOrStderr(), "oetp: interrupted by %s\n", signalName(sig))
+				fmt.Fprintf(cmd.ErrOrStderr(), "oetp: interrupted by %s before the command could report: an operation in progress may have executed\n", signalName(sig))
 				os.Exit(signalExitCode(sig))
 			}
 		case <-done:

@@ -80,7 +80,7 @@ func TestMistakes(t *testing.T) {
 		if table != "" {
 			extra = fmt.Sprintf("address_table = %q\n", table)
 		}
-		writeFile(t, p, []byte(fmt.Sprintf("socket = %q\n\n[[device]]\nname = \"board\"\niface = %q\nmac = %q\n%s\n[device.local]\nrmem = \"02:0e:0c:00:05:01\"\n",
+		writeFile(t, p, []byte(fmt.Sprintf("socket = %q\n\n[[device]]\nname = \"board\"\niface = %q\nmac = %q\ntimeout = \"20s\"\n%s\n[device.local]\nrmem = \"02:0e:0c:00:05:01\"\n",
 			sock, cl.IfName(), sv.MAC(), extra)))
 		return p
 	}
@@ -206,6 +206,14 @@ func TestMistakes(t *testing.T) {
 		!strings.Contains(res.stdout, `"outcome_unknown":true`) || strings.Contains(res.stdout+res.stderr, "context canceled") {
 		t.Errorf("rmem read after SIGTERM: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
+	// The same through the hub: serve has no entry for the hub's RMEM MAC
+	// and drops its request; the hub waits up to its device's 20s.
+	res = interrupt(t, cl, bin, os.Interrupt, func() bool { return strings.Contains(srv.stderr.String(), "02:0e:0c:00:05:01") },
+		"rmem", "read", "--iface", cl.IfName(), "--hub", filepath.Join(dir, "hubA.sock"), "--peer", sv.MAC().String(), "--addr", "0", "--json")
+	if res.code != 130 || !strings.Contains(res.stderr, "interrupted by SIGINT") || strings.Contains(res.stdout+res.stderr, "context canceled") {
+		t.Errorf("rmem read through the hub after SIGINT: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	t.Logf("through the hub, after SIGINT: stdout %q, stderr %q", res.stdout, res.stderr)
 	// SIGINT in the middle of a paced write: the bytes done and where it
 	// failed are kept.
 	res = interrupt(t, cl, bin, os.Interrupt, func() bool {
