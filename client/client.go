@@ -5,10 +5,20 @@
 // named address-table nodes, and the hub's status.
 //
 // Addresses are the device's oETP byte addresses; block lengths are in
-// bytes. A failed operation returns an *OpError carrying the CSR code
-// (0..15) and its mnemonic, and whether the operation may have executed; a
-// failure of the hub itself (unknown device, malformed request) returns a
-// *HubError.
+// bytes. A failed operation returns the engine's own error, an
+// *endpoint.OpError (OpError here), carried whole over the hub: the CSR code
+// (0..15), the cause (errors.Is finds the engine's sentinels), whether the
+// operation may have executed, the failed address and the bytes done. When
+// the hub itself fails the operation (the connection is lost, or no reply
+// comes within the operation's deadline), the error is an OpError too, whose
+// cause wraps ErrHub, and OutcomeUnknown says whether the request had reached
+// the hub. A failure of the hub rather than of a device operation (unknown
+// device, malformed request, the hub is busy) returns a *HubError.
+//
+// Every operation has a deadline: by default the device's own bound (its
+// timeout and retries, which the hub reports when the device is opened)
+// per fragment, plus a margin; Options.OpTimeout sets another. A Device
+// from WithContext also ends its operations when the context is done.
 //
 // A Client is safe for concurrent use; its requests are serialised on one
 // connection. Open several Clients for parallel requests.
@@ -16,6 +26,7 @@ package client
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -27,33 +38,32 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
 )
 
-// OpError is a failed device operation.
-type OpError struct {
-	Code          wire.Code // the CSR code, 1..15
-	Name          string    // its mnemonic, e.g. TIMEOUT
-	Message       string    // the hub's description
-	MaybeExecuted bool      // the operation may have run at the device (TIMEOUT, a partial block)
-	// Index is the failed operation's index in a batch (-1 outside a
-	// batch); the operations before it completed, the later ones did not
-	// run.
+// OpError is a failed device operation: the engine's error, carried whole
+// over the hub (see proto.ErrorDetail).
+type OpError = endpoint.OpError
+
+// ErrHub is wrapped by the cause of an operation that the hub connection
+// failed: the hub closed it or died, or did not reply within the
+// operation's deadline, or the operation's context ended.
+var ErrHub = errors.New("hub connection")
+
+// BatchError is a failed batch: the operation at Index failed with Err;
+// the operations before it completed, the later ones did not run.
+type BatchError struct {
 	Index int
+	Err   *OpError
 }
 
-func (e *OpError) Error() string {
-	s := "oetp hub: " + e.Message
-	if !strings.Contains(e.Message, e.Name) {
-		s = fmt.Sprintf("oetp hub: %s (%d): %s", e.Name, uint8(e.Code), e.Message)
-	}
-	if e.MaybeExecuted {
-		s += " (the operation may have executed)"
-	}
-	return s
-}
+func (e *BatchError) Error() string { return fmt.Sprintf("batch operation %d: %v", e.Index, e.Err) }
+
+// Unwrap returns Err.
+func (e *BatchError) Unwrap() error { return e.Err }
 
 // HubError is a failure of the hub rather than of a device operation.
 type HubError struct {
@@ -87,6 +97,9 @@ type Options struct {
 	// only for a socket shared on purpose: whoever owns the socket or can
 	// write its directory can then answer in the hub's place.
 	TrustAnyOwner bool
+	// OpTimeout is every operation's deadline; 0 derives it from the
+	// device (DefaultDeadline), negative waits for the hub forever.
+	OpTimeout time.Duration
 }
 
 // Client is a connection to a hub.
@@ -103,6 +116,11 @@ type Client struct {
 	NetNS uint64
 	ndev  int
 	err   error // a broken connection
+	// sent: every byte of the current request has been handed to the hub,
+	// or (a streamed WRITE_BLOCK) any byte of its data: from then on a
+	// failure leaves the outcome unknown.
+	sent      bool
+	opTimeout time.Duration
 }
 
 // Dial connects to the hub at path (see Options.Path).
@@ -140,7 +158,7 @@ func DialOptions(o Options) (*Client, error) {
 		return nil, fmt.Errorf("oetp hub: connecting to %s: %w", o.Path, err)
 	}
 	c := &Client{nc: nc, br: bufio.NewReaderSize(nc, smallBuf), bw: bufio.NewWriterSize(nc, smallBuf), Path: o.Path,
-		out: make([]byte, 0, 4096), in: make([]byte, 4096)}
+		out: make([]byte, 0, 4096), in: make([]byte, 4096), opTimeout: o.OpTimeout}
 	nc.SetDeadline(time.Now().Add(o.Timeout))
 	b := c.begin(proto.Hello, 0)
 	b = binary.LittleEndian.AppendUint16(b, proto.Version)
@@ -183,8 +201,16 @@ func (c *Client) Close() error { return c.nc.Close() }
 
 // begin starts a request in c.out; c.mu must be held.
 func (c *Client) begin(typ uint8, handle uint16) []byte {
-	c.tag++
+	c.nextTag()
 	return proto.AppendHeader(c.out[:0], typ, handle, c.tag)
+}
+
+// nextTag numbers the next request: never proto.NoticeTag.
+func (c *Client) nextTag() {
+	c.tag++
+	if c.tag == proto.NoticeTag {
+		c.tag++
+	}
 }
 
 // roundTrip sends the request in b and returns the result of its reply,
@@ -202,6 +228,7 @@ func (c *Client) roundTrip(b []byte) ([]byte, error) {
 	if err := c.bw.Flush(); err != nil {
 		return nil, c.broken(err)
 	}
+	c.sent = true
 	if cap(c.out) > 1<<20 {
 		c.out = make([]byte, 0, 4096)
 	}
@@ -209,6 +236,9 @@ func (c *Client) roundTrip(b []byte) ([]byte, error) {
 	c.in = buf
 	if err != nil {
 		return nil, c.broken(err)
+	}
+	if err := c.notice(hdr, body); err != nil {
+		return nil, err
 	}
 	if hdr.Tag != tag || hdr.Type&proto.Reply == 0 {
 		return nil, c.broken(fmt.Errorf("reply %s with tag %d to request tag %d", proto.TypeName(hdr.Type), hdr.Tag, tag))
@@ -225,17 +255,50 @@ func (c *Client) roundTrip(b []byte) ([]byte, error) {
 
 func statusError(st proto.ReplyStatus) error {
 	if st.Status < 16 {
-		return &OpError{Code: wire.Code(st.Status), Name: proto.StatusName(st.Status), Message: st.Message,
-			MaybeExecuted: st.Flags&proto.FlagMaybeExecuted != 0, Index: -1}
+		return st.OpError()
 	}
 	return &HubError{Status: st.Status, Name: proto.StatusName(st.Status), Message: st.Message}
 }
+
+// notice returns the hub's notice if the message is one: a reply with tag
+// 0 that the hub sends before closing a connection whose requests it will
+// not read (proto.NoticeTag): the request in progress did not run.
+func (c *Client) notice(hdr proto.Header, body []byte) error {
+	if hdr.Tag != proto.NoticeTag {
+		return nil
+	}
+	st, _, err := proto.ParseReply(body)
+	if err != nil || st.Status == proto.StatusOK {
+		return nil
+	}
+	c.sent = false
+	he := &HubError{Status: st.Status, Name: proto.StatusName(st.Status), Message: st.Message}
+	c.err = he
+	c.nc.Close()
+	return he
+}
+
+// connError is the error of a broken connection.
+type connError struct{ err error }
+
+func (e *connError) Error() string { return e.err.Error() }
+func (e *connError) Unwrap() error { return e.err }
 
 func (c *Client) broken(err error) error {
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	c.err = fmt.Errorf("oetp hub: connection to %s: %w", c.Path, err)
+	if !c.sent && c.err == nil {
+		// The hub may have closed the connection after a notice (idle,
+		// its limits): the notice says why, and that nothing ran.
+		c.nc.SetDeadline(time.Now().Add(50 * time.Millisecond))
+		if hdr, body, _, rerr := proto.ReadMessage(c.br, nil); rerr == nil {
+			if nerr := c.notice(hdr, body); nerr != nil {
+				return nerr
+			}
+		}
+	}
+	c.err = &connError{fmt.Errorf("oetp hub: connection to %s: %w", c.Path, err)}
 	c.nc.Close()
 	return c.err
 }
@@ -278,6 +341,11 @@ func (c *Client) openReply(b []byte) (*Device, error) {
 	copy(dev.MAC[:], d.Bytes(6, "device MAC"))
 	dev.Name = d.Str16("name")
 	dev.Iface = d.Str16("iface")
+	dev.Bound, dev.MaxFragment = time.Second, 1024 // a hub that does not say
+	if len(d.B) >= 8 {
+		dev.Bound = time.Duration(d.U32("bound")) * time.Millisecond
+		dev.MaxFragment = int(d.U32("max fragment"))
+	}
 	if d.Err != nil {
 		return nil, c.broken(fmt.Errorf("OPEN reply: %w", d.Err))
 	}
@@ -309,6 +377,13 @@ type Device struct {
 	MAC      wire.MAC
 	Local    [3]wire.MAC // the hub's local MACs: RMEM, DMA write, DMA read
 	HasTable bool
+	// Bound is the longest the device may take for one operation or DMA
+	// fragment (its timeout, times its tries, within its retry
+	// deadline); 0 when it waits forever. MaxFragment is its DMA
+	// fragment size. Both come from the hub and set Deadline.
+	Bound       time.Duration
+	MaxFragment int
+	ctx         context.Context
 }
 
 // Read reads the 32-bit word at the byte address addr (RMEM).
@@ -316,15 +391,17 @@ func (d *Device) Read(addr uint32) (uint32, error) {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	o := d.begin("RMEM read", addr, 0)
 	b := c.begin(proto.Read, d.handle)
 	b = binary.LittleEndian.AppendUint32(b, addr)
 	res, err := c.roundTrip(b)
 	if err != nil {
-		return 0xFFFFFFFF, err
+		return 0xFFFFFFFF, o.end(err)
 	}
 	if len(res) != 4 {
-		return 0xFFFFFFFF, c.broken(fmt.Errorf("READ reply of %d bytes", len(res)))
+		return 0xFFFFFFFF, o.end(c.broken(fmt.Errorf("READ reply of %d bytes", len(res))))
 	}
+	o.end(nil)
 	return binary.LittleEndian.Uint32(res), nil
 }
 
@@ -334,12 +411,13 @@ func (d *Device) Write(addr, data, mask uint32) error {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	o := d.begin("RMEM write", addr, 0)
 	b := c.begin(proto.Write, d.handle)
 	b = binary.LittleEndian.AppendUint32(b, addr)
 	b = binary.LittleEndian.AppendUint32(b, data)
 	b = binary.LittleEndian.AppendUint32(b, mask)
 	_, err := c.roundTrip(b)
-	return err
+	return o.end(err)
 }
 
 // ReadBlock reads n bytes at addr by DMA.
@@ -379,17 +457,19 @@ func (d *Device) ReadBlockTransfer(addr uint32, dst []byte) (Transfer, error) {
 	c.mu.Lock()
 	c.bigBuffers()
 	defer c.mu.Unlock()
+	o := d.begin("DMA read", addr, len(dst))
 	b := c.begin(proto.ReadBlock, d.handle)
 	b = binary.LittleEndian.AppendUint32(b, addr)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(dst)))
 	res, err := c.roundTrip(b)
 	t := transfer(res)
 	if err != nil {
-		return t, err
+		return t, o.end(err)
 	}
 	if len(res) != 8+len(dst) {
-		return t, c.broken(fmt.Errorf("READ_BLOCK reply of %d bytes for %d", len(res), len(dst)))
+		return t, o.end(c.broken(fmt.Errorf("READ_BLOCK reply of %d bytes for %d", len(res), len(dst))))
 	}
+	o.end(nil)
 	copy(dst, res[8:])
 	if cap(c.in) > 1<<20 {
 		c.in = make([]byte, 4096)
@@ -408,15 +488,16 @@ func (d *Device) WriteBlockTransfer(addr uint32, data []byte) (Transfer, error) 
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	o := d.begin("DMA write", addr, len(data))
 	// Header and address, then the data straight from the caller's slice.
 	if err := d.startWriteBlock(addr, len(data)); err != nil {
-		return Transfer{}, err
+		return Transfer{}, o.end(err)
 	}
 	if _, err := c.bw.Write(data); err != nil {
-		return Transfer{}, c.broken(err)
+		return Transfer{}, o.end(c.broken(err))
 	}
 	res, err := c.finishSent(c.tag)
-	return transfer(res), err
+	return transfer(res), o.end(err)
 }
 
 // WriteBlockFrom writes n bytes read from r at addr by DMA, streaming them
@@ -425,15 +506,16 @@ func (d *Device) WriteBlockFrom(addr uint32, r io.Reader, n int) (Transfer, erro
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	o := d.begin("DMA write", addr, n)
 	if err := d.startWriteBlock(addr, n); err != nil {
-		return Transfer{}, err
+		return Transfer{}, o.end(err)
 	}
 	if m, err := io.CopyN(c.bw, r, int64(n)); err != nil {
 		// The request cannot be completed: the connection is unusable.
-		return Transfer{}, c.broken(fmt.Errorf("reading the block's source after %d of %d bytes: %w", m, n, err))
+		return Transfer{}, o.end(c.broken(fmt.Errorf("reading the block's source after %d of %d bytes: %w", m, n, err)))
 	}
 	res, err := c.finishSent(c.tag)
-	return transfer(res), err
+	return transfer(res), o.end(err)
 }
 
 // startWriteBlock checks a WRITE_BLOCK of n bytes and sends its header
@@ -447,13 +529,16 @@ func (d *Device) startWriteBlock(addr uint32, n int) error {
 	if c.err != nil {
 		return c.err
 	}
-	c.tag++
+	c.nextTag()
 	hdr := proto.AppendHeader(c.out[:0], proto.WriteBlock, d.handle, c.tag)
 	hdr = binary.LittleEndian.AppendUint32(hdr, addr)
 	binary.LittleEndian.PutUint32(hdr, uint32(len(hdr)-4+n))
 	if _, err := c.bw.Write(hdr); err != nil {
 		return c.broken(err)
 	}
+	// The hub streams a large block into the DMA write as its data
+	// arrives: from here on a failure may leave part of it written.
+	c.sent = true
 	return nil
 }
 
@@ -468,6 +553,13 @@ func (d *Device) ReadBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) 
 	c.mu.Lock()
 	c.bigBuffers()
 	defer c.mu.Unlock()
+	o := d.begin("DMA read", addr, n)
+	t, err := d.readBlockTo(addr, n, w)
+	return t, o.end(err)
+}
+
+func (d *Device) readBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) {
+	c := d.c
 	if c.err != nil {
 		return Transfer{}, c.err
 	}
@@ -482,11 +574,22 @@ func (d *Device) ReadBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) 
 	if err := c.bw.Flush(); err != nil {
 		return Transfer{}, c.broken(err)
 	}
+	c.sent = true
 	var h [proto.HeaderLen + 4]byte
 	if _, err := io.ReadFull(c.br, h[:]); err != nil {
 		return Transfer{}, c.broken(err)
 	}
 	hdr, err := proto.ParseHeader(h[:])
+	if err == nil && hdr.Tag == proto.NoticeTag && h[12] != proto.StatusOK && hdr.BodyLen() >= 4 && hdr.BodyLen() < 1<<16 {
+		body := make([]byte, hdr.BodyLen())
+		copy(body, h[proto.HeaderLen:])
+		if _, err := io.ReadFull(c.br, body[4:]); err != nil {
+			return Transfer{}, c.broken(err)
+		}
+		if err := c.notice(hdr, body); err != nil {
+			return Transfer{}, err
+		}
+	}
 	if err != nil || hdr.Tag != tag {
 		return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK reply: tag %d for %d: %v", hdr.Tag, tag, err))
 	}
@@ -494,6 +597,19 @@ func (d *Device) ReadBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) 
 	rest := hdr.BodyLen() - 4
 	if rest < m+8 {
 		return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK reply of %d bytes", hdr.BodyLen()))
+	}
+	if h[12] != proto.StatusOK {
+		// A failure: no data, the reply is small.
+		body := make([]byte, hdr.BodyLen())
+		copy(body, h[proto.HeaderLen:])
+		if _, err := io.ReadFull(c.br, body[4:]); err != nil {
+			return Transfer{}, c.broken(err)
+		}
+		st, res, err := proto.ParseReply(body)
+		if err != nil || len(res) != 8 {
+			return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK error reply: %d result bytes, %v", len(res), err))
+		}
+		return transfer(res), statusError(st)
 	}
 	msg := make([]byte, m)
 	var counts [8]byte
@@ -505,12 +621,6 @@ func (d *Device) ReadBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) 
 	}
 	t := transfer(counts[:])
 	data := rest - m - 8
-	if h[12] != proto.StatusOK {
-		if data != 0 {
-			return t, c.broken(fmt.Errorf("READ_BLOCK error reply with %d data bytes", data))
-		}
-		return t, statusError(proto.ReplyStatus{Status: h[12], Flags: h[13], Message: string(msg)})
-	}
 	if data != n {
 		return t, c.broken(fmt.Errorf("READ_BLOCK reply of %d data bytes for %d", data, n))
 	}
@@ -529,6 +639,9 @@ func (c *Client) finishSent(tag uint32) ([]byte, error) {
 	c.in = buf
 	if err != nil {
 		return nil, c.broken(err)
+	}
+	if err := c.notice(hdr, body); err != nil {
+		return nil, err
 	}
 	if hdr.Tag != tag {
 		return nil, c.broken(fmt.Errorf("reply tag %d to request tag %d", hdr.Tag, tag))
@@ -616,15 +729,17 @@ func (d *Device) NodeReadBytes(name string) ([]byte, error) {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	o := d.begin("RMEM read", 0, 0)
 	b := c.begin(proto.NodeRead, d.handle)
 	b = append(b, name...)
 	res, err := c.roundTrip(b)
 	if err != nil {
-		return nil, err
+		return nil, o.end(err)
 	}
 	if len(res) < 4 || len(res)%4 != 0 {
-		return nil, c.broken(fmt.Errorf("NODE_READ reply of %d bytes", len(res)))
+		return nil, o.end(c.broken(fmt.Errorf("NODE_READ reply of %d bytes", len(res))))
 	}
+	o.end(nil)
 	return append([]byte(nil), res...), nil
 }
 
@@ -639,12 +754,13 @@ func (d *Device) NodeWriteBytes(name string, le []byte) error {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	o := d.begin("RMEM write", 0, 0)
 	b := c.begin(proto.NodeWrite, d.handle)
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(le)))
 	b = append(b, le...)
 	b = append(b, name...)
 	_, err := c.roundTrip(b)
-	return err
+	return o.end(err)
 }
 
 // Batch collects operations that the hub runs back to back in one round
@@ -703,20 +819,23 @@ func (b *Batch) WriteBlock(addr uint32, data []byte) *Result {
 // Len is the number of operations added.
 func (b *Batch) Len() int { return b.n }
 
-// Run sends the batch and fills the results. On failure the error is an
-// *OpError whose Index names the failed operation; the ones before it
-// completed (Done), the later ones did not run.
+// Run sends the batch and fills the results. On failure the error is a
+// *BatchError whose Index names the failed operation (its Err the
+// operation's error); the ones before it completed (Done), the later ones
+// did not run. A failure of the hub connection is an *OpError.
 func (b *Batch) Run() error {
 	c := b.d.c
 	c.mu.Lock()
 	c.bigBuffers()
 	defer c.mu.Unlock()
+	o := b.d.begin("batch", 0, len(b.ops))
 	req := c.begin(proto.Batch, b.d.handle)
 	req = binary.LittleEndian.AppendUint32(req, uint32(b.n))
 	req = append(req, b.ops...)
 	res, err := c.roundTrip(req)
+	err = o.end(err)
 	var oe *OpError
-	if err != nil && !errors.As(err, &oe) {
+	if err != nil && (!errors.As(err, &oe) || res == nil) {
 		return err
 	}
 	dec := proto.Decoder{B: res}
@@ -740,8 +859,7 @@ func (b *Batch) Run() error {
 		return c.broken(fmt.Errorf("BATCH reply: %w", dec.Err))
 	}
 	if oe != nil {
-		oe.Index = int(failed)
-		return oe
+		return &BatchError{Index: int(failed), Err: oe}
 	}
 	return nil
 }

@@ -55,6 +55,8 @@ type blockingConn struct {
 
 func (c *blockingConn) Read(p []byte) (int, error)  { return c.f.Read(p) }
 func (c *blockingConn) Write(p []byte) (int, error) { return c.f.Write(p) }
+func (c *blockingConn) shutdown()                   { unix.Shutdown(c.fd, unix.SHUT_RDWR) }
+
 func (c *blockingConn) Close() error {
 	// Shut the socket down first so that a read blocked in another
 	// goroutine returns.

@@ -54,7 +54,15 @@ type OpError struct {
 	// answered ERROR_RSP. For a DMA block it is about the failed fragment;
 	// the fragments before it completed.
 	OutcomeUnknown bool
+	// Bytes is the number of bytes of a DMA block that completed before
+	// the failure (Transfer.Bytes): with Addr, where to resume.
+	Bytes uint64
 }
+
+// MaybeExecuted reports whether the failed operation may have changed
+// anything at the peer: its outcome is unknown, or part of a block
+// completed.
+func (e *OpError) MaybeExecuted() bool { return e.OutcomeUnknown || e.Bytes > 0 }
 
 // Error returns e.g. "oetp: DMA write to peer 0: REMOTE_AXI_WR_SLVERR (14)",
 // followed by ": " and Err when Err is set.

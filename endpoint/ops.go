@@ -328,7 +328,11 @@ func (e *Endpoint) dma(ctx context.Context, op string, peer int, remote uint32, 
 		code, err, unknown := e.runBlock(ctx, blk, pol)
 		t = Transfer{Bytes: blk.done, Fragments: blk.frags, Retries: blk.retries}
 		if code != wire.CodeNone {
-			return t, e.dmaDone(op, peer, remote+uint32(blk.failOff), blk.retries, unknown, code, err)
+			err := e.dmaDone(op, peer, remote+uint32(blk.failOff), blk.retries, unknown, code, err)
+			if oe, ok := err.(*OpError); ok {
+				oe.Bytes = blk.done
+			}
+			return t, err
 		}
 	}
 	t = Transfer{Bytes: blk.done, Fragments: blk.frags, Retries: blk.retries}

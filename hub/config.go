@@ -11,6 +11,7 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/internal/tomlin"
+	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
@@ -72,6 +73,8 @@ type Config struct {
 	// process initiates from them; `oetp hub` always does (LoadConfig sets
 	// it).
 	HoldRoles bool
+	// Limits bound what clients can make the hub hold ([limits]).
+	Limits Limits
 }
 
 // DeviceConfig is one [[device]] table.
@@ -132,6 +135,65 @@ type fileConfig struct {
 	SockGroup string       `toml:"socket_group"`
 	Device    []fileDevice `toml:"device"`
 	Group     []fileGroup  `toml:"group"`
+	Limits    fileLimits   `toml:"limits"`
+}
+
+// fileLimits is the [limits] table.
+type fileLimits struct {
+	MaxClients   int    `toml:"max_clients"`
+	MaxMessage   string `toml:"max_message"`
+	MemoryBudget string `toml:"memory_budget"`
+	IdleTimeout  string `toml:"idle_timeout"`
+	ReadDeadline string `toml:"read_deadline"`
+}
+
+// limits converts the [limits] table; errors name the key.
+func (fl fileLimits) limits() (Limits, error) {
+	l := Limits{MaxClients: fl.MaxClients}
+	if fl.MaxClients < 0 {
+		return l, fmt.Errorf("[limits] max_clients %d is negative: give the number of connections served at once (default %d)", fl.MaxClients, DefaultMaxClients)
+	}
+	size := func(key, v string, dst *int64, def int64) error {
+		if v == "" {
+			return nil
+		}
+		n, err := num.ParseMax(v, 1<<40)
+		if err == nil && n == 0 {
+			err = errors.New("is zero")
+		}
+		if err != nil {
+			return fmt.Errorf("[limits] %s %q: %v; give bytes, K/M/G suffixes allowed (default %d)", key, v, num.Reason(err), def)
+		}
+		*dst = int64(n)
+		return nil
+	}
+	var mm int64
+	if err := size("max_message", fl.MaxMessage, &mm, DefaultMaxMessage); err != nil {
+		return l, err
+	}
+	l.MaxMessage = int(min(mm, proto.MaxMessage))
+	if err := size("memory_budget", fl.MemoryBudget, &l.MemoryBudget, DefaultMemoryBudget); err != nil {
+		return l, err
+	}
+	dur := func(key, v string, dst *time.Duration, def time.Duration, never bool) error {
+		if v == "" {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err == nil && d <= 0 && !(never && d < 0) {
+			err = errors.New("is not positive")
+		}
+		if err != nil {
+			return fmt.Errorf("[limits] %s %q: %v; give a duration such as %v", key, v, err, def)
+		}
+		*dst = d
+		return nil
+	}
+	if err := dur("idle_timeout", fl.IdleTimeout, &l.IdleTimeout, DefaultIdleTimeout, true); err != nil {
+		return l, err
+	}
+	err := dur("read_deadline", fl.ReadDeadline, &l.ReadDeadline, DefaultReadDeadline, false)
+	return l, err
 }
 
 type fileDevice struct {
@@ -177,10 +239,13 @@ func LoadConfig(path string) (Config, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, socket_group, listen, token_file, metrics, devices and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile, transport, read, write and [device.local] rmem, dma_write, dma_read, and [[group]] with name, mac, devices, local",
+		return Config{}, fmt.Errorf("hub config %s: unknown key(s) %s; the keys are socket, socket_group, listen, token_file, metrics, devices, [limits] with max_clients, max_message, memory_budget, idle_timeout, read_deadline, and [[device]] with name, iface, mac, address_table, timeout, rmem_timeout, dma_timeout, max_frame, busy_poll, retries, deadline, min_rto, volatile, transport, read, write and [device.local] rmem, dma_write, dma_read, and [[group]] with name, mac, devices, local",
 			path, strings.Join(keys, ", "))
 	}
 	c := Config{Socket: fc.Socket, SocketGroup: fc.SockGroup, Listen: fc.Listen, Metrics: fc.Metrics, HoldRoles: true}
+	if c.Limits, err = fc.Limits.limits(); err != nil {
+		return Config{}, fmt.Errorf("hub config %s: %w", path, err)
+	}
 	base := filepath.Dir(path)
 	if fc.TokenFile != "" {
 		tf := fc.TokenFile

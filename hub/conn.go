@@ -20,14 +20,18 @@ import (
 )
 
 // bigBuffer is the size above which a connection's buffers are released
-// after use rather than kept for the next request.
-const bigBuffer = 1 << 20
+// after use rather than kept for the next request: what a connection keeps
+// is bounded by it (and the connection cap), larger buffers by the memory
+// budget.
+const bigBuffer = smallBody
 
 // conn is one client connection, served by one goroutine.
 type conn struct {
 	h          *Hub
 	nc         net.Conn
 	src        io.Reader       // what br reads: nc, or an authReader around it
+	dc         *deadlineConn   // nc with the read and write deadlines in force
+	held       int64           // bytes of the memory budget held for the request in progress
 	raw        syscall.RawConn // for the disconnect check between batch operations; nil if unavailable
 	br         *bufio.Reader
 	bw         *bufio.Writer
@@ -58,13 +62,14 @@ var connPool = sync.Pool{New: func() any {
 
 func newConn(h *Hub, nc net.Conn, requireToken bool) *conn {
 	b := connPool.Get().(*connBufs)
-	var src io.Reader = nc
+	dc := &deadlineConn{Conn: nc, write: h.lim.ReadDeadline}
+	var src io.Reader = dc
 	if requireToken {
-		src = &authReader{r: nc, left: proto.PreAuthMax}
+		src = &authReader{r: dc, left: proto.PreAuthMax}
 	}
 	b.br.Reset(src)
-	b.bw.Reset(nc)
-	c := &conn{h: h, nc: nc, src: src, needAuth: requireToken, br: b.br, bw: b.bw, in: b.in, out: b.out[:0]}
+	b.bw.Reset(dc)
+	c := &conn{h: h, nc: nc, dc: dc, src: src, needAuth: requireToken, br: b.br, bw: b.bw, in: b.in, out: b.out[:0]}
 	if sc, ok := nc.(syscall.Conn); ok {
 		c.raw, _ = sc.SyscallConn()
 	}
@@ -91,9 +96,20 @@ func (c *conn) release() {
 // the framing breaks.
 func (c *conn) serve() {
 	defer c.nc.Close()
+	defer c.releaseHeld()
 	for {
+		// Between requests the idle timeout; within one, the read deadline.
+		c.dc.read = max(c.h.lim.IdleTimeout, 0)
+		if _, err := c.br.Peek(1); err != nil {
+			if isTimeout(err) {
+				c.h.idleClosed.Add(1)
+				c.sendNotice(proto.StatusIdle, fmt.Sprintf("no request for %v (the hub's idle_timeout): closing the connection; connect again", c.h.lim.IdleTimeout))
+			}
+			return
+		}
+		c.dc.read = c.h.lim.ReadDeadline
 		hdr, body, err := c.readRequest()
-		if err != nil {
+		if err != nil && !errors.Is(err, errRefused) {
 			var de *deniedError
 			if errors.As(err, &de) {
 				// Refused by the device's rules; its body was skipped.
@@ -111,6 +127,13 @@ func (c *conn) serve() {
 				c.bw.Flush()
 				return
 			}
+			if isTimeout(err) {
+				// The request stopped arriving: nothing of it ran.
+				c.h.stalls.Add(1)
+				c.sendNotice(proto.StatusStalled, fmt.Sprintf("a %s request stopped arriving for %v (the hub's read_deadline); it did not run; closing the connection",
+					proto.TypeName(hdr.Type), c.h.lim.ReadDeadline))
+				return
+			}
 			if errors.Is(err, proto.ErrFraming) {
 				c.h.malformed.Add(1)
 				c.out = proto.Finish(proto.AppendReplyHeader(c.out[:0], hdr, proto.StatusBadMessage, 0,
@@ -120,13 +143,16 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		if body == nil {
+		switch {
+		case errors.Is(err, errRefused):
+			// c.out holds the refusal; the body was read and dropped.
+		case body == nil:
 			// A large WRITE_BLOCK, streamed (see streamWriteBlock).
 			var alive bool
 			if c.out, alive = c.streamWriteBlock(hdr, c.h.devs[hdr.Handle-1], c.out[:0]); !alive {
 				return
 			}
-		} else {
+		default:
 			c.out = c.handle(hdr, body, c.out[:0])
 		}
 		if c.disconnect {
@@ -139,7 +165,7 @@ func (c *conn) serve() {
 			c.bw.Flush()
 			return
 		}
-		if c.br.Buffered() == 0 {
+		if c.br.Buffered() == 0 || c.held > 0 {
 			if err := c.bw.Flush(); err != nil {
 				return
 			}
@@ -150,7 +176,48 @@ func (c *conn) serve() {
 		if cap(c.in) > bigBuffer {
 			c.in = make([]byte, 4096)
 		}
+		c.releaseHeld()
 	}
+}
+
+// errRefused is readRequest's error for a request refused before it ran
+// (too large, or the memory budget stayed in use): its body was read and
+// dropped, and c.out holds the reply.
+var errRefused = errors.New("request refused")
+
+// hold takes n bytes of the memory budget for the request in progress,
+// waiting up to the read deadline; false if they did not come.
+func (c *conn) hold(n int64) bool {
+	if !c.h.mem.acquire(n, c.h.lim.ReadDeadline) {
+		c.h.busy.Add(1)
+		return false
+	}
+	c.held += n
+	return true
+}
+
+// releaseHeld returns what the request held of the memory budget.
+func (c *conn) releaseHeld() {
+	c.h.mem.release(c.held)
+	c.held = 0
+}
+
+// busyReply is the reply to a request of n bytes the memory budget
+// refused.
+func (c *conn) busyReply(out []byte, hdr proto.Header, n int64) []byte {
+	return fail(out, hdr, proto.StatusBusy, "%s", c.busyMessage(hdr, n))
+}
+
+func (c *conn) busyMessage(hdr proto.Header, n int64) string {
+	return fmt.Sprintf("%s of %d bytes: the hub's memory budget (memory_budget, %d bytes) stayed in use for %v; nothing ran, try again",
+		proto.TypeName(hdr.Type), n, c.h.lim.MemoryBudget, c.h.lim.ReadDeadline)
+}
+
+// sendNotice writes a notice (proto.NoticeTag) before the connection
+// closes.
+func (c *conn) sendNotice(status uint8, msg string) {
+	c.bw.Write(notice(status, msg))
+	c.bw.Flush()
 }
 
 // readRequest reads the next request. A WRITE_BLOCK of streamMin bytes or
@@ -186,6 +253,21 @@ func (c *conn) readRequest() (proto.Header, []byte, error) {
 	if hdr.Type == proto.WriteBlock && n-4 >= streamMin && n-4 <= proto.MaxBlock && (!c.needAuth || c.authed) &&
 		c.device(hdr) != nil && !c.h.isClosed() {
 		return hdr, nil, nil
+	}
+	refuse := func(status uint8, msg string) (proto.Header, []byte, error) {
+		if _, err := io.CopyN(io.Discard, c.br, int64(n)); err != nil {
+			return hdr, nil, err
+		}
+		c.out = fail(c.out[:0], hdr, status, "%s", msg)
+		return hdr, nil, errRefused
+	}
+	if n > c.h.lim.MaxMessage {
+		c.h.tooLarge.Add(1)
+		return refuse(proto.StatusTooLarge, fmt.Sprintf("a %s of %d bytes exceeds the hub's max_message of %d bytes; split it (a WRITE_BLOCK streams up to %d bytes)",
+			proto.TypeName(hdr.Type), n, c.h.lim.MaxMessage, proto.MaxBlock))
+	}
+	if n > smallBody && !c.hold(int64(n)) {
+		return refuse(proto.StatusBusy, c.busyMessage(hdr, int64(n)))
 	}
 	if cap(c.in) < n {
 		c.in = make([]byte, n)
@@ -281,20 +363,11 @@ func ok(out []byte, hdr proto.Header) []byte {
 }
 
 // opFailed appends the reply of a failed device operation: the CSR code as
-// status, the maybe-executed flag, the message.
-func opFailed(out []byte, hdr proto.Header, what string, err error, partial bool) []byte {
-	code := endpoint.CodeOf(err)
-	var flags uint8
-	if maybeExecuted(code) || partial {
-		flags |= proto.FlagMaybeExecuted
-	}
-	return proto.AppendReplyHeader(out, hdr, uint8(code), flags, what+": "+endpoint.Outcome(err))
+// status, the maybe-executed flag, the message and the engine's error whole
+// (proto.AppendErrorReply). t is a block's progress.
+func opFailed(out []byte, hdr proto.Header, what string, err error, t endpoint.Transfer) []byte {
+	return proto.AppendErrorReply(out, hdr, what+": "+endpoint.Outcome(err), err, t.Bytes, t.Fragments)
 }
-
-// maybeExecuted: a TIMEOUT may hide a request that reached the device and
-// ran; every other code was decided before the request ran, or the device
-// reported that it did not run it.
-func maybeExecuted(c wire.Code) bool { return c == wire.CodeTimeout }
 
 func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
 	if c.needAuth && !c.authed && hdr.Type != proto.Hello {
@@ -338,7 +411,7 @@ func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
 		}
 		v, err := d.read(addr)
 		if err != nil {
-			return proto.Finish(opFailed(out, hdr, fmt.Sprintf("read 0x%08x", addr), err, false), 0)
+			return proto.Finish(opFailed(out, hdr, fmt.Sprintf("read 0x%08x", addr), err, endpoint.Transfer{}), 0)
 		}
 		return proto.Finish(binary.LittleEndian.AppendUint32(ok(out, hdr), v), 0)
 	case proto.Write:
@@ -348,7 +421,7 @@ func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
 			return c.bad(out, hdr, dec.Err)
 		}
 		if err := d.write(addr, data, mask); err != nil {
-			return proto.Finish(opFailed(out, hdr, fmt.Sprintf("write 0x%08x", addr), err, false), 0)
+			return proto.Finish(opFailed(out, hdr, fmt.Sprintf("write 0x%08x", addr), err, endpoint.Transfer{}), 0)
 		}
 		return proto.Finish(ok(out, hdr), 0)
 	case proto.ReadBlock:
@@ -358,7 +431,11 @@ func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
 			return c.bad(out, hdr, dec.Err)
 		}
 		if n > proto.MaxBlock {
+			c.h.tooLarge.Add(1)
 			return fail(out, hdr, proto.StatusTooLarge, "READ_BLOCK of %d bytes exceeds the %d-byte limit; split it", n, proto.MaxBlock)
+		}
+		if n > smallBody && !c.hold(int64(n)) {
+			return c.busyReply(out, hdr, int64(n))
 		}
 		start := len(out)
 		out = ok(out, hdr)
@@ -368,7 +445,7 @@ func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
 		out = grow(out, int(n))
 		t, err := d.readBlock(addr, out[pos:pos+int(n)])
 		if err != nil {
-			out = opFailed(out[:start], hdr, fmt.Sprintf("read_block 0x%08x+%d", addr, n), err, t.Bytes > 0)
+			out = opFailed(out[:start], hdr, fmt.Sprintf("read_block 0x%08x+%d", addr, n), err, t)
 			out = binary.LittleEndian.AppendUint32(out, uint32(t.Bytes))
 			out = binary.LittleEndian.AppendUint32(out, uint32(t.Fragments))
 			return proto.Finish(out, 0)
@@ -387,7 +464,7 @@ func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
 		}
 		t, err := d.writeBlock(addr, data)
 		if err != nil {
-			out = opFailed(out, hdr, fmt.Sprintf("write_block 0x%08x+%d", addr, len(data)), err, t.Bytes > 0)
+			out = opFailed(out, hdr, fmt.Sprintf("write_block 0x%08x+%d", addr, len(data)), err, t)
 		} else {
 			out = ok(out, hdr)
 		}
@@ -510,6 +587,8 @@ func (c *conn) open(hdr proto.Header, body []byte, out []byte) []byte {
 	out = append(out, d.Config.MAC[:]...)
 	out = proto.AppendStr16(out, d.Config.Name)
 	out = proto.AppendStr16(out, d.Config.Iface)
+	out = binary.LittleEndian.AppendUint32(out, uint32(d.bound().Milliseconds()))
+	out = binary.LittleEndian.AppendUint32(out, d.eps[KindDMAWrite].Config().MaxFragment)
 	return proto.Finish(out, 0)
 }
 
@@ -582,7 +661,11 @@ func (c *conn) batch(d *Device, hdr proto.Header, body []byte, out []byte) []byt
 		}
 	}
 	if readBytes > proto.MaxBlock {
+		c.h.tooLarge.Add(1)
 		return fail(out, hdr, proto.StatusTooLarge, "BATCH reads %d block bytes, more than the %d-byte limit; split it", readBytes, proto.MaxBlock)
+	}
+	if readBytes > smallBody && !c.hold(int64(readBytes)) {
+		return c.busyReply(out, hdr, int64(readBytes))
 	}
 	start := len(out)
 	out = ok(out, hdr)
@@ -598,7 +681,7 @@ func (c *conn) batch(d *Device, hdr proto.Header, body []byte, out []byte) []byt
 			return out
 		}
 		var err error
-		var partial bool
+		var t endpoint.Transfer
 		switch o.op {
 		case proto.Read:
 			var v uint32
@@ -612,16 +695,12 @@ func (c *conn) batch(d *Device, hdr proto.Header, body []byte, out []byte) []byt
 			out = binary.LittleEndian.AppendUint32(out, o.a)
 			pos := len(out)
 			out = grow(out, int(o.a))
-			var t endpoint.Transfer
 			t, err = d.readBlock(o.addr, out[pos:])
-			partial = t.Bytes > 0
 			if err != nil {
 				out = out[:pos-4]
 			}
 		case proto.WriteBlock:
-			var t endpoint.Transfer
 			t, err = d.writeBlock(o.addr, o.data)
-			partial = t.Bytes > 0
 		}
 		if err != nil {
 			results := append([]byte(nil), out[resPos+8:]...)
@@ -631,7 +710,7 @@ func (c *conn) batch(d *Device, hdr proto.Header, body []byte, out []byte) []byt
 			} else {
 				what += "; the later ones were not run"
 			}
-			out = opFailed(out[:start], hdr, what, err, partial)
+			out = opFailed(out[:start], hdr, what, err, t)
 			out = binary.LittleEndian.AppendUint32(out, uint32(i))
 			out = binary.LittleEndian.AppendUint32(out, uint32(i))
 			out = append(out, results...)
@@ -679,12 +758,12 @@ func (c *conn) node(d *Device, hdr proto.Header, dec *proto.Decoder, out []byte)
 		start := len(out)
 		out, err = d.readNode(n, ok(out, hdr))
 		if err != nil {
-			return proto.Finish(opFailed(out[:start], hdr, fmt.Sprintf("read %s (0x%08x)", name, n.Address), err, false), 0)
+			return proto.Finish(opFailed(out[:start], hdr, fmt.Sprintf("read %s (0x%08x)", name, n.Address), err, endpoint.Transfer{}), 0)
 		}
 		return proto.Finish(out, 0)
 	}
 	if err := d.writeNode(n, value); err != nil {
-		return proto.Finish(opFailed(out, hdr, fmt.Sprintf("write %s (0x%08x)", name, n.Address), err, false), 0)
+		return proto.Finish(opFailed(out, hdr, fmt.Sprintf("write %s (0x%08x)", name, n.Address), err, endpoint.Transfer{}), 0)
 	}
 	return proto.Finish(ok(out, hdr), 0)
 }

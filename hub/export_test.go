@@ -17,11 +17,3 @@ func HandleMessage(h *Hub, msg []byte) ([]byte, error) {
 	}
 	return c.handle(hdr, body, nil), nil
 }
-
-var (
-	StreamClass   = streamClass
-	GetStreamBuf  = getStreamBuf
-	PutStreamBuf  = putStreamBuf
-	StreamMin     = streamMin
-	StreamClasses = streamClasses
-)

@@ -170,7 +170,7 @@ func TestGroupWrite(t *testing.T) {
 	// b3 cannot be read back.
 	res, err = c.GroupWrite("bad", base, data[:1000], true)
 	var oe *client.OpError
-	if !errors.As(err, &oe) || oe.Code != wire.CodeTimeout || !oe.MaybeExecuted || !strings.Contains(oe.Message, "member b3 ("+cfg.Devices[2].MAC.String()+") failed verification") {
+	if !errors.As(err, &oe) || oe.Code != wire.CodeTimeout || !oe.MaybeExecuted() || !strings.Contains(err.Error(), "member b3 ("+cfg.Devices[2].MAC.String()+") failed verification") {
 		t.Fatalf("GroupWrite bad: %v", err)
 	}
 	if len(res.Members) != 2 || res.Members[0].State != "verified" || res.Members[1].State != "failed" || res.Members[1].ErrorCode != uint8(wire.CodeTimeout) || res.Delivery != "unconfirmed" {

@@ -39,6 +39,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/internal/ratelog"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/role"
@@ -75,6 +76,17 @@ type Hub struct {
 	start  time.Time
 	netns  uint64 // proto.NetNS() of the hub
 	met    *metrics
+	lim    Limits  // cfg.Limits with the defaults
+	mem    *budget // the memory budget (Limits.MemoryBudget)
+
+	// The bounds' counters (metrics).
+	capRefused atomic.Uint64 // connections refused at MaxClients
+	busy       atomic.Uint64 // requests refused BUSY by the memory budget
+	tooLarge   atomic.Uint64 // requests refused TOO_LARGE (MaxMessage, the block limits)
+	idleClosed atomic.Uint64 // connections closed after IdleTimeout
+	stalls     atomic.Uint64 // requests abandoned after ReadDeadline
+	acceptErrs atomic.Uint64 // accept errors
+	acceptLog  ratelog.Limiter[string]
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -96,7 +108,9 @@ func New(cfg Config, open Opener, log *slog.Logger) (*Hub, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{cfg: cfg, log: log, byName: map[string]*Device{}, start: time.Now(), conns: map[*conn]struct{}{}, netns: proto.NetNS()}
+	h := &Hub{cfg: cfg, log: log, byName: map[string]*Device{}, start: time.Now(), conns: map[*conn]struct{}{}, netns: proto.NetNS(),
+		lim: cfg.Limits.withDefaults()}
+	h.mem = newBudget(h.lim.MemoryBudget)
 	h.met = newMetrics(h)
 	for i, dc := range cfg.Devices {
 		d := &Device{Config: dc, index: i}
@@ -170,7 +184,8 @@ func (h *Hub) openEndpoint(d *Device, k Kind, open Opener) error {
 			return err
 		}
 		epLink = rl.Link()
-		cfg.MaxFragment = rlink.FragmentCeiling(cfg.MaxFrame)
+		// The CLI's settings: the transport's fragments and window.
+		cfg.MaxFragment, cfg.Outstanding = rlink.EndpointLimits(cfg.MaxFrame)
 	}
 	ep, err := endpoint.New(epLink, nil, cfg)
 	if err != nil {
@@ -198,6 +213,11 @@ func (h *Hub) openEndpoint(d *Device, k Kind, open Opener) error {
 				"device", d.Config.Name, "kind", k.String(), "mac", d.Config.Local[k].String(), "err", err)
 		case !ok:
 			h.log.Info("the device does not answer the reliable transport's handshake: using v1", "device", d.Config.Name, "kind", k.String())
+			c := ep.Config()
+			c.Outstanding = 1 // v1: one request at a time, as the CLI after a fallback
+			if err := ep.SetConfig(c); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -398,11 +418,27 @@ func (h *Hub) Serve(l net.Listener, requireToken bool) error {
 				continue
 			}
 			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-				h.log.Warn("accept", "err", err)
+				// Out of file descriptors: wait for connections to end,
+				// logging a few lines and then a count per interval.
+				h.acceptErrs.Add(1)
+				for _, s := range h.acceptLog.Flush() {
+					h.log.Warn("accept errors suppressed", "count", s.Suppressed, "since", s.Since)
+				}
+				if h.acceptLog.Allow("accept") {
+					h.log.Warn("accept: out of file descriptors; lower max_clients or raise the hub's file limit (ulimit -n)", "err", err)
+				}
 				time.Sleep(100 * time.Millisecond)
 				continue
 			}
 			return err
+		}
+		if h.clients.Load() >= int64(h.lim.MaxClients) {
+			// At the cap: say so and close, without reading anything.
+			h.capRefused.Add(1)
+			nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			nc.Write(notice(proto.StatusBusy, fmt.Sprintf("the hub serves %d clients, its limit (max_clients); try again later, or raise max_clients in the hub's config", h.lim.MaxClients)))
+			nc.Close()
+			continue
 		}
 		c := newConn(h, nc, requireToken)
 		h.mu.Lock()
@@ -464,3 +500,8 @@ const closeGrace = 2 * time.Second
 
 // ctx is the context of operations: the endpoints' own timeouts bound them.
 var opCtx = context.Background()
+
+// notice is a notice message (proto.NoticeTag): status and why.
+func notice(status uint8, msg string) []byte {
+	return proto.Finish(proto.AppendReplyHeader(nil, proto.Header{Type: proto.Hello, Tag: proto.NoticeTag}, status, 0, msg), 0)
+}

@@ -88,7 +88,24 @@ func newMetrics(h *Hub) *metrics {
 		func() float64 { return float64(h.accepted.Load()) })
 	bad := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "oetp_hub_malformed_requests_total", Help: "Requests answered BAD_MESSAGE, UNKNOWN_TYPE, NO_DEVICE or AUTH."},
 		func() float64 { return float64(h.malformed.Load()) })
-	m.reg.MustRegister(m.ops, m.errs, m.bytes, m.secs, clients, conns, bad, newLinkCollector(h))
+	counter := func(name, help string, v *atomic.Uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
+	}
+	bounds := []prometheus.Collector{
+		counter("oetp_hub_refused_connections_total", "Connections refused at the connection cap (max_clients), with a BUSY notice.", &h.capRefused),
+		counter("oetp_hub_busy_total", "Requests refused BUSY because the memory budget (memory_budget) stayed in use; they did not run.", &h.busy),
+		counter("oetp_hub_too_large_total", "Requests refused TOO_LARGE (max_message, or the block limits).", &h.tooLarge),
+		counter("oetp_hub_idle_closed_total", "Connections closed after idle_timeout without a request.", &h.idleClosed),
+		counter("oetp_hub_stalled_total", "Requests whose bytes stopped arriving for read_deadline: abandoned, or a streamed block aborted.", &h.stalls),
+		counter("oetp_hub_accept_errors_total", "Errors accepting connections (out of file descriptors).", &h.acceptErrs),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oetp_hub_buffered_bytes", Help: "Bytes of the memory budget held by requests now."},
+			func() float64 { return float64(h.mem.inUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oetp_hub_memory_budget_bytes", Help: "The memory budget for buffered request and reply data (memory_budget)."},
+			func() float64 { return float64(h.lim.MemoryBudget) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oetp_hub_max_clients", Help: "The connection cap (max_clients)."},
+			func() float64 { return float64(h.lim.MaxClients) }),
+	}
+	m.reg.MustRegister(append([]prometheus.Collector{m.ops, m.errs, m.bytes, m.secs, clients, conns, bad, newLinkCollector(h)}, bounds...)...)
 	return m
 }
 

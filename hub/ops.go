@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
@@ -38,9 +39,26 @@ func (d *Device) writeBlock(addr uint32, src []byte) (endpoint.Transfer, error) 
 	return t, err
 }
 
-func (d *Device) writeBlockFrom(addr uint32, src memory.Space, n uint32) (endpoint.Transfer, error) {
+func (d *Device) writeBlockFrom(ctx context.Context, addr uint32, src memory.Space, n uint32) (endpoint.Transfer, error) {
 	t0 := time.Now()
-	t, err := d.eps[KindDMAWrite].DMAWriteFrom(opCtx, 0, addr, src, 0, n)
+	t, err := d.eps[KindDMAWrite].DMAWriteFrom(ctx, 0, addr, src, 0, n)
 	d.m.done(opWriteBlock, t0, err, t.Bytes)
 	return t, err
+}
+
+// bound is the longest the device may take for one operation or DMA
+// fragment: its timeout times its tries, within its retry deadline; 0 when
+// it waits forever. Clients derive their deadlines from it.
+func (d *Device) bound() time.Duration {
+	t := max(d.Config.RMEMTimeout, d.Config.DMATimeout)
+	if t <= 0 {
+		return 0
+	}
+	if r := d.Config.Retry; r.Retries > 0 {
+		t *= time.Duration(r.Retries + 1)
+		if r.Deadline > 0 {
+			t = min(t, r.Deadline)
+		}
+	}
+	return t
 }

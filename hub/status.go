@@ -68,3 +68,12 @@ func (h *Hub) deviceNames() string {
 	}
 	return s
 }
+
+// Refused, Busy, Stalls and Buffered are the bounds' counters: connections
+// refused at the cap, requests refused by the memory budget, requests
+// abandoned or blocks aborted at the read deadline, and the bytes of the
+// budget held now.
+func (h *Hub) Refused() uint64 { return h.capRefused.Load() }
+func (h *Hub) Busy() uint64    { return h.busy.Load() }
+func (h *Hub) Stalls() uint64  { return h.stalls.Load() }
+func (h *Hub) Buffered() int64 { return h.mem.inUse() }

@@ -80,12 +80,14 @@ func (f *dmaFlags) register(cmd *cobra.Command) {
 
 // open opens the session and applies --fragment exactly as written, like a
 // write to the CSR: 0..3 then fail the block with LOCAL_INVALID.
-func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (*session, error) {
-	s, err := f.opFlags.open(mode)
+func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (session, error) {
+	ss, err := f.opFlags.open(mode)
 	if err != nil {
 		return nil, err
 	}
-	if cmd.Flags().Changed("fragment") {
+	// --fragment is one of the flags that make a command run its own
+	// endpoint (hubBypass).
+	if s, ok := ss.(*localSession); ok && cmd.Flags().Changed("fragment") {
 		if ceil := rlink.FragmentCeiling(s.link.ceiling); s.reliable && f.fragment.v&^3 > ceil {
 			s.close()
 			return nil, usagef("--fragment %d: with --transport %s the fragment ceiling is %d bytes (the transport adds 24 bytes to every frame)", f.fragment.v, f.transport, ceil)
@@ -103,10 +105,10 @@ func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (*session, error
 			return nil, usagef("--fragment: %v", err)
 		}
 	}
-	if s.ep != nil {
+	if s, ok := ss.(*localSession); ok {
 		f.frag = fragmentSize(s.ep)
 	}
-	return s, nil
+	return ss, nil
 }
 
 func newDMAWriteCmd() *cobra.Command {

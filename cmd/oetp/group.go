@@ -99,8 +99,8 @@ func (g *groupFlags) check(f *opFlags, in *dmaInput) error {
 // groupRun is a group write's pacing and verification.
 type groupRun struct {
 	g       *groupFlags
-	s       *session // the writer: peer 0 the group, 1.. the members
-	reader  *session // --verify: peer i the member i
+	s       *localSession // the writer: peer 0 the group, 1.. the members
+	reader  *localSession // --verify: peer i the member i
 	pacing  *pacingResult
 	members []memberResult
 	failed  error // the first member that failed verification
@@ -146,11 +146,12 @@ func us(d time.Duration) float64 { return float64(d) / 1e3 }
 // reader's endpoint for --verify, and the pacing (probing the members
 // unless --rate is given). Without members and --rate it notes on stderr
 // that the write is not paced.
-func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags, s *session, in *dmaInput) (*groupRun, error) {
-	run := &groupRun{g: g, s: s}
-	if s.ep == nil {
+func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags, ss session, in *dmaInput) (*groupRun, error) {
+	s, ok := ss.(*localSession)
+	if !ok {
 		return nil, usagef("a group --peer is sent from this command's own endpoint")
 	}
+	run := &groupRun{g: g, s: s}
 	pol := s.ep.RetryPolicyOf(0)
 	var peers []int
 	for i, m := range g.members {
@@ -174,10 +175,11 @@ func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags,
 		rf := f.opFlags
 		rf.mac, rf.peer, rf.noHub, rf.hub = g.verifyMAC, macFlag{g.members[0]}, true, ""
 		rf.rate, rf.pcap, rf.transport = 0, "", "v1"
-		r, err := rf.open(endpoint.ModeDMAWrite)
+		rs, err := rf.open(endpoint.ModeDMAWrite)
 		if err != nil {
 			return nil, err
 		}
+		r := rs.(*localSession) // --no-hub
 		run.reader = r
 		if f.fs.Changed("fragment") {
 			c := r.ep.Config()

@@ -81,6 +81,19 @@ max_frame, busy_poll, and the recovery policy of 'rmem --retries': retries
 ranges never retried; the address table's port, non-incremental and volatile
 nodes are added to it); [device.local] rmem, dma_write, dma_read.
 
+Limits ([limits]; every refusal and close is counted in the metrics):
+max_clients (default 1024) connections at once: a client past it is told
+BUSY, naming the limit, and closed; max_message (default 16M) the largest
+request read whole (TOO_LARGE beyond; a WRITE_BLOCK of 1 MiB or more streams
+through a 4 MiB buffer whatever its size, up to 256 MiB); memory_budget
+(default 512M) the request and reply buffers of all clients together: past
+it a request waits up to read_deadline, then gets BUSY and runs nothing;
+idle_timeout (default 10m, -1s never) closes a connection without requests,
+with an IDLE notice; read_deadline (default 5s) the longest a started
+request may pause: a stalled request is dropped (STALLED), a stalled
+streamed block is aborted so that the device serves the next client, and
+its client is told how far it got and that it may have executed.
+
 The hub holds the initiator role of each local MAC (see 'oetp rmem --help'):
 no other process initiates from them while it runs.
 

@@ -85,6 +85,13 @@ func startHubFixture(t testing.TB, extra string, hubArgs ...string) *hubFixture 
 // peer entries, and the hub with extra in its [[device]].
 func startHubFixtureWith(t testing.TB, boardConfig, extra string, hubArgs ...string) *hubFixture {
 	t.Helper()
+	return startHubFixtureEdit(t, boardConfig, nil, extra, hubArgs...)
+}
+
+// startHubFixtureEdit is startHubFixtureWith with the hub's peer entries
+// passed through edit (nil: as printed) before the board reads them.
+func startHubFixtureEdit(t testing.TB, boardConfig string, edit func(string) string, extra string, hubArgs ...string) *hubFixture {
+	t.Helper()
 	tn := netns.NewPair(t)
 	f := &hubFixture{bin: buildOetp(t), dir: t.TempDir(), tn: tn}
 	f.sock = filepath.Join(f.dir, "hub.sock")
@@ -93,6 +100,9 @@ func startHubFixtureWith(t testing.TB, boardConfig, extra string, hubArgs ...str
 	peers, errOut, code := oetpIn(t, f.bin, tn.Host(1), "hub", "--config", f.config, "--print-peer-entries")
 	if code != 0 {
 		t.Fatalf("--print-peer-entries: exit %d: %s", code, errOut)
+	}
+	if edit != nil {
+		peers = edit(peers)
 	}
 	boardCfg := filepath.Join(f.dir, "board.toml")
 	writeFile(t, boardCfg, []byte(boardConfig+peers))
@@ -354,31 +364,31 @@ func testOneShotThroughHub(t *testing.T, f *hubFixture) {
 	defer c.Close()
 	readsBefore := hubOps(t, c, "read")
 	out, errOut, code := run("rmem", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0x30", "--data", "0xABCD1234", "--json")
-	checkResult(t, "rmem write via hub", out, errOut, code, 0, res(true, 0, "NONE", "rmem write", netServer, 0x30))
+	checkResult(t, "rmem write via hub", out, errOut, code, 0, res(true, 0, "NONE", "rmem write", netServer, 0x30, "via", "hub", "hub", f.sock))
 	out, errOut, code = run("rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x30", "--json")
-	checkResult(t, "rmem read via hub", out, errOut, code, 0, res(true, 0, "NONE", "rmem read", netServer, 0x30, "data", float64(0xABCD1234)))
+	checkResult(t, "rmem read via hub", out, errOut, code, 0, res(true, 0, "NONE", "rmem read", netServer, 0x30, "data", float64(0xABCD1234), "via", "hub", "hub", f.sock))
 	out, _, code = run("rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x30")
 	if want := "rmem read 02:0e:0c:00:00:01 0x00000030 = 0xabcd1234\n"; code != 0 || out != want {
 		t.Errorf("human rmem read via hub: exit %d %q", code, out)
 	}
 	// The hub's local MAC given explicitly is still the hub's route.
 	out, errOut, code = run("rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x30", "--mac", "02:0e:0c:00:01:01", "--json")
-	checkResult(t, "rmem read via hub, --mac", out, errOut, code, 0, res(true, 0, "NONE", "rmem read", netServer, 0x30, "data", float64(0xABCD1234)))
+	checkResult(t, "rmem read via hub, --mac", out, errOut, code, 0, res(true, 0, "NONE", "rmem read", netServer, 0x30, "data", float64(0xABCD1234), "via", "hub", "hub", f.sock))
 	if n := hubOps(t, c, "read") - readsBefore; n != 3 {
 		t.Errorf("the hub ran %d reads for the 3 one-shot reads", n)
 	}
 	// Failures read as without the hub.
 	out, errOut, code = run("rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x200000", "--json")
-	checkResult(t, "slverr via hub", out, errOut, code, 1, res(false, 12, "REMOTE_AXI_RD_SLVERR", "rmem read", netServer, 0x200000, "message", "REMOTE_AXI_RD_SLVERR (12)"))
+	checkResult(t, "slverr via hub", out, errOut, code, 1, res(false, 12, "REMOTE_AXI_RD_SLVERR", "rmem read", netServer, 0x200000, "message", "REMOTE_AXI_RD_SLVERR (12)", "via", "hub", "hub", f.sock))
 	// DMA both ways.
 	in := filepath.Join(f.dir, "blk.bin")
 	blk := bytes.Repeat([]byte{1, 2, 3, 4, 5}, 4000)
 	writeFile(t, in, blk)
 	out, errOut, code = run("dma", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0x100000", "--in", in, "--json")
-	checkResult(t, "dma write via hub", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x100000, "bytes", float64(len(blk)), "fragments", float64(3)))
+	checkResult(t, "dma write via hub", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x100000, "bytes", float64(len(blk)), "fragments", float64(3), "via", "hub", "hub", f.sock))
 	back := filepath.Join(f.dir, "back.bin")
 	out, errOut, code = run("dma", "read", "--iface", "eth0", "--peer", netServer, "--addr", "0x100000", "--length", "20000", "--out", back, "--json")
-	checkResult(t, "dma read via hub", out, errOut, code, 0, res(true, 0, "NONE", "dma read", netServer, 0x100000, "bytes", float64(len(blk)), "fragments", float64(3)))
+	checkResult(t, "dma read via hub", out, errOut, code, 0, res(true, 0, "NONE", "dma read", netServer, 0x100000, "bytes", float64(len(blk)), "fragments", float64(3), "via", "hub", "hub", f.sock))
 	if got, _ := os.ReadFile(back); !bytes.Equal(got, blk) {
 		t.Errorf("dma read via hub: %d bytes differ", len(got))
 	}
@@ -393,7 +403,7 @@ func testOneShotThroughHub(t *testing.T, f *hubFixture) {
 		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 	}
 	out, errOut, code = sh(fmt.Sprintf("head -c 12345 /dev/zero | tr '\\0' 'z' | %s dma write --iface eth0 --peer %s --addr 0x108000 --in - --json", f.bin, netServer))
-	checkResult(t, "dma write from a pipe via hub", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x108000, "bytes", float64(12345), "fragments", float64(2)))
+	checkResult(t, "dma write from a pipe via hub", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x108000, "bytes", float64(12345), "fragments", float64(2), "via", "hub", "hub", f.sock))
 	out, errOut, code = sh(fmt.Sprintf("%s dma read --iface eth0 --peer %s --addr 0x108000 --length 12345 --out -", f.bin, netServer))
 	if code != 0 || out != strings.Repeat("z", 12345) {
 		t.Errorf("dma read --out - via hub: exit %d, %d bytes; %s", code, len(out), errOut)

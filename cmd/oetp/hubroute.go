@@ -44,9 +44,19 @@ const (
 var hubBypass = []string{"mac", "pcap", "pcap-format", "max-frame", "timeout", "busy-poll", "fragment",
 	"retries", "deadline", "volatile", "transport", "rate"}
 
+// hubSession is a command's route through a hub: the connection and the
+// device.
+type hubSession struct {
+	c    *client.Client
+	dev  *client.Device
+	path string // the hub's socket
+}
+
 // hubSession opens the hub route for mode, or returns nil (and no error)
-// when the command should run its own endpoint.
-func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*session, error) {
+// when the command should run its own endpoint. A plain command (no --hub)
+// routed through a hub says so on stderr, and so does one that finds a hub
+// socket where no hub answers and runs its own endpoint.
+func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*hubSession, error) {
 	explicit := fs.Changed("hub")
 	if f.noHub {
 		if explicit {
@@ -90,7 +100,10 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*session, e
 		if explicit {
 			return nil, usagef("--hub %s: %v", path, err)
 		}
-		return nil, nil // no hub answers there: run our own endpoint
+		// No hub answers there (one that died leaves its socket): run our
+		// own endpoint, and say so.
+		fmt.Fprintf(os.Stderr, "oetp: note: no hub answers at %s (%v): this command runs its own endpoint on %s\n", path, errors.Unwrap(err), f.iface)
+		return nil, nil
 	}
 	if !explicit && !strings.HasPrefix(path, "tcp://") && c.NetNS != 0 && c.NetNS != proto.NetNS() {
 		// The hub is in another network namespace: its --iface is another
@@ -114,57 +127,50 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*session, e
 		}
 		return nil, nil
 	}
-	return &session{hubc: c, dev: dev}, nil
+	if !explicit {
+		fmt.Fprintf(os.Stderr, "oetp: note: through the hub at %s (its device %q); --no-hub runs this command's own endpoint\n", path, dev.Name)
+	}
+	return &hubSession{c: c, dev: dev, path: path}, nil
 }
 
-// hubError turns a hub client's error into the engine's, so that results
-// and messages read exactly as without the hub.
-func hubError(op string, err error) error {
-	var oe *client.OpError
-	if !errors.As(err, &oe) {
-		if err == nil {
-			return nil
-		}
-		return &endpoint.OpError{Op: op, Code: wire.CodeLocalInvalid, Err: err}
+// hubOpError is a hub operation's error as the engine's: the client's
+// error is the engine's own, carried whole by the hub; a refusal of the hub
+// itself (busy, a limit) did not run the operation.
+func hubOpError(op string, addr uint32, err error) error {
+	var oe *endpoint.OpError
+	if err == nil || errors.As(err, &oe) {
+		return err
 	}
-	// The hub's message is "<operation>: MNEMONIC (n)[: detail]".
-	msg := oe.Message
-	head := fmt.Sprintf("%s (%d)", oe.Name, uint8(oe.Code))
-	if i := strings.Index(msg, head); i >= 0 {
-		msg = msg[i+len(head):]
+	var he *client.HubError
+	if errors.As(err, &he) {
+		return &endpoint.OpError{Op: op, Addr: addr, Code: wire.CodeLocalAXIS, Err: he}
 	}
-	var detail error
-	if d, ok := strings.CutPrefix(msg, ": "); ok && d != "" {
-		detail = errors.New(d)
-	}
-	return &endpoint.OpError{Op: op, Code: oe.Code, Err: detail}
+	// Not expected from the client: say the outcome is unknown.
+	return &endpoint.OpError{Op: op, Addr: addr, Code: wire.CodeLocalAXIS, Err: err, OutcomeUnknown: true}
 }
 
-// The operations of a session, through the hub or on the command's own
-// endpoint.
-
-func (s *session) rmemRead(ctx context.Context, addr uint32) (uint32, error) {
-	if s.dev != nil {
-		v, err := s.dev.Read(addr)
-		return v, hubError("RMEM read", err)
-	}
-	return s.ep.RMEMRead(ctx, 0, addr)
+func (s *hubSession) rmemRead(ctx context.Context, addr uint32) (uint32, error) {
+	v, err := s.dev.WithContext(ctx).Read(addr)
+	return v, hubOpError("RMEM read", addr, err)
 }
 
-func (s *session) rmemWrite(ctx context.Context, addr, data, mask uint32) error {
-	if s.dev != nil {
-		return hubError("RMEM write", s.dev.Write(addr, data, mask))
-	}
-	return s.ep.RMEMWrite(ctx, 0, addr, data, mask)
+func (s *hubSession) rmemWrite(ctx context.Context, addr, data, mask uint32) error {
+	return hubOpError("RMEM write", addr, s.dev.WithContext(ctx).Write(addr, data, mask))
 }
 
-// dmaWrite writes the input to addr: through the hub streamed from the
-// file or pipe (at most proto.MaxBlock bytes per block), else streamWrite.
-func (s *session) dmaWrite(ctx context.Context, addr uint32, in *dmaInput) (endpoint.Transfer, error) {
-	if s.dev == nil {
-		return streamWrite(ctx, s.ep, addr, in)
-	}
+// dmaWrite writes the input to addr, streamed from the file or pipe (at
+// most proto.MaxBlock bytes per block).
+func (s *hubSession) dmaWrite(ctx context.Context, addr uint32, in *dmaInput) (endpoint.Transfer, error) {
+	dev := s.dev.WithContext(ctx)
 	var total endpoint.Transfer
+	fail := func(at uint32, t client.Transfer, err error) error {
+		err = hubOpError("DMA write", at, err)
+		var oe *endpoint.OpError
+		if errors.As(err, &oe) {
+			oe.Bytes = total.Bytes // the whole command's, as streamWrite's
+		}
+		return err
+	}
 	add := func(t client.Transfer) {
 		total.Bytes += t.Bytes
 		total.Fragments += t.Fragments
@@ -173,35 +179,68 @@ func (s *session) dmaWrite(ctx context.Context, addr uint32, in *dmaInput) (endp
 	if in.file != nil {
 		for off := int64(0); off < in.size; {
 			n := min(in.size-off, proto.MaxBlock)
-			t, err := s.dev.WriteBlockFrom(addr+uint32(off), io.NewSectionReader(in.file, in.base+off, n), int(n))
+			at := addr + uint32(off)
+			t, err := dev.WriteBlockFrom(at, io.NewSectionReader(in.file, in.base+off, n), int(n))
 			add(t)
 			if err != nil {
-				return total, hubError("DMA write", err)
+				return total, fail(at, t, err)
 			}
 			off += n
 		}
 		return total, nil
 	}
 	err := in.chunks(addr, chunk, func(off uint64, p []byte) error {
-		t, err := s.dev.WriteBlockTransfer(addr+uint32(off), p)
+		at := addr + uint32(off)
+		t, err := dev.WriteBlockTransfer(at, p)
 		add(t)
 		if err != nil {
-			return hubError("DMA write", err)
+			return fail(at, t, err)
 		}
 		return nil
 	})
 	return total, err
 }
 
-// dmaRead reads n bytes at addr into the output: through the hub streamed
-// from the socket into it, else DMAReadInto.
-func (s *session) dmaRead(ctx context.Context, addr, n uint32, dst *dmaOutput) (endpoint.Transfer, error) {
-	if s.dev == nil {
-		return s.ep.DMAReadInto(ctx, 0, addr, dst.space(), 0, n)
-	}
-	t, err := s.dev.ReadBlockTo(addr, int(n), &spaceWriter{s: dst.space()})
-	return endpoint.Transfer{Bytes: t.Bytes, Fragments: t.Fragments}, hubError("DMA read", err)
+// dmaRead reads n bytes at addr into the output, streamed from the socket.
+func (s *hubSession) dmaRead(ctx context.Context, addr, n uint32, dst *dmaOutput) (endpoint.Transfer, error) {
+	t, err := s.dev.WithContext(ctx).ReadBlockTo(addr, int(n), &spaceWriter{s: dst.space()})
+	return endpoint.Transfer{Bytes: t.Bytes, Fragments: t.Fragments}, hubOpError("DMA read", addr, err)
 }
+
+// readWords reads addrs in batches of up to 4096 reads.
+func (s *hubSession) readWords(ctx context.Context, addrs []uint32) ([]uint32, error) {
+	dev := s.dev.WithContext(ctx)
+	var words []uint32
+	for len(addrs) > 0 {
+		n, base := min(len(addrs), 1<<12), len(words)
+		b := dev.NewBatch()
+		res := make([]*client.Result, 0, n)
+		for _, a := range addrs[:n] {
+			res = append(res, b.Read(a))
+		}
+		err := b.Run()
+		for _, r := range res {
+			if !r.Done {
+				break
+			}
+			words = append(words, r.Value)
+		}
+		if err != nil {
+			var be *client.BatchError
+			if errors.As(err, &be) {
+				err = be.Err // the failed read's own error, as without the hub
+			}
+			return words, hubOpError("RMEM read", addrs[len(words)-base], err)
+		}
+		addrs = addrs[n:]
+	}
+	return words, nil
+}
+
+// addFigures: the hub's device keeps the link's figures (oetp hub status).
+func (s *hubSession) addFigures(*opResult) {}
+
+func (s *hubSession) close() error { return s.c.Close() }
 
 // spaceWriter writes a stream into a memory.Space from offset 0.
 type spaceWriter struct {

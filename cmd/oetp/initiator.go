@@ -26,7 +26,6 @@ import (
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/rundir"
-	"github.com/openenoc/oetp/transport"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -56,6 +55,8 @@ type opFlags struct {
 	dev       *devices.Device // the --device, once resolved
 	noHub     bool            // --no-hub
 	hubAny    bool            // --hub-trust-any-owner
+	via       string          // the route open chose: viaDirect or viaHub
+	hubPath   string          // the hub's socket, through a hub
 	fs        *pflag.FlagSet  // the command's flags, to tell which were given
 	rate      uint64          // --rate of dma write: bytes of frames per second; 0 unpaced
 
@@ -109,9 +110,8 @@ func (f *opFlags) register(cmd *cobra.Command) {
 const waitUsage = "wait up to `D` for this interface and MAC's initiator role while another process (another rmem or dma) holds it, then exit 2 naming it; 0 refuses at once. " +
 	"The role is a lock in " + role.SystemDir + " for root, else $XDG_RUNTIME_DIR/oetp, else $TMPDIR/oetp-UID (" + role.DirEnv + " overrides); it dies with its process"
 
-// session is the endpoint of one initiator command, or its route through
-// a hub (hubroute.go).
-type session struct {
+// localSession is the command's own endpoint on --iface.
+type localSession struct {
 	link *ifaceLink
 	ep   *endpoint.Endpoint
 	role *role.Lock  // the (interface, MAC) initiator role
@@ -119,15 +119,12 @@ type session struct {
 	// reliable: requests to the peer go through the transport (false for
 	// v1, and for auto after a fallback).
 	reliable bool
-
-	hubc *client.Client // through a hub: the connection and the device
-	dev  *client.Device
 }
 
 // open starts an initiator-only endpoint (no memory: every received request
 // is dropped, so a `serve` on the same interface stays the only responder)
 // with peer entry 0 for --peer in mode.
-func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
+func (f *opFlags) open(mode endpoint.Mode) (session, error) {
 	if err := f.useDevice(mode); err != nil {
 		return nil, err
 	}
@@ -167,11 +164,13 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 		return nil, usagef("--deadline %v is not positive: use a duration such as 5s", f.deadline)
 	}
 	if s, err := f.hubSession(f.fs, mode); s != nil || err != nil {
-		if s != nil && s.dev != nil {
+		if s != nil {
 			f.own = s.dev.Local[map[endpoint.Mode]int{endpoint.ModeRMEM: 0, endpoint.ModeDMARead: 1, endpoint.ModeDMAWrite: 2}[mode]]
+			f.via, f.hubPath = viaHub, s.path
 		}
 		return s, err
 	}
+	f.via = viaDirect
 	place := placeStay
 	if f.place.p == placeOff {
 		place = placeNone
@@ -229,10 +228,9 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 			return nil, err
 		}
 		epLink = rl.Link()
-		cfg.MaxFragment = rlink.FragmentCeiling(il.ceiling)
-		// The transport's window: a DMA block keeps that many fragments
-		// in flight (v1 again, one, if auto falls back).
-		cfg.Outstanding = transport.DefaultDepth
+		// The transport's fragments and window: a DMA block keeps that many
+		// fragments in flight (v1 again, one, if auto falls back).
+		cfg.MaxFragment, cfg.Outstanding = rlink.EndpointLimits(il.ceiling)
 	}
 	ep, err := endpoint.New(epLink, nil, cfg)
 	if err != nil {
@@ -259,7 +257,7 @@ func (f *opFlags) open(mode endpoint.Mode) (*session, error) {
 			return nil, usagef("--retries/--deadline: %v", err)
 		}
 	}
-	s := &session{link: il, ep: ep, role: lock, rl: rl}
+	s := &localSession{link: il, ep: ep, role: lock, rl: rl}
 	if rl != nil {
 		// The handshake now: auto learns whether to fall back before
 		// the operation's timer runs.
@@ -345,10 +343,7 @@ func randomRequestID() (uint32, error) {
 }
 
 // close stops the endpoint and closes the capture.
-func (s *session) close() error {
-	if s.hubc != nil {
-		return s.hubc.Close()
-	}
+func (s *localSession) close() error {
 	if handOffOnExit {
 		if c, w := handOff(s.link.Link); c != nil {
 			handOffPipes.Lock()
@@ -410,6 +405,11 @@ type opResult struct {
 	// operation (exit status 130 or 143); the other fields say how far it
 	// got, as on any failure.
 	Interrupted string `json:"interrupted,omitempty"`
+	// Via is the route the operation took: "direct" (this command's own
+	// endpoint) or "hub" (a running hub, whose socket Hub names); absent
+	// when none was opened.
+	Via string `json:"via,omitempty"`
+	Hub string `json:"hub,omitempty"`
 
 	err     error  // the operation's error
 	notSent bool   // no request was sent (the transport's handshake failed)
@@ -454,26 +454,13 @@ func newLinkResult(ps endpoint.PeerStats) *linkResult {
 
 // addSession adds what the session's figures tell: the retransmissions of
 // a successful operation, and the link's figures after a failed attempt.
-func (r *opResult) addSession(s *session) {
-	if s.ep == nil {
-		return // through a hub: its device keeps the figures (oetp hub status)
-	}
-	ps := s.ep.PeerStats(0)
-	if r.err == nil {
-		r.Retries = int(ps.Retries)
-		return
-	}
-	if !errors.Is(r.err, endpoint.ErrInvalid) {
-		r.Link = newLinkResult(ps)
-	}
-	r.rtoNote = s.transportNote(r)
-}
+func (r *opResult) addSession(s session) { s.addFigures(r) }
 
 // newResult fills the fields every result has from the operation's error.
 func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult {
 	code := endpoint.CodeOf(err)
 	r := opResult{OK: err == nil, ErrorCode: uint8(code), Error: code.String(), Op: op,
-		Peer: f.peer.m.String(), Addr: f.addr.v, Seconds: elapsed.Seconds(), err: err}
+		Peer: f.peer.m.String(), Addr: f.addr.v, Seconds: elapsed.Seconds(), Via: f.via, Hub: f.hubPath, err: err}
 	if err != nil {
 		r.Message = endpoint.Outcome(err)
 		unknown := false
@@ -545,7 +532,8 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 	switch code := endpoint.CodeOf(r.err); {
 	case code == wire.CodeTimeout && r.rtoNote != "":
 		err = fmt.Errorf("%w\n%s", err, r.rtoNote)
-	case code == wire.CodeTimeout && !r.notSent && !errors.Is(r.err, context.Canceled):
+	case code == wire.CodeTimeout && !r.notSent && !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, client.ErrHub):
+		// The device's silence, not the hub's (its connection or deadline).
 		err = fmt.Errorf("%w\n%s", err, f.timeoutChecklist())
 	case code == wire.CodeRemoteInvalid:
 		err = fmt.Errorf("%w\n%s", err, f.invalidChecklist(r))

@@ -116,7 +116,7 @@ func (f *opFlags) damagedNote(r opResult, code wire.Code) string {
 // or two: the transport recovers a lost frame after its RTO, which grows
 // under loss (up to 1s, the default --timeout), so the operation timed out
 // while the transport was still recovering. Empty otherwise.
-func (s *session) transportNote(r *opResult) string {
+func (s *localSession) transportNote(r *opResult) string {
 	if s.rl == nil || !s.reliable || endpoint.CodeOf(r.err) != wire.CodeTimeout || r.Interrupted != "" {
 		return ""
 	}

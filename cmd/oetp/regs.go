@@ -222,7 +222,7 @@ func mustFlag(err error) {
 
 // sessionDevice is a one-shot session (its own endpoint, or the route
 // through a hub) as an rmemDevice; the peer is always the session's.
-type sessionDevice struct{ s *session }
+type sessionDevice struct{ s session }
 
 func (d sessionDevice) RMEMRead(ctx context.Context, _ int, addr uint32) (uint32, error) {
 	return d.s.rmemRead(ctx, addr)
@@ -573,7 +573,7 @@ func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do
 	if err != nil {
 		return regsResult{}, f.openFailed(cmd, op, err)
 	}
-	if s.dev != nil && n.Volatile() && !hubKnowsVolatile(s.dev, n) {
+	if hs, ok := s.(*hubSession); ok && n.Volatile() && !hubKnowsVolatile(hs.dev, n) {
 		// Through the hub the device's retry policy applies, and it spares
 		// only the volatile nodes of the hub's own table: a node it does
 		// not know as volatile could be sent twice. Run our own endpoint.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/addrtable"
-	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/endpoint"
 )
 
@@ -167,7 +165,7 @@ may have executed); 2 bad usage (flags, table, PATH).`,
 			ctx, cancel := opContext(cmd)
 			defer cancel()
 			t0 := time.Now()
-			words, err := dumpRead(ctx, s, addrs)
+			words, err := s.readWords(ctx, addrs)
 			elapsed := time.Since(t0)
 			if cerr := s.close(); err == nil && cerr != nil {
 				err = cerr
@@ -204,35 +202,6 @@ may have executed); 2 bad usage (flags, table, PATH).`,
 	f.register(cmd, false)
 	cmd.Flags().Lookup("json").Usage = "print one JSON object per register, one per line"
 	return cmd
-}
-
-// dumpRead reads addrs in order: one batch through a hub, else one RMEM
-// read after the other. It returns the words read before any failure.
-func dumpRead(ctx context.Context, s *session, addrs []uint32) ([]uint32, error) {
-	if s.dev == nil {
-		return regsRead(ctx, sessionDevice{s}, addrs)
-	}
-	var words []uint32
-	for len(addrs) > 0 {
-		n := min(len(addrs), 1<<12)
-		b := s.dev.NewBatch()
-		res := make([]*client.Result, 0, n)
-		for _, a := range addrs[:n] {
-			res = append(res, b.Read(a))
-		}
-		err := b.Run()
-		for _, r := range res {
-			if !r.Done {
-				break
-			}
-			words = append(words, r.Value)
-		}
-		if err != nil {
-			return words, hubError("RMEM read", err)
-		}
-		addrs = addrs[n:]
-	}
-	return words, nil
 }
 
 // printDump prints the registers whose words are all in words and returns

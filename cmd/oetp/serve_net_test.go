@@ -84,6 +84,13 @@ func checkResult(t *testing.T, what, stdout, stderr string, code, wantCode int, 
 		t.Errorf("%s: exit %d, want %d; stderr:\n%s", what, code, wantCode, stderr)
 	}
 	got := lastLineJSON(t, stdout)
+	if _, ok := want["via"]; !ok {
+		// The command's own endpoint (or none opened, after a usage error).
+		if v, ok := got["via"]; (ok && v != "direct") || got["hub"] != nil {
+			t.Errorf("%s: route via %v hub %v, want direct", what, v, got["hub"])
+		}
+		delete(got, "via")
+	}
 	for _, k := range []string{"seconds", "mb_per_s"} {
 		if v, ok := got[k]; ok {
 			if f, isNum := v.(float64); !isNum || f < 0 {

@@ -14,10 +14,11 @@
 // A reply's body starts with a 4-byte status block and an optional message:
 //
 //	12     1    status: 0 OK, 1..15 the CSR code of the failed operation, 0x80.. a hub error
-//	13     1    flags: bit 0 the operation may have executed (or partly)
+//	13     1    flags: bit 0 the operation may have executed (or partly),
+//	            bit 1 an error detail follows the message (ErrorDetail)
 //	14     2    message length M
 //	16     M    message, UTF-8
-//	16+M   ..   result
+//	16+M   ..   the error detail if flagged, then the result
 //
 // The hub answers the requests of a connection in order; a client may send
 // several before reading replies (pipelining).
@@ -133,6 +134,9 @@ const (
 	StatusShutdown    uint8 = 0x86 // the hub is stopping
 	StatusVersion     uint8 = 0x87 // unsupported protocol version
 	StatusDenied      uint8 = 0x88 // the device's read/write rules refuse this client; nothing ran
+	StatusBusy        uint8 = 0x89 // the hub is at a limit (connections, memory); try again later
+	StatusIdle        uint8 = 0x8A // the connection was idle past the hub's idle timeout
+	StatusStalled     uint8 = 0x8B // a started message stopped arriving (the hub's read deadline)
 )
 
 // StatusName returns the mnemonic of a status: a CSR code's (NONE,
@@ -160,6 +164,12 @@ func StatusName(s uint8) string {
 		return "VERSION"
 	case StatusDenied:
 		return "DENIED"
+	case StatusBusy:
+		return "BUSY"
+	case StatusIdle:
+		return "IDLE"
+	case StatusStalled:
+		return "STALLED"
 	}
 	return fmt.Sprintf("STATUS_0x%02x", s)
 }
@@ -172,6 +182,14 @@ var codeNames = [16]string{
 	"TIMEOUT", "REMOTE_INVALID", "REMOTE_AXIS", "REMOTE_OVERFLOW",
 	"REMOTE_AXI_RD_SLVERR", "REMOTE_AXI_RD_DECERR", "REMOTE_AXI_WR_SLVERR", "REMOTE_AXI_WR_DECERR",
 }
+
+// NoticeTag is the tag of a notice: a reply the hub sends, unasked, before
+// it closes a connection whose further requests it will not read (the
+// connection cap, the idle timeout, a stopping hub). Its type is
+// HELLO|Reply and its status says why; the request the client has in
+// progress, if any, was not read and did not run. Clients number their
+// requests from 1, so no reply to a request has this tag.
+const NoticeTag uint32 = 0
 
 // FlagMaybeExecuted in a reply's flags says the failed operation may have
 // executed at the device (a TIMEOUT, a block that failed part way).
@@ -273,6 +291,9 @@ type ReplyStatus struct {
 	Status  uint8
 	Flags   uint8
 	Message string
+	// Detail is the failed operation's error detail (flag DETAIL), nil
+	// without one.
+	Detail *ErrorDetail
 }
 
 // ParseReply splits a reply's body into its status block and result.
@@ -284,7 +305,16 @@ func ParseReply(body []byte) (ReplyStatus, []byte, error) {
 	if len(body) < 4+m {
 		return ReplyStatus{}, nil, fmt.Errorf("hub protocol: reply message of %d bytes overruns the %d-byte body", m, len(body))
 	}
-	return ReplyStatus{Status: body[0], Flags: body[1], Message: string(body[4 : 4+m])}, body[4+m:], nil
+	st := ReplyStatus{Status: body[0], Flags: body[1], Message: string(body[4 : 4+m])}
+	rest := body[4+m:]
+	if st.Flags&FlagDetail != 0 {
+		d, r, err := parseDetail(rest)
+		if err != nil {
+			return st, nil, fmt.Errorf("hub protocol: reply's error detail: %w", err)
+		}
+		st.Detail, rest = &d, r
+	}
+	return st, rest, nil
 }
 
 // Decoder reads little-endian fields from a body; the first short read

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/wire"
 )
 
 func unhex(s string) []byte {
@@ -75,4 +79,32 @@ func FuzzReadMessage(f *testing.F) {
 			d.End("x")
 		}
 	})
+}
+
+// An error reply carries the engine's error whole, byte for byte as the
+// protocol document shows, and back.
+func TestErrorDetail(t *testing.T) {
+	req := Header{Type: WriteBlock, Handle: 1, Tag: 9}
+	err := &endpoint.OpError{Op: "DMA write", Addr: 0x200000, Code: wire.CodeTimeout, Err: endpoint.ErrTimeout, Retries: 2, OutcomeUnknown: true}
+	rep := AppendErrorReply(nil, req, "m", err, 0x1000, 1)
+	rep = Finish(binary.LittleEndian.AppendUint64(rep, 0x0000000100001000), 0)
+	want := unhex("5a000000 93000100 09000000" + // header
+		"08 03 0100 6d" + // TIMEOUT, MAYBE_EXECUTED|DETAIL, message "m"
+		"4300 01 02 0000 00002000 02000000 0010000000000000 01000000" + // detail: outcome unknown, cause timeout, addr, retries, bytes, fragments
+		"0900 444d41207772697465" + // "DMA write"
+		"1e00 6e6f20726573706f6e7365206265666f7265207468652074696d656f7574" + // the cause's text
+		"0010000001000000") // the result
+	if !bytes.Equal(rep, want) {
+		t.Fatalf("reply\n% x, want\n% x", rep, want)
+	}
+	_, body, _, rerr := ReadMessage(bytes.NewReader(rep), nil)
+	st, res, perr := ParseReply(body)
+	if rerr != nil || perr != nil || len(res) != 8 || st.Detail == nil {
+		t.Fatalf("%v %v %+v % x", rerr, perr, st, res)
+	}
+	got := st.OpError()
+	if got.Error() != err.Error() || !errors.Is(got, endpoint.ErrTimeout) || got.Addr != err.Addr || got.Retries != 2 ||
+		!got.OutcomeUnknown || got.Bytes != 0x1000 || got.Code != wire.CodeTimeout {
+		t.Errorf("rebuilt %+v (%v), want %+v", got, got, err)
+	}
 }

@@ -807,6 +807,16 @@ func (l *Link) Addr() wire.MAC { return l.inner.Addr() }
 // endpoint's fragment size for them with FragmentCeiling.
 func (l *Link) MaxFrame() int { return l.inner.MaxFrame() }
 
+// EndpointLimits are the endpoint's DMA fragment ceiling and window
+// (endpoint Config.MaxFragment and Outstanding) for peers reached through
+// the transport on a medium of maxFrame-byte frames: fragments 24 bytes
+// shorter than v1's, and the transport's window of fragments in flight.
+// Every stack that puts an endpoint on the transport (the one-shot
+// commands, the hub) opens it with these.
+func EndpointLimits(maxFrame int) (maxFragment uint32, outstanding int) {
+	return FragmentCeiling(maxFrame), transport.DefaultDepth
+}
+
 // FragmentCeiling returns the DMA fragment ceiling for reliable peers on a
 // medium with frames of up to maxFrame bytes: 4*floor((maxFrame-56)/4).
 func FragmentCeiling(maxFrame int) uint32 {

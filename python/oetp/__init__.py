@@ -18,12 +18,17 @@
     print(r.value)
     hub.group_write("boards", 0x100000, data, verify=True)   # a [[group]] of devices
 
-Addresses are the device's oETP byte addresses. A failed operation raises
-:class:`OpError` with ``.code`` (the CSR code 0..15) and ``.name`` (its
-mnemonic); a failure of the hub itself (unknown device, malformed request)
-raises :class:`HubError`. An argument out of range (an address, value or mask
-outside 0..2**32-1) raises :class:`UsageError`, a ValueError, before anything
-is sent. The protocol is docs/hub-protocol.md.
+Addresses are the device's oETP byte addresses. Every error is an
+:class:`Error` with ``.maybe_executed`` (whether the operation may have run
+at the device): a failed operation raises :class:`OpError` with ``.code``
+(the CSR code 0..15), ``.name`` (its mnemonic), ``.addr`` (the failed
+address) and ``.bytes`` (a block's bytes done); a failure of the hub itself
+(unknown device, malformed request, busy) raises :class:`HubError`; a lost
+connection :class:`HubGone`; no reply within the operation's deadline
+(derived from the device's timeout and retries, or ``connect(timeout=S)``)
+:class:`Timeout`; a call refused before anything is sent
+:class:`UsageError`. No socket exception reaches the caller. The protocol
+is docs/hub-protocol.md.
 """
 
 from ._client import (
@@ -32,11 +37,13 @@ from ._client import (
     Error,
     Hub,
     HubError,
+    HubGone,
     Node,
     OpError,
     Result,
     UntrustedSocketError,
     check_socket,
+    Timeout,
     UsageError,
     connect,
     default_socket,
@@ -50,14 +57,16 @@ __all__ = [
     "Batch",
     "Device",
     "Error",
-    "UsageError",
     "Hub",
     "HubError",
+    "HubGone",
     "Node",
     "OpError",
     "Result",
     "UntrustedSocketError",
     "check_socket",
+    "Timeout",
+    "UsageError",
     "connect",
     "default_socket",
     "CODE_NAMES",

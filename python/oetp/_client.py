@@ -23,7 +23,21 @@ STATUS = 0x40
 GROUP_WRITE = 0x14
 
 FLAG_MAYBE_EXECUTED = 1
+FLAG_DETAIL = 2
 MAX_BLOCK = 256 << 20
+
+# A reply with this tag is the hub's notice before it closes the
+# connection (its client limit, the idle timeout): the request in
+# progress was not read and did not run.
+NOTICE_TAG = 0
+
+# The default deadline of an operation: this margin plus the device's
+# bound (timeout, tries) for every fragment of a block and one more.
+DEADLINE_MARGIN = 2.0
+
+# The engine's causes (docs/hub-protocol.md, error detail).
+CAUSE_NAMES = {0: None, 1: "invalid", 2: "timeout", 3: "reset", 4: "closed", 5: "link", 6: "memory",
+               7: "canceled", 8: "deadline", 9: "other", 10: "stalled"}
 
 CODE_NAMES = (
     "NONE", "LOCAL_INVALID", "LOCAL_AXIS", "LOCAL_OVERFLOW",
@@ -35,7 +49,7 @@ CODE_NAMES = (
 HUB_ERRORS = {
     0x80: "BAD_MESSAGE", 0x81: "UNKNOWN_TYPE", 0x82: "AUTH", 0x83: "NO_DEVICE",
     0x84: "NO_NODE", 0x85: "TOO_LARGE", 0x86: "SHUTDOWN", 0x87: "VERSION",
-    0x88: "DENIED",
+    0x88: "DENIED", 0x89: "BUSY", 0x8A: "IDLE", 0x8B: "STALLED",
 }
 
 PERMISSIONS = {1: "r", 2: "w", 3: "rw"}
@@ -50,6 +64,7 @@ _RSP_WRITE = struct.Struct("<IBBHIBBH")  # header + status: a WRITE's OK reply
 _RSP_READ = struct.Struct("<IBBHIBBHI")  # ... + the word: a READ's OK reply
 _U32 = struct.Struct("<I")
 _NODE = struct.Struct("<IIBBBBI")
+_DETAIL = struct.Struct("<HBBHIIQI")     # length, flags, cause, reserved, addr, retries, bytes, fragments
 
 SYSTEM_SOCKET = "/run/oetp/hub.sock"
 
@@ -77,7 +92,29 @@ def default_socket():
 
 
 class Error(Exception):
-    """Base class of the errors of this package."""
+    """Base class of the errors of this package. ``maybe_executed`` says
+    whether the operation may have run at the device (or part of it):
+    False means it certainly did not."""
+
+    maybe_executed = False
+
+
+class HubGone(Error):
+    """The connection to the hub failed: it could not be made, or the hub
+    closed it or died. ``maybe_executed`` is True when the request had
+    reached the hub."""
+
+    def __init__(self, message, maybe_executed=False):
+        self.maybe_executed = maybe_executed
+        super().__init__(message + ("; the operation may have executed" if maybe_executed else ""))
+
+
+class Timeout(Error):
+    """No reply from the hub within the operation's deadline (the hub is
+    frozen or overloaded): the operation may have executed. The connection
+    is closed: open another with :func:`connect`."""
+
+    maybe_executed = True
 
 
 class UntrustedSocketError(Error):
@@ -187,21 +224,32 @@ def _check_peer(sock, path):
 
 
 class OpError(Error):
-    """A failed device operation.
+    """A failed device operation, as the engine reported it through the hub.
 
     ``code`` is the CSR code (0..15), ``name`` its mnemonic (TIMEOUT,
     REMOTE_AXI_WR_SLVERR, ...), ``maybe_executed`` whether the operation may
-    have run at the device, ``index`` the failed operation's index in a batch
-    (None outside one): the operations before it completed, the later ones
-    did not run.
+    have run at the device (its outcome is unknown, or part of a block
+    completed), ``outcome_unknown`` the engine's word on the failed try
+    itself, ``addr`` the failed address (a block's failed fragment),
+    ``bytes`` the block's bytes completed before the failure, ``op`` the
+    operation ("RMEM read", "DMA write", ...), ``cause`` the engine's cause
+    ("timeout", "memory", ...) and ``cause_text`` its message, ``index`` the
+    failed operation's index in a batch (None outside one): the operations
+    before it completed, the later ones did not run.
     """
 
-    def __init__(self, code, message, maybe_executed=False, index=None):
+    def __init__(self, code, message, maybe_executed=False, index=None, detail=None):
         self.code = code
         self.name = CODE_NAMES[code] if 0 <= code < 16 else "CODE_%d" % code
         self.message = message
         self.maybe_executed = maybe_executed
         self.index = index
+        self.outcome_unknown = maybe_executed
+        self.addr = self.bytes = self.fragments = self.retries = None
+        self.op = self.cause = self.cause_text = None
+        if detail is not None:
+            (self.outcome_unknown, self.cause, self.addr, self.retries, self.bytes, self.fragments,
+             self.op, self.cause_text) = detail
         text = message if self.name in message else "%s (%d): %s" % (self.name, code, message)
         if maybe_executed:
             text += " (the operation may have executed)"
@@ -241,7 +289,7 @@ def _check_block(addr, n):
 class HubError(Error):
     """A failure of the hub rather than of a device operation: ``status`` is
     the protocol status (0x80..), ``name`` its mnemonic (NO_DEVICE,
-    BAD_MESSAGE, NO_NODE, AUTH, ...)."""
+    BAD_MESSAGE, NO_NODE, AUTH, BUSY, ...). Nothing ran."""
 
     def __init__(self, status, message):
         self.status = status
@@ -251,11 +299,28 @@ class HubError(Error):
         super().__init__("%s: %s" % (self.name, message))
 
 
+def _detail(body, off):
+    """The error detail at ``body[off:]``: the OpError fields and the offset
+    after it."""
+    n, flags, cause, _, addr, retries, nbytes, frags = _DETAIL.unpack_from(body, off)
+    end = off + 2 + n
+    p = off + _DETAIL.size
+    (m,) = struct.unpack_from("<H", body, p)
+    op = bytes(body[p + 2:p + 2 + m]).decode("utf-8", "replace")
+    p += 2 + m
+    (m,) = struct.unpack_from("<H", body, p)
+    cause_text = bytes(body[p + 2:p + 2 + m]).decode("utf-8", "replace")
+    return (bool(flags & 1), CAUSE_NAMES.get(cause, "other"), addr, retries, nbytes, frags, op, cause_text), end
+
+
 def connect(path=None, token=None, timeout=None, trust_any_owner=False):
     """Connect to the hub at ``path``: a Unix socket path or tcp://HOST:PORT
     (default: :func:`default_socket`). ``token`` is the shared secret for TCP
-    (default $OETP_HUB_TOKEN). A Unix socket is checked first
-    (:func:`check_socket`, and the serving process's user):
+    (default $OETP_HUB_TOKEN). ``timeout`` is every operation's deadline in
+    seconds; the default (None) derives it from the device: its timeout and
+    retries per fragment, plus a margin (:data:`DEADLINE_MARGIN`). An
+    operation past its deadline raises :class:`Timeout`. A Unix socket is
+    checked first (:func:`check_socket`, and the serving process's user):
     ``trust_any_owner=True`` or OETP_HUB_TRUST_ANY_OWNER=1 skips that, for a
     socket shared on purpose only: whoever owns it can answer in the hub's
     place."""
@@ -269,31 +334,31 @@ class Hub:
     def __init__(self, path=None, token=None, timeout=None, trust_any_owner=False):
         self.path = path or default_socket()
         trust_any_owner = trust_any_owner or os.environ.get(TRUST_ANY_OWNER_ENV) == "1"
-        if self.path.startswith("tcp://"):
-            host, _, port = self.path[len("tcp://"):].rpartition(":")
-            self._sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout or 5)
-            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if token is None:
-                token = os.environ.get("OETP_HUB_TOKEN", "")
-        else:
-            if not trust_any_owner:
-                try:
-                    check_socket(self.path)
-                except FileNotFoundError as e:
-                    raise Error("cannot connect to the hub at %s: %s" % (self.path, e)) from e
-            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self._sock.settimeout(timeout or 5)
-            try:
-                self._sock.connect(self.path)
+        self.timeout = timeout
+        self._sent = False
+        self._dead = False
+        try:
+            if self.path.startswith("tcp://"):
+                host, _, port = self.path[len("tcp://"):].rpartition(":")
+                self._sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout or 5)
+                self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if token is None:
+                    token = os.environ.get("OETP_HUB_TOKEN", "")
+            else:
                 if not trust_any_owner:
-                    _check_peer(self._sock, self.path)
-            except OSError as e:
-                self._sock.close()
-                raise Error("cannot connect to the hub at %s: %s" % (self.path, e)) from e
-            except Error:
-                self._sock.close()
-                raise
-        self._sock.settimeout(timeout)
+                    check_socket(self.path)
+                self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self._sock.settimeout(timeout or 5)
+                try:
+                    self._sock.connect(self.path)
+                    if not trust_any_owner:
+                        _check_peer(self._sock, self.path)
+                except (OSError, Error):
+                    self._sock.close()
+                    raise
+        except OSError as e:
+            raise HubGone("cannot connect to the hub at %s: %s" % (self.path, e)) from None
+        self._deadline = timeout or 5
         # Replies are received straight into one buffer with recv_into (no
         # file object: its Python-level readinto cost more than the
         # syscall); a reply larger than the buffer gets its own.
@@ -303,7 +368,7 @@ class Hub:
         self._lock = threading.Lock()
         self._tag = 0
         tok = (token or "").encode()
-        res = self._call(HELLO, 0, struct.pack("<HH", VERSION, len(tok)) + tok)
+        res = self._call(HELLO, 0, struct.pack("<HH", VERSION, len(tok)) + tok, deadline=timeout or 5)
         self.version, self.max_message, self.ndevices = struct.unpack_from("<HIH", res)
         self.netns = struct.unpack_from("<Q", res, 8)[0] if len(res) >= 16 else 0
 
@@ -319,7 +384,7 @@ class Hub:
     # The exchange: one request, one reply, in order.
 
     def _next_tag(self):
-        self._tag = (self._tag + 1) & 0xFFFFFFFF
+        self._tag = (self._tag + 1) & 0xFFFFFFFF or 1
         return self._tag
 
     def _recv(self, tag):
@@ -330,17 +395,20 @@ class Hub:
         while n < 12:
             m = sock.recv_into(mv[n:])
             if not m:
-                raise Error("the hub closed the connection")
+                self._broken()
+                raise HubGone("the hub closed the connection", self._sent)
             n += m
         length, typ, _, _, rtag = _HDR.unpack_from(mv)
         if length < 12:
-            raise Error("protocol error: reply of length %d" % length)
+            self._broken()
+            raise HubGone("protocol error: reply of length %d" % length, self._sent)
         total = length + 4
         if total <= len(mv):
             while n < total:
                 m = sock.recv_into(mv[n:])
                 if not m:
-                    raise Error("the hub closed the connection mid-reply")
+                    self._broken()
+                    raise HubGone("the hub closed the connection mid-reply", self._sent)
                 n += m
             body = mv[12:total].tobytes()
             if n > total:  # the start of another reply (not expected)
@@ -354,26 +422,67 @@ class Hub:
             while got < len(big):
                 m = sock.recv_into(bmv[got:])
                 if not m:
-                    raise Error("the hub closed the connection mid-reply")
+                    self._broken()
+                    raise HubGone("the hub closed the connection mid-reply", self._sent)
                 got += m
             self._pending = 0
             body = bmv
-        if rtag != tag or not typ & 0x80:
-            raise Error("protocol error: reply tag %d to request %d" % (rtag, tag))
         status, flags, mlen = _STATUS.unpack_from(body)
+        if rtag == NOTICE_TAG and status:
+            # The hub's notice before it closes the connection: the request
+            # was not read.
+            self._sent = False
+            self._broken()
+            raise HubError(status, bytes(body[4:4 + mlen]).decode("utf-8", "replace"))
+        if rtag != tag or not typ & 0x80:
+            self._broken()
+            raise HubGone("protocol error: reply tag %d to request %d" % (rtag, tag), self._sent)
         if status:
             msg = bytes(body[4:4 + mlen]).decode("utf-8", "replace")
-            res = body[4 + mlen:]
+            off = 4 + mlen
+            detail = None
+            if flags & FLAG_DETAIL:
+                detail, off = _detail(body, off)
+            res = body[off:]
             if status < 16:
-                raise OpError(status, msg, bool(flags & FLAG_MAYBE_EXECUTED))._with(res)
+                raise OpError(status, msg, bool(flags & FLAG_MAYBE_EXECUTED), detail=detail)._with(res)
             raise HubError(status, msg)
         return memoryview(body)[4 + mlen:]
 
-    def _call(self, typ, handle, body=b""):
+    def _call(self, typ, handle, body=b"", deadline=None):
         with self._lock:
-            tag = self._next_tag()
-            self._sock.sendall(_HDR.pack(8 + len(body), typ, 0, handle, tag) + body)
-            return self._recv(tag)
+            self._begin(deadline or self._deadline)
+            try:
+                tag = self._next_tag()
+                self._sock.sendall(_HDR.pack(8 + len(body), typ, 0, handle, tag) + body)
+                self._sent = True
+                return self._recv(tag)
+            except OSError as e:
+                raise self._failed(e) from None
+
+    def _begin(self, deadline):
+        """Start an operation whose deadline is ``deadline`` seconds (None:
+        none); the lock is held."""
+        self._sent = False
+        if self._dead:
+            raise HubGone("the connection to the hub at %s was lost earlier: connect again" % self.path)
+        self._sock.settimeout(deadline)
+
+    def _failed(self, e):
+        """The package's error for a socket error ``e`` of the operation in
+        progress: the connection is unusable from here on."""
+        self._broken()
+        if isinstance(e, socket.timeout):
+            return Timeout("no reply from the hub at %s within the operation's deadline of %.3gs; "
+                           "the operation may have executed" % (self.path, self._sock.gettimeout() or 0))
+        return HubGone("the connection to the hub at %s failed: %s" % (self.path, e), self._sent)
+
+    def _broken(self):
+        self._dead = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def device(self, name):
         """Open the device the hub knows by ``name``."""
@@ -435,7 +544,25 @@ class Device:
         off += 2 + n
         (n,) = struct.unpack_from("<H", res, off)
         self.iface = bytes(res[off + 2:off + 2 + n]).decode()
+        off += 2 + n
         self.has_table = bool(caps & 1)
+        # The device's bound for one operation or fragment (seconds; 0: it
+        # waits forever) and its DMA fragment size, for the deadlines.
+        self.bound, self.max_fragment = 1.0, 1024
+        if len(res) >= off + 8:
+            ms, self.max_fragment = struct.unpack_from("<II", res, off)
+            self.bound = ms / 1000.0
+
+    def deadline(self, n=0):
+        """The deadline in seconds of an operation on ``n`` block bytes (None:
+        none): the connection's ``timeout`` if given, else the margin plus
+        the device's bound for every fragment and one more."""
+        if self._hub.timeout is not None:
+            return self._hub.timeout
+        if not self.bound:
+            return None
+        frags = 1 + (-(-n // self.max_fragment) if n and self.max_fragment else 0)
+        return DEADLINE_MARGIN + frags * self.bound
 
     def __repr__(self):
         return "<oetp.Device %s %s on %s>" % (self.name, self.mac, self.iface)
@@ -450,19 +577,25 @@ class Device:
             _check32(("addr", addr))
         h = self._hub
         with h._lock:
-            h._tag = tag = (h._tag + 1) & 0xFFFFFFFF
+            h._begin(self.deadline())
+            h._tag = tag = (h._tag + 1) & 0xFFFFFFFF or 1
             sock = h._sock
-            sock.sendall(_REQ_READ.pack(12, READ, 0, self.handle, tag, addr))
-            if not h._pending:
-                n = sock.recv_into(h._buf)
-                if n == 20:
-                    length, typ, _, _, rtag, status, _, mlen, value = _RSP_READ.unpack_from(h._buf)
-                    if length == 16 and typ == READ | 0x80 and rtag == tag and not status and not mlen:
-                        return value
-                if not n:
-                    raise Error("the hub closed the connection")
-                h._pending = n
-            res = h._recv(tag)
+            try:
+                sock.sendall(_REQ_READ.pack(12, READ, 0, self.handle, tag, addr))
+                h._sent = True
+                if not h._pending:
+                    n = sock.recv_into(h._buf)
+                    if n == 20:
+                        length, typ, _, _, rtag, status, _, mlen, value = _RSP_READ.unpack_from(h._buf)
+                        if length == 16 and typ == READ | 0x80 and rtag == tag and not status and not mlen:
+                            return value
+                    if not n:
+                        h._broken()
+                        raise HubGone("the hub closed the connection", True)
+                    h._pending = n
+                res = h._recv(tag)
+            except OSError as e:
+                raise h._failed(e) from None
         return _U32.unpack_from(res)[0]
 
     def write(self, addr, value, mask=0xFFFFFFFF):
@@ -475,44 +608,62 @@ class Device:
             _check32(("addr", addr), ("value", value), ("mask", mask))
         h = self._hub
         with h._lock:
-            h._tag = tag = (h._tag + 1) & 0xFFFFFFFF
+            h._begin(self.deadline())
+            h._tag = tag = (h._tag + 1) & 0xFFFFFFFF or 1
             sock = h._sock
-            sock.sendall(_REQ_WRITE.pack(20, WRITE, 0, self.handle, tag, addr, value, mask))
-            if not h._pending:
-                n = sock.recv_into(h._buf)
-                if n == 16:
-                    length, typ, _, _, rtag, status, _, mlen = _RSP_WRITE.unpack_from(h._buf)
-                    if length == 12 and typ == WRITE | 0x80 and rtag == tag and not status and not mlen:
-                        return
-                if not n:
-                    raise Error("the hub closed the connection")
-                h._pending = n
-            h._recv(tag)
+            try:
+                sock.sendall(_REQ_WRITE.pack(20, WRITE, 0, self.handle, tag, addr, value, mask))
+                h._sent = True
+                if not h._pending:
+                    n = sock.recv_into(h._buf)
+                    if n == 16:
+                        length, typ, _, _, rtag, status, _, mlen = _RSP_WRITE.unpack_from(h._buf)
+                        if length == 12 and typ == WRITE | 0x80 and rtag == tag and not status and not mlen:
+                            return
+                    if not n:
+                        h._broken()
+                        raise HubGone("the hub closed the connection", True)
+                    h._pending = n
+                h._recv(tag)
+            except OSError as e:
+                raise h._failed(e) from None
 
     def read_block(self, addr, n):
         """Read ``n`` bytes at ``addr`` by DMA; returns bytes."""
         if n > MAX_BLOCK:
-            raise ValueError("a block of %d bytes exceeds %d; split it" % (n, MAX_BLOCK))
+            raise UsageError("a block of %d bytes exceeds %d; split it" % (n, MAX_BLOCK))
         _check_block(addr, n)
         h = self._hub
         with h._lock:
-            tag = h._next_tag()
-            h._sock.sendall(_REQ_RBLK.pack(16, READ_BLOCK, 0, self.handle, tag, addr, n))
-            res = h._recv(tag)
+            h._begin(self.deadline(n))
+            try:
+                tag = h._next_tag()
+                h._sock.sendall(_REQ_RBLK.pack(16, READ_BLOCK, 0, self.handle, tag, addr, n))
+                h._sent = True
+                res = h._recv(tag)
+            except OSError as e:
+                raise h._failed(e) from None
         return bytes(res[8:])
 
     def write_block(self, addr, data):
         """Write the bytes ``data`` at ``addr`` by DMA."""
         data = memoryview(data).cast("B")
         if len(data) > MAX_BLOCK:
-            raise ValueError("a block of %d bytes exceeds %d; split it" % (len(data), MAX_BLOCK))
+            raise UsageError("a block of %d bytes exceeds %d; split it" % (len(data), MAX_BLOCK))
         _check_block(addr, len(data))
         h = self._hub
         with h._lock:
-            tag = h._next_tag()
-            h._sock.sendall(_REQ_READ.pack(12 + len(data), WRITE_BLOCK, 0, self.handle, tag, addr))
-            h._sock.sendall(data)
-            h._recv(tag)
+            h._begin(self.deadline(len(data)))
+            try:
+                tag = h._next_tag()
+                h._sock.sendall(_REQ_READ.pack(12 + len(data), WRITE_BLOCK, 0, self.handle, tag, addr))
+                # The hub streams a large block into the DMA write as it
+                # arrives: from here on part of it may be written.
+                h._sent = True
+                h._sock.sendall(data)
+                h._recv(tag)
+            except OSError as e:
+                raise h._failed(e) from None
 
     def node(self, name):
         """The address-table node ``name`` (a dotted path, as uHAL's getNode)."""
@@ -595,15 +746,15 @@ class Node:
     def read(self):
         """The node's value: its field shifted down (a multi-word LiteX CSR's
         words joined, most significant first)."""
-        res = self._dev._hub._call(NODE_READ, self._dev.handle, self.name.encode())
+        res = self._dev._hub._call(NODE_READ, self._dev.handle, self.name.encode(), deadline=self._dev.deadline())
         return int.from_bytes(bytes(res), "little")
 
     def write(self, value):
         """Write ``value`` into the node: one masked RMEM write for a field."""
         if value < 0:
-            raise ValueError("node values are unsigned")
+            raise UsageError("node values are unsigned")
         n = max(4, 4 * ((value.bit_length() + 31) // 32))
-        self._dev._hub._call(NODE_WRITE, self._dev.handle,
+        self._dev._hub._call(NODE_WRITE, self._dev.handle, deadline=self._dev.deadline(), body=
                              struct.pack("<H", n) + value.to_bytes(n, "little") + self.name.encode())
 
     def read_block(self, n=None):
@@ -682,7 +833,7 @@ class Batch:
         _U32.pack_into(body, 0, len(self._results))
         self._buf = bytearray(4)
         try:
-            res = self._dev._hub._call(BATCH, self._dev.handle, body)
+            res = self._dev._hub._call(BATCH, self._dev.handle, body, deadline=self._dev.deadline(len(body)))
             err = None
         except OpError as e:
             res, err = e._result, e

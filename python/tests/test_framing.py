@@ -33,11 +33,13 @@ class FakeHub:
         self.hub = object.__new__(_client.Hub)
         h = self.hub
         h.path, h._sock, h._lock, h._tag = "test", a, threading.Lock(), 0
+        h.timeout, h._deadline, h._sent, h._dead = None, 5, False, False
         h._buf = bytearray(_client._RECV_BUF)
         h._mv = memoryview(h._buf)
         h._pending = 0
         self.dev = object.__new__(_client.Device)
         self.dev._hub, self.dev.handle = h, 1
+        self.dev.bound, self.dev.max_fragment = 1.0, 1024
         self.thread = threading.Thread(target=self._serve, args=(replies, chunk), daemon=True)
         self.thread.start()
 
@@ -119,6 +121,84 @@ class FramingTest(unittest.TestCase):
             with self.assertRaises(oetp.Error) as cm:
                 fh.dev.write(0x10, 1)
             self.assertIn("closed", str(cm.exception))
+        finally:
+            fh.close()
+
+    def test_error_detail(self):
+        # A failed block carries the engine's error whole.
+        detail = struct.pack("<BBHIIQI", 0, 6, 0, 0x200000, 1, 8160, 1)
+        detail += struct.pack("<H", 9) + b"DMA write" + struct.pack("<H", 3) + b"why"
+        body = struct.pack("<BBH", 14, 3, 1) + b"m" + struct.pack("<H", len(detail)) + detail + struct.pack("<II", 8160, 1)
+        rep = struct.pack("<IBBHI", 8 + len(body), _client.WRITE_BLOCK | 0x80, 0, 0, 0)
+        fh = FakeHub([lambda t: rep[:8] + struct.pack("<I", t) + body])
+        try:
+            with self.assertRaises(oetp.OpError) as cm:
+                fh.dev.write_block(0x1FE020, b"\0" * 16320)
+            e = cm.exception
+            self.assertEqual((e.code, e.name, e.maybe_executed, e.outcome_unknown, e.addr, e.bytes, e.fragments, e.op, e.cause, e.cause_text),
+                             (14, "REMOTE_AXI_WR_SLVERR", True, False, 0x200000, 8160, 1, "DMA write", "memory", "why"))
+        finally:
+            fh.close()
+
+    def test_hub_gone(self):
+        # The hub dies after reading the request: the outcome is unknown,
+        # and no socket exception reaches the caller.
+        fh = FakeHub([lambda t: b""])
+        try:
+            fh.peer.close()
+            with self.assertRaises(oetp.HubGone) as cm:
+                fh.dev.write(0x10, 1)
+            self.assertTrue(cm.exception.maybe_executed)
+            with self.assertRaises(oetp.HubGone) as cm:
+                fh.dev.read(0x10)
+            self.assertFalse(cm.exception.maybe_executed)
+        finally:
+            fh.close()
+
+    def test_frozen_hub(self):
+        # The hub reads the request and never answers: Timeout within the
+        # deadline, maybe executed.
+        hold = threading.Event()
+        fh = FakeHub([lambda t: (hold.wait(10), b"")[1]])
+        fh.hub.timeout = 0.3
+        try:
+            import time
+            t0 = time.monotonic()
+            with self.assertRaises(oetp.Timeout) as cm:
+                fh.dev.read(0x10)
+            took = time.monotonic() - t0
+            self.assertTrue(cm.exception.maybe_executed)
+            self.assertLess(took, 2)
+            with self.assertRaises(oetp.HubGone):
+                fh.dev.read(0x10)
+        finally:
+            hold.set()
+            fh.close()
+
+    def test_default_deadline(self):
+        fh = FakeHub([])
+        try:
+            self.assertEqual(fh.dev.deadline(), _client.DEADLINE_MARGIN + 1.0)
+            self.assertEqual(fh.dev.deadline(4096), _client.DEADLINE_MARGIN + 5.0)
+        finally:
+            fh.close()
+
+    def test_notice(self):
+        # The hub's notice (tag 0) before it closes: nothing ran.
+        fh = FakeHub([lambda t: reply(0x01, 0, status=0x8A, msg=b"idle")])
+        try:
+            with self.assertRaises(oetp.HubError) as cm:
+                fh.dev.read(0x10)
+            self.assertEqual(cm.exception.name, "IDLE")
+            self.assertFalse(cm.exception.maybe_executed)
+        finally:
+            fh.close()
+
+    def test_usage(self):
+        fh = FakeHub([])
+        try:
+            with self.assertRaises(oetp.UsageError):
+                fh.dev.read_block(0, _client.MAX_BLOCK + 1)
         finally:
             fh.close()
 

@@ -1,0 +1,172 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// hubRouteBoard is the hub fixture's board with a peer entry for h2's own
+// MAC too, so that a command can reach it directly (--no-hub) as well as
+// through the hub.
+const hubRouteBoard = hubBoardConfig + `[[peer]]
+mac = "` + netClient + `"
+mode = "rmem"
+window = "0:0x8000"
+
+`
+
+// windowRMEM gives the hub's RMEM entry the window of hubRouteBoard's: an
+// access at 0x8000 or above is answered REMOTE_INVALID on both routes.
+func windowRMEM(peers string) string {
+	return strings.Replace(peers, "mode = \"rmem\"", "window = \"0:0x8000\"\nmode = \"rmem\"", 1)
+}
+
+// runOn runs the binary on h2 with the hub found by $OETP_HUB.
+func (f *hubFixture) runOn(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := f.tn.Host(1).Command("env", append([]string{"OETP_HUB=" + f.sock, f.bin}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
+// routeJSON decodes a result, checks its route and drops what differs
+// between routes by nature: the route, the time, and the link figures that
+// only the command's own endpoint measures.
+func routeJSON(t *testing.T, out, via, hub string) map[string]any {
+	t.Helper()
+	got := lastLineJSON(t, out)
+	if got["via"] != via || (hub != "" && got["hub"] != hub) || (hub == "" && got["hub"] != nil) {
+		t.Errorf("route: via %v hub %v, want %s %s", got["via"], got["hub"], via, hub)
+	}
+	for _, k := range []string{"via", "hub", "seconds", "mb_per_s", "link"} {
+		delete(got, k)
+	}
+	return got
+}
+
+// firstLine is the error's first line without the link's figures (which
+// only the command's own endpoint has).
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	s, _, _ = strings.Cut(s, "; link: ")
+	return s
+}
+
+// For the same failure the result reads the same through the hub and
+// directly: a REMOTE_INVALID (an address the board does not map) and a
+// TIMEOUT (the board stopped). A plain command through the hub says so on
+// stderr.
+func TestHubRouteSameErrors(t *testing.T) {
+	f := startHubFixtureEdit(t, hubRouteBoard, windowRMEM, "")
+	direct := []string{"--no-hub", "--timeout", "500ms"}
+	for _, c := range []struct {
+		name string
+		addr string
+		code int
+		stop bool
+	}{{"REMOTE_INVALID", "0x8000", 9, false}, {"TIMEOUT", "0x10", 8, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.stop {
+				f.board.cmd.Process.Signal(syscall.SIGSTOP)
+				defer f.board.cmd.Process.Signal(syscall.SIGCONT)
+			}
+			args := []string{"rmem", "read", "--iface", "eth0", "--peer", netServer, "--addr", c.addr}
+			hubOut, hubErr, hubCode := f.runOn(t, append(args, "--json")...)
+			dirOut, dirErr, dirCode := f.runOn(t, append(append(args, "--json"), direct...)...)
+			if hubCode != 1 || dirCode != 1 {
+				t.Fatalf("exit %d through the hub, %d directly; stderr:\n%s\n%s", hubCode, dirCode, hubErr, dirErr)
+			}
+			hubRes, dirRes := routeJSON(t, hubOut, "hub", f.sock), routeJSON(t, dirOut, "direct", "")
+			if diff := cmp.Diff(dirRes, hubRes); diff != "" {
+				t.Errorf("JSON through the hub differs from the direct path's (-direct +hub):\n%s", diff)
+			}
+			if hubRes["error_code"] != float64(c.code) {
+				t.Errorf("error_code %v, want %d", hubRes["error_code"], c.code)
+			}
+			if !strings.Contains(hubErr, "oetp: note: through the hub at "+f.sock) {
+				t.Errorf("no note of the route on stderr:\n%s", hubErr)
+			}
+			_, hubErr, _ = f.runOn(t, args...)
+			_, dirErr, _ = f.runOn(t, append(args, direct...)...)
+			hubLine := firstLine(hubErr[strings.Index(hubErr, "\n")+1:]) // after the route's note
+			if dirLine := firstLine(dirErr); hubLine != dirLine {
+				t.Errorf("text through the hub:\n%s\ndirectly:\n%s", hubLine, dirLine)
+			}
+		})
+	}
+}
+
+// A hub killed (SIGKILL) during a DMA write leaves the write's outcome
+// unknown, never "did not execute".
+func TestHubKilledMidWrite(t *testing.T) {
+	f := startHubFixtureWith(t, hubRouteBoard, "")
+	f.board.cmd.Process.Signal(syscall.SIGSTOP) // the hub's write waits for the board
+	defer f.board.cmd.Process.Signal(syscall.SIGCONT)
+	in := f.dir + "/blk.bin"
+	writeFile(t, in, bytes.Repeat([]byte{7}, 20000))
+	cmd := f.tn.Host(1).Command("env", "OETP_HUB="+f.sock, f.bin, "dma", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0x100000", "--in", in, "--json")
+	var out bytes.Buffer
+	stderr := &noteWriter{note: "through the hub", seen: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &out, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stderr.seen: // the session is open: the request follows
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no note of the route in 10s; stderr:\n%s", stderr.String())
+	}
+	if err := f.hub.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	got := lastLineJSON(t, out.String())
+	if code := cmd.ProcessState.ExitCode(); code != 1 || got["ok"] != false || got["outcome_unknown"] != true || got["via"] != "hub" {
+		t.Errorf("exit %d, result %v", code, got)
+	}
+	if s := stderr.String(); strings.Contains(s, "did not execute") || !strings.Contains(s, "may have executed") {
+		t.Errorf("stderr:\n%s", s)
+	}
+}
+
+// noteWriter is a stderr that signals seen when note has been written.
+type noteWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	note string
+	seen chan struct{}
+	done bool
+}
+
+func (w *noteWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if !w.done && strings.Contains(w.buf.String(), w.note) {
+		w.done = true
+		close(w.seen)
+	}
+	return n, err
+}
+
+func (w *noteWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
