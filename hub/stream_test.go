@@ -54,6 +54,7 @@ func TestStreamRingError(t *testing.T) {
 	s := newStreamSpace(2 << 20)
 	defer s.free()
 	failed, done := make(chan struct{}), make(chan struct{})
+	s.ReadAt(nil, 0) // the DMA write has begun
 	go func() {
 		s.fill(io.MultiReader(bytes.NewReader(make([]byte, 4096)), errReader{}), func() { close(failed) })
 		close(done)
