@@ -91,6 +91,14 @@ func TestMistakes(t *testing.T) {
 	op := func(args ...string) []string {
 		return append(args, "--iface", cl.IfName(), "--no-hub")
 	}
+	// A hostile TOML file (100 KB of nested arrays), and a capture whose
+	// DMA read requests were never answered.
+	nested := filepath.Join(dir, "nested.toml")
+	writeFile(t, nested, []byte("a = "+strings.Repeat("[", 50<<10)+strings.Repeat("]", 50<<10)+"\n"))
+	late := filepath.Join(dir, "late.pcap")
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	writePcapAt(t, late, []time.Time{t0, t0.Add(2 * readMaxAge)},
+		wire.AppendDMAReadReq(nil, sv.MAC(), cl.MAC(), 1, 0x1000, 64), wire.AppendDMAReadReq(nil, sv.MAC(), cl.MAC(), 2, 0x1000, 64))
 	rows := []mistake{
 		// Go internals in messages.
 		{name: "missing interface", args: []string{"rmem", "read", "--iface", "eth9", "--peer", "{peer}", "--addr", "0"},
@@ -147,6 +155,22 @@ func TestMistakes(t *testing.T) {
 		{name: "reliable toward a v1 entry", args: op("rmem", "read", "--peer", "{peer}", "--addr", "0", "--transport", "reliable", "--json"),
 			code: 1, want: []string{"no request was sent", "transport=reliable", "--transport auto", `"outcome_unknown":false`, "it did not execute"},
 			not: []string{"may have executed", `"outcome_unknown":true`, "no response within"}},
+
+		// A file region its file system cannot hold is refused at start.
+		{name: "file region larger than its file system", tiny: true, args: []string{"serve", "--iface", "lo", "--region", "0x10000000:1M:" + filepath.Join(tiny, "ddr.bin")},
+			code: 2, want: []string{"--region 0x10000000:0x100000:" + filepath.Join(tiny, "ddr.bin"), "needs 1048576 bytes (1 MiB) of storage but its filesystem has", "no space left on device"}},
+		// Hostile TOML is refused before it is parsed.
+		{name: "nested TOML configuration", args: []string{"serve", "--config", nested},
+			code: 2, want: []string{nested, "nested deeper than 16 levels"}, not: []string{"stack overflow", "goroutine"}},
+		{name: "nested TOML address table", args: []string{"regs", "list", "--table", nested},
+			code: 2, want: []string{nested, "nested deeper than 16 levels"}, not: []string{"stack overflow", "goroutine"}},
+		// dump counts the read requests it forgot unanswered (the first: the
+		// second is still outstanding when the capture ends).
+		{name: "dump: unanswered reads", args: []string{"dump", late},
+			code: 0, want: []string{"oetp: 1 DMA_READ_REQ(s) had no response within 1m0s"}},
+		// --max-read-rate takes bytes per second.
+		{name: "serve: bad --max-read-rate", args: []string{"serve", "--iface", "lo", "--max-read-rate", "fast"},
+			code: 2, want: []string{"--max-read-rate"}},
 	}
 	expand := strings.NewReplacer("{peer}", sv.MAC().String(), "{own}", cl.MAC().String(), "{dir}", dir)
 	for _, m := range rows {

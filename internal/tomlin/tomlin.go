@@ -1,10 +1,11 @@
-// Package tomlin reads the TOML files users give oetp (serve, hub and DUT
-// configurations, address tables) within bounds: a file larger than MaxSize
-// or nested deeper than MaxDepth is refused before it is parsed, with an
-// error naming the file and the limit. The TOML parser's time and memory
-// grow much faster than the input with nesting (deeply nested inline tables
-// or arrays, long dotted keys): without these bounds a 100 KB file can take
-// gigabytes or overflow the stack.
+// Package tomlin reads the TOML files users give oetp (serve and hub
+// configurations, devices files, DUT files, address tables) within bounds:
+// a file larger than MaxSize, nested deeper than MaxDepth or heavier than
+// MaxWeight is refused before it is parsed, with an error naming the file
+// and the limit. The TOML parser's time and memory grow much faster than
+// the input with nesting (deeply nested inline tables or arrays, long
+// dotted keys): without these bounds a 100 KB file can take gigabytes or
+// overflow the stack (docs/toml-limits.md).
 package tomlin
 
 import (
