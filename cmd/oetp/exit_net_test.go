@@ -61,7 +61,7 @@ func TestExitCodeNet(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code = cli(h1, "rmem", "read", "--iface", "eth0", "--peer", peer, "--addr", "0")
-	check("rmem read on a down interface", 2, "--iface eth0: afpacket: eth0 is down: bring it up", out, errOut, code)
+	check("rmem read on a down interface", 2, "--iface eth0 is down: bring it up", out, errOut, code)
 	out, errOut, code = cli(h1, "dma", "read", "--iface", "eth0", "--peer", peer, "--addr", "0", "--length", "4", "--out", filepath.Join(dir, "o"), "--json")
 	check("dma read --json on a down interface", 2, "eth0 is down", out, errOut, code)
 	if !strings.Contains(out, `"error":"LOCAL_INVALID"`) {

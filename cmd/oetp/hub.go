@@ -188,7 +188,8 @@ func hubOpener(d hub.DeviceConfig, _ hub.Kind, mac wire.MAC) (link.Link, error) 
 	// no reader holds a runtime P while it waits.
 	il, err := openIface(ifaceOptions{Name: d.Iface, MAC: mac, MaxFrame: d.MaxFrame, BusyPoll: d.BusyPoll, IO: afpacket.IOPoll})
 	if err != nil {
-		return nil, err
+		// The hub has no --iface: the device's iface key names it.
+		return nil, &usageError{&reworded{strings.ReplaceAll(err.Error(), "--iface ", "iface "), err}}
 	}
 	return il.Link, nil
 }

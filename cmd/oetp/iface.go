@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/openenoc/oetp/link"
@@ -104,7 +105,7 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 		// no permission for a raw socket, is a configuration error (exit
 		// 2). afpacket's errors say what to do, e.g. "eth1 is down: bring
 		// it up (ip link set eth1 up)" or "needs CAP_NET_RAW: run as root".
-		return nil, &usageError{fmt.Errorf("--iface %s: %w", o.Name, err)}
+		return nil, &usageError{ifaceError(o.Name, err)}
 	}
 	if o.Place == placeStay && cfg.IO == afpacket.IOBlocking {
 		stayHere()
@@ -161,3 +162,25 @@ func lookupIface(flag, name string) (*net.Interface, error) {
 	}
 	return ifi, nil
 }
+
+// ifaceError words an error of opening interface name for the user:
+// "--iface eth1 is down: bring it up (...)", without the package's
+// "afpacket:" prefix. It wraps err.
+func ifaceError(name string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "afpacket: ")
+	if strings.HasPrefix(msg, name+" ") || strings.HasPrefix(msg, name+":") {
+		msg = "--iface " + msg
+	} else {
+		msg = "--iface " + name + ": " + msg
+	}
+	return &reworded{msg, err}
+}
+
+// reworded is err with a message in the user's words.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }

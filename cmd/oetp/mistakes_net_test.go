@@ -87,6 +87,8 @@ func TestMistakes(t *testing.T) {
 	hubA := hubConf("hubA.toml", filepath.Join(dir, "hubA.sock"), "")
 	startReady(t, bin, cl, "hub", "--config", hubA)
 	noTable := hubConf("notable.toml", filepath.Join(dir, "hubB.sock"), filepath.Join(dir, "missing.xml"))
+	noIface := filepath.Join(dir, "noiface.toml")
+	writeFile(t, noIface, []byte(fmt.Sprintf("socket = %q\n\n[[device]]\nname = \"board\"\niface = \"eth9\"\nmac = %q\n", filepath.Join(dir, "hubD.sock"), sv.MAC())))
 
 	op := func(args ...string) []string {
 		return append(args, "--iface", cl.IfName(), "--no-hub")
@@ -103,6 +105,8 @@ func TestMistakes(t *testing.T) {
 		// Go internals in messages.
 		{name: "missing interface", args: []string{"rmem", "read", "--iface", "eth9", "--peer", "{peer}", "--addr", "0"},
 			code: 2, want: []string{"--iface eth9: no such network interface"}, not: []string{"route", "ip+net"}},
+		{name: "not an Ethernet interface", args: []string{"rmem", "read", "--iface", "lo", "--no-hub", "--peer", "{peer}", "--addr", "0"},
+			code: 2, want: []string{"--iface lo is not an Ethernet interface"}, not: []string{"afpacket"}},
 		{name: "fragment out of range", args: op("dma", "write", "--peer", "{peer}", "--mac", writer, "--addr", "0x100000", "--in", in, "--fragment", "3"),
 			code: 2, want: []string{"LOCAL_INVALID (1)", "--fragment 3 rounds down to 0"}, not: []string{"Config.", "MaxFragment"}},
 		{name: "group rmem read", args: op("rmem", "read", "--peer", group, "--addr", "0"),
@@ -123,6 +127,8 @@ func TestMistakes(t *testing.T) {
 			code: 2, want: []string{"--in"}},
 		{name: "hub: missing address table", args: []string{"hub", "--config", noTable},
 			code: 2, want: []string{"address_table", "missing.xml"}},
+		{name: "hub: missing interface", args: []string{"hub", "--config", noIface},
+			code: 2, want: []string{"iface eth9: no such network interface"}, not: []string{"--iface"}},
 		{name: "hub: second hub on the socket", args: []string{"hub", "--config", hubA},
 			code: 2, want: []string{"--socket", "hubA.sock"}},
 		{name: "hub: second hub on the MACs", args: []string{"hub", "--config", hubA, "--socket", filepath.Join(dir, "hubC.sock")},
