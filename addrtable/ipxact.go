@@ -175,6 +175,17 @@ type ipx struct {
 	b    *builder
 	file string
 	aub  uint64 // addressUnitBits of the memory map being read
+	// expanded counts the array elements walked: nested arrays of
+	// register files multiply, and an empty one adds no node to stop them.
+	expanded int
+}
+
+// expand counts one more array element at x.
+func (p *ipx) expand(x *xel, node string) error {
+	if p.expanded++; p.expanded > maxNodes {
+		return p.errf(x, node, "dim", "the arrays expand to more than %d elements", maxNodes)
+	}
+	return nil
 }
 
 func (p *ipx) errf(x *xel, node, field, format string, a ...any) error {
@@ -480,6 +491,9 @@ func (p *ipx) registerFile(rf *xel, prefix string, base uint64, perm Permission,
 		return err
 	}
 	return each(dims, func(suffix string, i uint64) error {
+		if err := p.expand(rf, full+suffix); err != nil {
+			return err
+		}
 		at := base + off + i*strideBytes
 		for _, k := range rf.kids {
 			switch k.name {
@@ -581,6 +595,9 @@ func (p *ipx) register(r *xel, prefix string, base uint64, perm Permission) erro
 		}
 	}
 	return each(dims, func(suffix string, i uint64) error {
+		if err := p.expand(r, full+suffix); err != nil {
+			return err
+		}
 		addr := base + off + i*strideBytes
 		rname := full + suffix
 		if addr > 0xFFFFFFFC {
