@@ -4,6 +4,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -12,6 +15,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/wire"
 )
 
 // hubRouteBoard is the hub fixture's board with a peer entry for h2's own
@@ -169,4 +175,123 @@ func (w *noteWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
+}
+
+// A frozen hub (SIGSTOP) fails the Go and Python clients' operations
+// within their deadline (the device's bound plus the margin), maybe
+// executed; a CLI command through it ends on SIGINT within a second, exit
+// 130.
+func TestFrozenHub(t *testing.T) {
+	f := startHubFixtureWith(t, hubRouteBoard, "")
+	c, err := client.Dial(f.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.Device("board1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Bound != 500*time.Millisecond {
+		t.Errorf("the device's bound %v, want its timeout 500ms", d.Bound)
+	}
+	// The Python client, connected, waits for a line to run its read.
+	py := exec.Command("python3", "-c", `
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import oetp
+dev = oetp.connect(sys.argv[2]).device("board1")
+print("ready", flush=True)
+sys.stdin.readline()
+t0 = time.monotonic()
+try:
+    dev.read(0x10)
+    print("ok")
+except oetp.Timeout as e:
+    print("timeout", e.maybe_executed, round(time.monotonic() - t0, 1), dev.deadline())
+except Exception as e:
+    print("other", type(e).__name__, e)
+`, pythonDir(), f.sock)
+	pyIn, _ := py.StdinPipe()
+	pyOut := &noteWriter{note: "ready", seen: make(chan struct{})}
+	py.Stdout, py.Stderr = pyOut, pyOut
+	if err := py.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer py.Process.Kill()
+	select {
+	case <-pyOut.seen:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("python: %s", pyOut.String())
+	}
+	f.hub.cmd.Process.Signal(syscall.SIGSTOP)
+	defer f.hub.cmd.Process.Signal(syscall.SIGCONT)
+	waitStopped(t, f.hub.cmd.Process.Pid)
+	pyIn.Write([]byte("go\n"))
+	t0 := time.Now()
+	_, err = d.Read(0x10)
+	took := time.Since(t0)
+	var oe *client.OpError
+	if !errors.As(err, &oe) || oe.Code != wire.CodeTimeout || !oe.OutcomeUnknown || !errors.Is(err, client.ErrHub) {
+		t.Errorf("Go read from a frozen hub: %v", err)
+	}
+	if dl := d.Deadline(0); took > dl+time.Second {
+		t.Errorf("Go read failed after %v, deadline %v", took, dl)
+	}
+	py.Wait()
+	if out := pyOut.String(); !strings.Contains(out, "timeout True") {
+		t.Errorf("Python read from a frozen hub: %s", out)
+	}
+	t.Logf("Go: %v after %v; Python: %s", err, took, strings.TrimSpace(pyOut.String()))
+
+	// The CLI: its write in progress (the board stopped), the hub frozen,
+	// then SIGINT.
+	f.hub.cmd.Process.Signal(syscall.SIGCONT)
+	f.board.cmd.Process.Signal(syscall.SIGSTOP)
+	defer f.board.cmd.Process.Signal(syscall.SIGCONT)
+	in := f.dir + "/blk.bin"
+	writeFile(t, in, bytes.Repeat([]byte{7}, 20000))
+	cmd := f.tn.Host(1).Command("env", "OETP_HUB="+f.sock, f.bin, "dma", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0x100000", "--in", in, "--json")
+	var out bytes.Buffer
+	stderr := &noteWriter{note: "through the hub", seen: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &out, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stderr.seen:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("no note of the route; stderr:\n%s", stderr.String())
+	}
+	f.hub.cmd.Process.Signal(syscall.SIGSTOP)
+	waitStopped(t, f.hub.cmd.Process.Pid)
+	cmd.Process.Signal(syscall.SIGINT)
+	t0 = time.Now()
+	cmd.Wait()
+	took = time.Since(t0)
+	got := lastLineJSON(t, out.String())
+	if code := cmd.ProcessState.ExitCode(); code != 130 || took > time.Second || got["outcome_unknown"] != true || got["via"] != "hub" {
+		t.Errorf("CLI through a frozen hub, SIGINT: exit %d after %v, %v; stderr:\n%s", code, took, got, stderr.String())
+	}
+}
+
+// waitStopped waits until process pid is stopped (state T): SIGSTOP takes
+// effect when its threads next run, after kill returns.
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The state follows the command name in parentheses.
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'T' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d not stopped: %s", pid, b)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
