@@ -404,6 +404,33 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		}
 	})
 
+	t.Run("max read rate", func(t *testing.T) {
+		// A server of its own bounds the DMA read data it sends to each
+		// source to 8 KiB/s: a 64 KiB read gets its first fragments (the
+		// 8 KiB burst), then no reply; serve counts and logs the drops.
+		rMAC := "02:0e:0c:00:00:b4"
+		rSrv := startServe(t, bin, h1, "--iface", "eth0", "--mac", rMAC, "--region", "0:64K", "--peer", netReader+",mode=dma-read", "--max-read-rate", "8K", "--json-events")
+		defer rSrv.stop()
+		if !strings.Contains(rSrv.stderr.String(), "max_read_rate=8192") {
+			t.Errorf("ready line lacks max_read_rate=8192:\n%s", rSrv.stderr.String())
+		}
+		out, errOut, code := cli("dma", "read", "--mac", netReader, "--peer", rMAC, "--addr", "0", "--length", "64K", "--out", filepath.Join(dir, "rate.bin"), "--timeout", "200ms", "--json")
+		if got := lastLineJSON(t, out); code != 1 || got["error_code"] != float64(wire.CodeTimeout) {
+			t.Errorf("dma read over --max-read-rate: exit %d, %v, %s; want exit 1 and TIMEOUT", code, got, errOut)
+		}
+		if st := rSrv.stats(); st["drop_read_rate"] == nil || st["drop_read_rate"].(float64) < 1 {
+			t.Errorf("serve stats drop_read_rate = %v, want at least 1", st["drop_read_rate"])
+		}
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(rSrv.stderr.String(), "over --max-read-rate"); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("serve logged no --max-read-rate drop:\n%s", rSrv.stderr.String())
+			}
+		}
+		if !strings.Contains(rSrv.stderr.String(), "src="+netReader) {
+			t.Errorf("the --max-read-rate warning does not name %s:\n%s", netReader, rSrv.stderr.String())
+		}
+	})
+
 	t.Run("raw policy", func(t *testing.T) {
 		// A second endpoint on h1 with its own MAC logs the non-oETP
 		// frames addressed to it.
