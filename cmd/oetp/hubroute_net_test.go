@@ -4,12 +4,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -294,4 +296,133 @@ func waitStopped(t *testing.T, pid int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// kill -9 of the hub under load from 8 clients, each writing increasing
+// values to its own register and block: checked against the board's memory
+// (read through a new hub), no write reported ok is missing and none
+// reported "did not execute" happened.
+func TestHubKilledUnderLoad(t *testing.T) {
+	f := startHubFixtureWith(t, hubBoardConfig, "")
+	const clients = 8
+	type stream struct {
+		lastOK  uint32 // the value of the last write reported ok (0: none)
+		failed  uint32 // the value of the write that failed
+		unknown bool   // its error said it may have executed
+		err     error
+	}
+	block := func(i int, v uint32) []byte {
+		b := make([]byte, 256)
+		for j := 0; j < len(b); j += 4 {
+			binary.LittleEndian.PutUint32(b[j:], v<<8|uint32(i))
+		}
+		return b
+	}
+	var (
+		wg    sync.WaitGroup
+		ops   atomic.Int64
+		regs  [clients]stream
+		blks  [clients]stream
+		ready = make(chan struct{})
+	)
+	record := func(s *stream, v uint32, err error) bool {
+		if err == nil {
+			s.lastOK = v
+			return true
+		}
+		s.failed, s.err = v, err
+		var oe *client.OpError
+		if !errors.As(err, &oe) {
+			t.Errorf("write %d failed with %v (%T), not the engine's error with its outcome", v, err, err)
+		}
+		s.unknown = oe == nil || oe.MaybeExecuted()
+		return false
+	}
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := client.Dial(f.sock)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			d, err := c.Device("board1")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for v := uint32(1); ; v++ {
+				if !record(&regs[i], v, d.Write(0x1000+4*uint32(i), v, 0xFFFFFFFF)) {
+					return
+				}
+				if !record(&blks[i], v, d.WriteBlock(0x100000+0x1000*uint32(i), block(i, v))) {
+					return
+				}
+				if ops.Add(2) == 800 {
+					close(ready)
+				}
+			}
+		}()
+	}
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the clients made %d operations in 30s", ops.Load())
+	}
+	if err := f.hub.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	// A new hub reads the board back.
+	f.hub = f.startHub(t)
+	c, err := client.Dial(f.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.Device("board1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, s stream, got uint32) {
+		t.Helper()
+		switch {
+		case s.err == nil:
+			// The client stopped at its other stream's failure.
+			if got != s.lastOK {
+				t.Errorf("%s: the board holds %d, the last write (reported ok) %d", what, got, s.lastOK)
+			}
+		case got < s.lastOK:
+			t.Errorf("%s: write %d was reported ok, the board holds %d", what, s.lastOK, got)
+		case got == s.failed && !s.unknown:
+			t.Errorf("%s: write %d was reported as not executed, the board holds it (%v)", what, s.failed, s.err)
+		case got != s.lastOK && got != s.failed:
+			t.Errorf("%s: the board holds %d, after write %d ok and %d failed", what, got, s.lastOK, s.failed)
+		}
+	}
+	unknown := 0
+	for i := range clients {
+		v, err := d.Read(0x1000 + 4*uint32(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("client %d register", i), regs[i], v)
+		b, err := d.ReadBlock(0x100000+0x1000*uint32(i), 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bv := binary.LittleEndian.Uint32(b) >> 8
+		if !bytes.Equal(b, block(i, bv)) {
+			t.Errorf("client %d block: torn: % x", i, b[:16])
+		}
+		check(fmt.Sprintf("client %d block", i), blks[i], bv)
+		for _, s := range []stream{regs[i], blks[i]} {
+			if s.unknown {
+				unknown++
+			}
+		}
+	}
+	t.Logf("%d operations before the kill; %d failures outcome-unknown", ops.Load(), unknown)
 }
