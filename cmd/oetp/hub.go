@@ -189,7 +189,7 @@ func hubOpener(d hub.DeviceConfig, _ hub.Kind, mac wire.MAC) (link.Link, error) 
 	il, err := openIface(ifaceOptions{Name: d.Iface, MAC: mac, MaxFrame: d.MaxFrame, BusyPoll: d.BusyPoll, IO: afpacket.IOPoll})
 	if err != nil {
 		// The hub has no --iface: the device's iface key names it.
-		return nil, &usageError{&reworded{strings.ReplaceAll(err.Error(), "--iface ", "iface "), err}}
+		return nil, &usageError{&reworded{strings.ReplaceAll(err.Error(), ifaceFlag+" ", "iface "), err}}
 	}
 	return il.Link, nil
 }

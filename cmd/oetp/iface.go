@@ -163,6 +163,9 @@ func lookupIface(flag, name string) (*net.Interface, error) {
 	return ifi, nil
 }
 
+// ifaceFlag is the flag the interface errors name.
+const ifaceFlag = "--iface"
+
 // ifaceError words an error of opening interface name for the user:
 // "--iface eth1 is down: bring it up (...)", without the package's
 // "afpacket:" prefix. It wraps err.
