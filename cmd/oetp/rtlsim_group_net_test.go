@@ -145,8 +145,14 @@ func TestRTLGroupWrite(t *testing.T) {
 	}
 	check := func(what string) {
 		t.Helper()
-		if !bytes.Equal(rtlMem(len(want)), want) {
-			t.Errorf("%s: the RTL's memory differs from the block", what)
+		if mem := rtlMem(len(want)); !bytes.Equal(mem, want) {
+			var missed []int
+			for off := 0; off < len(want); off += 8160 {
+				if end := min(off+8160, len(want)); !bytes.Equal(mem[off:end], want[off:end]) {
+					missed = append(missed, off/8160)
+				}
+			}
+			t.Errorf("%s: the RTL's memory differs from the block in %d of %d fragments: %v", what, len(missed), (len(want)+8159)/8160, missed)
 		}
 		for _, f := range files {
 			if !bytes.Equal(memberFile(t, f, len(want)), want) {
