@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/internal/tomlin"
-	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/memspec"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -312,7 +312,7 @@ func parseDUT(name, text string) (*DUT, error) {
 }
 
 func parseRange(key, s string) (Range, error) {
-	r, err := memory.ParseRegion(s)
+	r, err := memspec.ParseRegion(s)
 	if err == nil && r.Path != "" {
 		err = fmt.Errorf("has a third part %q", r.Path)
 	}

@@ -1,6 +1,6 @@
 // Package e2e holds end-to-end tests of oETP through the Linux kernel: oETP
 // endpoints (package endpoint) on AF_PACKET links (link/afpacket) in throwaway
-// network namespaces (link/netns), joined by a veth pair or a Linux bridge,
+// network namespaces (netns), joined by a veth pair or a Linux bridge,
 // exchanging real Ethernet frames.
 //
 // The tests check what an observer of the network sees: the exact bytes of
@@ -11,6 +11,9 @@
 // fragmentation, error replies, group replication over a bridge, Ethernet
 // padding of short frames, frames at a 1500-byte MTU, two endpoints
 // requesting from each other at once, and pcap recording.
+//
+// TestLayersOneWay (layers_test.go) checks that no import runs up the
+// layers CONTRIBUTING.md draws.
 //
 // The package has no non-test code. Its tests need root (CAP_SYS_ADMIN and
 // CAP_NET_ADMIN, to build namespaces and links); they skip, saying why, only

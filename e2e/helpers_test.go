@@ -17,9 +17,9 @@ import (
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 

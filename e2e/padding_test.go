@@ -5,7 +5,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/internal/tomlin"
 	"github.com/openenoc/oetp/link/rlink"
-	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/memspec"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -330,7 +330,7 @@ func LoadConfig(path string) (Config, error) {
 			return Config{}, err
 		}
 		for _, v := range fd.Volatile {
-			r, err := memory.ParseRegion(v)
+			r, err := memspec.ParseRegion(v)
 			if err != nil || strings.Count(v, ":") != 1 {
 				return Config{}, fmt.Errorf("%s: volatile = %q is not BASE:SIZE, e.g. \"0x2000:4\" for one FIFO word", where, v)
 			}

@@ -20,6 +20,9 @@
 // BAD_MESSAGE reply and the connection goes on (only a broken length field
 // closes it, since the stream cannot be resynchronised); a client that
 // disconnects during a batch stops the batch before its next operation.
+//
+// Its subpackage hub/proto is the client protocol's codec, shared by the hub,
+// the Go client (package client) and the tests.
 package hub
 
 import (

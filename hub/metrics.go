@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -128,8 +127,9 @@ func (h *Hub) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(h.met.reg, promhttp.HandlerOpts{})
 }
 
-// linkStats is what an afpacket link reports.
-type linkStats interface{ Stats() afpacket.Stats }
+// kernelDropper is a link whose medium drops frames before any reader sees
+// them (afpacket: the socket's receive queue was full).
+type kernelDropper interface{ KernelDrops() uint64 }
 
 // linkCollector reports the endpoints' and links' own counters at scrape
 // time. Its descriptions are made with the hub's registry, not at package
@@ -196,8 +196,8 @@ func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
 					ch <- prometheus.MustNewConstMetric(c.descRTT, prometheus.GaugeValue, x.v.Seconds(), append(lv, x.stat)...)
 				}
 			}
-			if ls, ok := d.links[k].(linkStats); ok {
-				ch <- prometheus.MustNewConstMetric(c.descKernelDrops, prometheus.CounterValue, float64(ls.Stats().DropQueueFull), lv...)
+			if ls, ok := d.links[k].(kernelDropper); ok {
+				ch <- prometheus.MustNewConstMetric(c.descKernelDrops, prometheus.CounterValue, float64(ls.KernelDrops()), lv...)
 			}
 		}
 	}

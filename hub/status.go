@@ -31,8 +31,8 @@ func (h *Hub) Status() proto.Status {
 			}
 			us := func(d time.Duration) float64 { return float64(d) / 1e3 }
 			es.RTTMinUS, es.RTTMeanUS, es.RTTMaxUS = us(ps.RTTMin), us(ps.RTTMean), us(ps.RTTMax)
-			if ls, ok := d.links[k].(linkStats); ok {
-				es.KernelDrops = ls.Stats().DropQueueFull
+			if ls, ok := d.links[k].(kernelDropper); ok {
+				es.KernelDrops = ls.KernelDrops()
 			}
 			ds.Endpoints[Kind(k).String()] = es
 		}

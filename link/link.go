@@ -1,6 +1,17 @@
 // Package link moves whole Ethernet frames between an oETP endpoint and a
-// medium: an in-process switch (link/mem), Linux AF_PACKET sockets
-// (link/afpacket) and a pcap tee (link/pcap).
+// medium. Its subpackages are the links and the wrappers of a link:
+//
+//   - link/afpacket: Linux AF_PACKET sockets (the real wire);
+//   - link/mem: an in-process switch with group delivery and faults;
+//   - link/pcap: a capture tee, and the pcap/pcapng reader and writer;
+//   - link/pace: a wrapper that paces written frames to a rate;
+//   - link/relay: forwards frames between two links and impairs them
+//     (loss, delay, reordering) for fault tests;
+//   - link/rlink: the reliable transport beneath an endpoint, per peer;
+//   - link/role: the cross-process roles of an endpoint address.
+//
+// Thread placement (package placement) and throwaway test networks
+// (package netns) are not links and live outside link.
 //
 // A frame is the bytes from the destination MAC through the last payload or
 // padding byte, without preamble, SFD or FCS, exactly as the oETP

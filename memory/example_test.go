@@ -9,14 +9,11 @@ import (
 // A responder's address space: 64 KiB of RAM at 0x1000, a failing target
 // right after it, and holes everywhere else.
 func ExampleMap() {
-	region, _ := memory.ParseRegion("0x1000:64K")
-	fault, _ := memory.ParseFault("0x11000:4K:slverr")
-
-	ram, _ := memory.NewRAM(region.Base, region.Size)
-	bad, _ := memory.NewFault(fault.Base, fault.Size, fault.Resp)
+	ram, _ := memory.NewRAM(0x1000, 64<<10)
+	bad, _ := memory.NewFault(0x11000, 4<<10, memory.SLVERR)
 	m := memory.NewMap()
-	m.Add(region.Base, region.Size, ram)
-	m.Add(fault.Base, fault.Size, bad)
+	m.Add(0x1000, 64<<10, ram)
+	m.Add(0x11000, 4<<10, bad)
 
 	fmt.Println(m.WriteAt([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 0x10FFC)) // last 4 bytes of RAM, then the fault
 	fmt.Println(ram.Bytes()[0xFFFC:])                               // written before the fault answered

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/internal/hostile"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
 )

@@ -10,4 +10,7 @@
 // Offsets are measured from the first destination MAC octet of an untagged
 // frame. Every four-byte parameter is little-endian; MAC octets and the
 // EtherType (88 B5) keep network order.
+//
+// Its subpackage wire/reliable is the codec of the reliable transport's
+// header (PSN, ACK/NAK, credits, CRC32C) that travels beneath v1 frames.
 package wire

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openenoc/oetp/internal/bench"
+	"github.com/openenoc/oetp/cmd/oetp/internal/bench"
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/link/afpacket"
 )

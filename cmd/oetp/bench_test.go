@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openenoc/oetp/internal/bench"
+	"github.com/openenoc/oetp/cmd/oetp/internal/bench"
 )
 
 func TestBenchJSONAndSVG(t *testing.T) {

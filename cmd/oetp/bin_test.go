@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // This file runs the built oetp binary inside network namespaces: `serve`

@@ -16,7 +16,7 @@ import (
 	"github.com/openenoc/oetp/internal/tomlin"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/link/rlink"
-	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/memspec"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -61,9 +61,9 @@ func parseWindow(s string) (base uint32, size uint64, err error) {
 	if strings.Count(s, ":") != 1 {
 		return 0, 0, fmt.Errorf("window %q is not BASE:SIZE, e.g. window=0x100000:64K", s)
 	}
-	r, err := memory.ParseRegion(s)
+	r, err := memspec.ParseRegion(s)
 	if err != nil {
-		var se *memory.SpecError
+		var se *memspec.SpecError
 		if errors.As(err, &se) && se.Part != "" {
 			return 0, 0, fmt.Errorf("window %q: %s %s, e.g. window=0x100000:64K", s, se.Part, se.Reason)
 		}
@@ -181,8 +181,8 @@ type serveSettings struct {
 	Iface   string
 	MAC     wire.MAC // zero: the interface's
 	Group   wire.MAC
-	Regions []memory.RegionSpec
-	Faults  []memory.FaultSpec
+	Regions []memspec.RegionSpec
+	Faults  []memspec.FaultSpec
 	Peers   []endpoint.Peer
 	// PeerTransport is each peer's transport=, by the index of Peers.
 	PeerTransport []rlink.Mode
@@ -194,7 +194,7 @@ type serveSettings struct {
 	Pcap          string
 	PcapFormat    pcap.Format
 	BusyPoll      time.Duration
-	Placement     placement
+	Placement     placeMode
 	JSONEvents    bool
 	MaxReadRate   int64 // bytes per second per source; 0: no bound
 }
@@ -348,7 +348,7 @@ func (sf *serveFlags) settings(fs *pflag.FlagSet) (*serveSettings, error) {
 	if changed("region") {
 		s.Regions = nil
 		for _, a := range sf.regions {
-			r, err := memory.ParseRegion(a)
+			r, err := memspec.ParseRegion(a)
 			if err != nil {
 				return nil, usagef("%v", err)
 			}
@@ -358,7 +358,7 @@ func (sf *serveFlags) settings(fs *pflag.FlagSet) (*serveSettings, error) {
 	if changed("fault") {
 		s.Faults = nil
 		for _, a := range sf.faults {
-			f, err := memory.ParseFault(a)
+			f, err := memspec.ParseFault(a)
 			if err != nil {
 				return nil, usagef("%v", err)
 			}
@@ -452,7 +452,7 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 		if r.Path != "" {
 			arg += ":" + r.Path
 		}
-		spec, err := memory.ParseRegion(arg)
+		spec, err := memspec.ParseRegion(arg)
 		if err != nil {
 			return usagef("%s: %s", where(key), specReason(err))
 		}
@@ -463,7 +463,7 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 		if r.Base == nil || r.Size == nil || r.Resp == "" {
 			return usagef("%s needs base, size and resp, e.g. base = 0x200000, size = 4096, resp = \"slverr\"", where(key))
 		}
-		spec, err := memory.ParseFault(r.Base.s + ":" + r.Size.s + ":" + r.Resp)
+		spec, err := memspec.ParseFault(r.Base.s + ":" + r.Size.s + ":" + r.Resp)
 		if err != nil {
 			return usagef("%s: %s", where(key), specReason(err))
 		}
@@ -557,10 +557,10 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 	return nil
 }
 
-// specReason turns a memory.SpecError into "PART: reason" without the flag
+// specReason turns a memspec.SpecError into "PART: reason" without the flag
 // name, for configuration file messages.
 func specReason(err error) string {
-	var se *memory.SpecError
+	var se *memspec.SpecError
 	if errors.As(err, &se) {
 		if se.Part != "" {
 			return strings.ToLower(se.Part) + ": " + se.Reason

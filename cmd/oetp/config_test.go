@@ -12,6 +12,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/memspec"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -46,11 +47,11 @@ func TestServeConfigExample(t *testing.T) {
 	want := &serveSettings{
 		Iface: "eth1",
 		Group: mustMAC(t, "03:0e:0c:00:00:01"),
-		Regions: []memory.RegionSpec{
+		Regions: []memspec.RegionSpec{
 			{Base: 0, Size: 64 << 10},
 			{Base: 0x1000000, Size: 16 << 20, Path: "/dev/shm/oetp-ddr.bin"},
 		},
-		Faults: []memory.FaultSpec{{Base: 0x2000000, Size: 4096, Resp: memory.SLVERR}},
+		Faults: []memspec.FaultSpec{{Base: 0x2000000, Size: 4096, Resp: memory.SLVERR}},
 		Peers: []endpoint.Peer{
 			{MAC: mustMAC(t, "02:0e:0c:00:01:01"), Mode: endpoint.ModeRMEM, WindowBase: 0, WindowSize: 64 << 10, EventEnable: true},
 			{MAC: mustMAC(t, "02:0e:0c:00:01:02"), Mode: endpoint.ModeDMAWrite, WindowBase: 0x1000000, WindowSize: 16 << 20, EventEnable: true},

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/conformance"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/role"
 )
 

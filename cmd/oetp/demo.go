@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openenoc/oetp/internal/demo"
+	"github.com/openenoc/oetp/cmd/oetp/internal/demo"
 )
 
 func init() { register("demo", newDemoCmd) }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openenoc/oetp/internal/demo"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/cmd/oetp/internal/demo"
+	"github.com/openenoc/oetp/netns"
 )
 
 // wantDemoSteps are the steps of the default demo (3 slaves) with the codes
@@ -179,7 +179,7 @@ func TestDemoNetns(t *testing.T) {
 		t.Fatalf("demo --netns: exit %d, stderr %q\n%s", code, errOut, out)
 	}
 	checkDemoReport(t, out, 3)
-	if !strings.Contains(out, `"network":"a Linux bridge of network namespaces (link/netns, link/afpacket)"`) {
+	if !strings.Contains(out, `"network":"a Linux bridge of network namespaces (netns, link/afpacket)"`) {
 		t.Errorf("demo --netns did not run on namespaces:\n%s", out)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/devices"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 

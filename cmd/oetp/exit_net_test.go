@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // TestExitCodeNet checks the exit codes that need an interface: a down

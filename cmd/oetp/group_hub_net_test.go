@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/client"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // TestHubGroupWrite: `oetp hub` on h1 owns two `oetp serve` devices (h2,

@@ -16,8 +16,8 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 

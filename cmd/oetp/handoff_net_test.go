@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // TestHandOff: handOff starts the closer with the link's socket as its fd 3

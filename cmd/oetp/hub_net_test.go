@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/client"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 

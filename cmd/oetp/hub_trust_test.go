@@ -22,7 +22,7 @@ import (
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/internal/hostile"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/rundir"
 )

@@ -11,6 +11,7 @@ import (
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/placement"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -108,7 +109,7 @@ func openIface(o ifaceOptions) (*ifaceLink, error) {
 		return nil, &usageError{ifaceError(o.Name, err)}
 	}
 	if o.Place == placeStay && cfg.IO == afpacket.IOBlocking {
-		stayHere()
+		placement.Stay()
 	}
 	il := &ifaceLink{Link: l, ceiling: maxFrame, MTU: ifi.MTU}
 	if o.Pcap != "" {

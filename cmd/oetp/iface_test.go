@@ -7,7 +7,7 @@ import (
 
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // TestBusyPollWithPcap checks that --busy-poll and --pcap go together: the

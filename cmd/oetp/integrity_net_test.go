@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/link/pace"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
 )

@@ -32,6 +32,12 @@
 //
 // Errors raised by cobra itself before a command runs (unknown command or
 // flag, unparsable flag value, wrong argument count) are usage errors too.
+//
+// # Subpackages
+//
+// What only this command uses lives under it: internal/bench (oetp bench:
+// the rows, their floors and the report), internal/demo (oetp demo's fabric
+// and report) and internal/manpages (go generate's man pages).
 package main
 
 import (

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 

@@ -1,10 +1,6 @@
 package main
 
-import (
-	"fmt"
-
-	"github.com/openenoc/oetp/internal/affinity"
-)
+import "fmt"
 
 // Placement of the threads of serve and the one-shot commands
 // (--placement, config key placement). A stop-and-wait exchange between
@@ -24,17 +20,17 @@ import (
 //     not through a hub, never outside the process's affinity mask (taskset
 //     still decides), and nothing on a process given one CPU.
 //   - off: the threads are left to the kernel's scheduler, as before.
-type placement int
+type placeMode int
 
 const (
-	placeAuto placement = iota
+	placeAuto placeMode = iota
 	placeOff
 )
 
 // placementUsage is the help of --placement.
 const placementUsage = "thread placement `P`: auto (serve moves to the CPU its requests arrive on; a one-shot command stays on the CPU it started on) or off (the kernel's scheduler places the threads)"
 
-func parsePlacement(s string) (placement, error) {
+func parsePlacement(s string) (placeMode, error) {
 	switch s {
 	case "auto":
 		return placeAuto, nil
@@ -44,7 +40,7 @@ func parsePlacement(s string) (placement, error) {
 	return placeAuto, fmt.Errorf("%q: use auto or off", s)
 }
 
-func (p placement) String() string {
+func (p placeMode) String() string {
 	if p == placeOff {
 		return "off"
 	}
@@ -52,7 +48,7 @@ func (p placement) String() string {
 }
 
 // placementFlag is the pflag.Value of --placement.
-type placementFlag struct{ p placement }
+type placementFlag struct{ p placeMode }
 
 func (f *placementFlag) String() string { return f.p.String() }
 func (f *placementFlag) Type() string   { return "P" }
@@ -70,16 +66,3 @@ const (
 	placeFollow                  // serve: follow the traffic
 	placeStay                    // a one-shot command: stay on the CPU it started on
 )
-
-// stayHere keeps every thread of the process on the CPU the caller runs on,
-// if the process may use more than one. It is best effort: a process that
-// cannot be placed runs as it would have.
-func stayHere() {
-	allowed, err := affinity.Allowed()
-	if err != nil || allowed.Count() < 2 {
-		return
-	}
-	if cpu := affinity.Current(); cpu >= 0 {
-		_ = affinity.Pin(cpu, allowed)
-	}
-}

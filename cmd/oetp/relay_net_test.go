@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // relayProc is an `oetp relay` process.

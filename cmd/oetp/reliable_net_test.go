@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // serve with transport=reliable for some peers, rmem and dma with

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // rtlGroupNet joins the kit's host end to two oetp serve members: a relay

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // rssLimit is the issue's bound on the resident memory of `dma write --in`

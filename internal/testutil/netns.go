@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // OpenLink opens an AF_PACKET link on h's interface inside h's namespace;

@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openenoc/oetp/internal/affinity"
 	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/placement"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -182,7 +182,7 @@ func Open(ifname string, cfg Config) (*Link, error) {
 		}
 	}
 	if cfg.FollowCPU && mode == IOBlocking {
-		if allowed, err := affinity.Allowed(); err == nil && allowed.Count() > 1 {
+		if allowed, err := placement.Allowed(); err == nil && allowed.Count() > 1 {
 			if l.follow, err = l.openFollower(); err != nil {
 				unix.Close(fd)
 				return nil, err

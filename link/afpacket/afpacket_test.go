@@ -16,7 +16,7 @@ import (
 
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 func TestNoAllocs(t *testing.T) {

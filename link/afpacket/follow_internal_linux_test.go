@@ -4,31 +4,28 @@ package afpacket
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openenoc/oetp/internal/affinity"
+	"github.com/openenoc/oetp/placement"
 )
 
 // fakeFollower is a follower over a ring in ordinary memory, which the test
 // fills as the kernel would, and a pin that records the moves.
 func fakeFollower(allowed ...int) (*follower, *[]int) {
-	var set affinity.Set
+	var set placement.Set
 	for _, c := range allowed {
 		set.Set(c)
 	}
 	moves := new([]int)
-	f := &follower{fd: -1, frameSize: 128, frames: 8, allowed: set, home: -1, cand: -1}
+	f := &follower{fd: -1, frameSize: 128, frames: 8, home: -1}
 	f.ring = make([]byte, f.frameSize*f.frames)
-	f.pin = func(cpu int, allowed affinity.Set) error {
-		if !allowed.IsSet(cpu) {
-			panic("pin outside the allowed CPUs")
-		}
+	f.place = placement.NewFollower(set, func(cpu int, allowed placement.Set) error {
 		*moves = append(*moves, cpu)
 		return nil
-	}
+	})
 	return f, moves
 }
 
@@ -45,57 +42,28 @@ func (f *follower) receive(l *Link, cpus ...int) {
 	f.check(l)
 }
 
-// TestFollowerRules: the process moves after two batches in a row from one
-// other CPU it may use, never to a CPU outside its mask, not for batches
-// from several CPUs or taking turns, and not again within followDwell; the
-// ring's slots are given back to the kernel.
-func TestFollowerRules(t *testing.T) {
-	l := &Link{}
+// TestFollowerReadsProbe: check hands the Follower the one CPU of a batch
+// (none for a batch from several CPUs or an empty probe), the probe's home
+// becomes the CPU moved to, and the ring's slots are given back to the
+// kernel. The rules of a move are placement's (TestFollowerRules there).
+func TestFollowerReadsProbe(t *testing.T) {
+	l := &Link{follow: nil}
 	f, moves := fakeFollower(0, 1, 2)
-	want := func(step string, w ...int) {
-		t.Helper()
-		if len(*moves) != len(w) {
-			t.Fatalf("%s: moves %v, want %v", step, *moves, w)
-		}
-		for i := range w {
-			if (*moves)[i] != w[i] {
-				t.Fatalf("%s: moves %v, want %v", step, *moves, w)
-			}
-		}
-	}
-	f.receive(l, 1)
-	want("one batch from CPU 1")
-	f.receive(l, 2)
-	want("then one from CPU 2")
 	f.receive(l, 1, 2)
-	want("a batch from CPUs 1 and 2")
-	f.receive(l, 1)
+	f.receive(l, 1, 2)
 	f.receive(l)
-	want("CPU 1, then a batch received on the CPU the process runs on (the probe saw nothing)")
+	f.receive(l)
+	if len(*moves) != 0 {
+		t.Fatalf("moves %v after batches from several CPUs and empty probes, want none", *moves)
+	}
 	f.receive(l, 1)
 	f.receive(l, 1, 1)
-	want("two batches from CPU 1", 1)
-	if f.home != 1 {
-		t.Fatalf("home %d after the move, want 1", f.home)
+	if !slices.Equal(*moves, []int{1}) || f.home != 1 {
+		t.Fatalf("moves %v, probe home %d after two batches from CPU 1, want [1] and 1", *moves, f.home)
 	}
-	for range followSettle - 1 {
-		f.receive(l)
+	if got := f.seen.Load(); got != 7 {
+		t.Fatalf("%d probe entries read, want 7", got)
 	}
-	want("batches received on CPU 1 after the move", 1)
-	f.receive(l)
-	want("followSettle batches after the move: placed once more", 1, 1)
-	f.last = time.Now()
-	f.receive(l, 2)
-	f.receive(l, 2)
-	want("two batches from CPU 2 within followDwell of the move", 1, 1)
-	f.last = time.Now().Add(-followDwell)
-	f.receive(l, 2)
-	want("a third batch from CPU 2, followDwell after the move", 1, 1, 2)
-	f.last = time.Now().Add(-followDwell)
-	f.receive(l, 5)
-	f.receive(l, 5)
-	f.receive(l, 5)
-	want("batches from CPU 5, which the process may not use", 1, 1, 2)
 	for i := range f.frames {
 		if st := f.status(i).Load(); st != unix.TP_STATUS_KERNEL {
 			t.Fatalf("ring slot %d has status %#x after the checks, want TP_STATUS_KERNEL", i, st)

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openenoc/oetp/internal/affinity"
+	"github.com/openenoc/oetp/placement"
 )
 
 // Following the traffic (Config.FollowCPU).
@@ -37,21 +36,6 @@ import (
 // SKF_AD_CPU, the ancillary load of the CPU (linux/filter.h).
 const skfAdCPU = 36
 
-// followBatches is how many receive batches in a row must all have been
-// received on the same other CPU before the process moves there, and
-// followDwell the least time between two moves: several clients on
-// different CPUs, whose frames interleave, do not move the process at all,
-// and clients taking turns move it at most every followDwell.
-const (
-	followBatches = 2
-	followDwell   = 10 * time.Millisecond
-)
-
-// followSettle is how many receive batches after a move the process is
-// placed once more: a thread whose creation was under way during the move
-// may have inherited the old CPU (it was not yet in /proc/self/task).
-const followSettle = 64
-
 // follower is a link's probe and placement state, used by ReadBatch under
 // the link's rmu.
 type follower struct {
@@ -61,16 +45,10 @@ type follower struct {
 	frames    int
 	next      int // the ring slot to look at next
 
-	allowed affinity.Set                              // the CPUs the process was given
-	home    int                                       // the CPU the process was placed on; -1: not yet
-	cand    int                                       // the other CPU the last batches came from
-	streak  int                                       // batches in a row from cand
-	last    time.Time                                 // the last move
-	settle  int                                       // batches left before the last move's second placement
-	pin     func(cpu int, allowed affinity.Set) error // affinity.Pin; tests replace it
+	home  int                 // the CPU the probe's filter drops (the Follower's Home)
+	place *placement.Follower // decides the moves
 
-	moves atomic.Uint64
-	seen  atomic.Uint64 // probe entries read (frames received on another CPU than home)
+	seen atomic.Uint64 // probe entries read (frames received on another CPU than home)
 }
 
 // TPACKET_V2 frame header offsets (struct tpacket2_hdr).
@@ -83,7 +61,7 @@ const (
 // process may run on one CPU only (nothing to follow) or the kernel
 // refuses the ring.
 func (l *Link) openFollower() (*follower, error) {
-	allowed, err := affinity.Allowed()
+	allowed, err := placement.Allowed()
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +82,7 @@ func (l *Link) openFollower() (*follower, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}
-	f := &follower{fd: fd, frameSize: frameSize, frames: block / frameSize, allowed: allowed, home: -1, cand: -1, pin: affinity.Pin}
+	f := &follower{fd: fd, frameSize: frameSize, frames: block / frameSize, home: -1, place: placement.NewFollower(allowed, nil)}
 	fail := func(what string, err error) (*follower, error) {
 		if f.ring != nil {
 			unix.Munmap(f.ring)
@@ -179,8 +157,10 @@ func (f *follower) status(i int) *atomic.Uint32 {
 }
 
 // check runs after each batch the link received: it reads the CPUs of the
-// frames the probe saw since the last check and moves the process when the
-// last followBatches batches all came from one other CPU it may use.
+// frames the probe saw since the last check and hands them to the
+// placement.Follower, which moves the process when the last batches all
+// came from one other CPU it may use; after a move the probe drops the
+// frames received on the new CPU.
 func (f *follower) check(l *Link) {
 	k, cpu, mixed := 0, -1, false
 	for {
@@ -199,35 +179,14 @@ func (f *follower) check(l *Link) {
 			mixed = true
 		}
 	}
-	if k == 0 || mixed || cpu == f.home || !f.allowed.IsSet(cpu) {
-		// Received here (the probe saw nothing), from several CPUs, or
-		// from a CPU the process may not use.
-		f.streak = 0
-		if f.settle > 0 {
-			if f.settle--; f.settle == 0 {
-				f.pin(f.home, f.allowed)
-			}
-		}
+	if k == 0 || mixed {
+		cpu = -1
+	}
+	if !f.place.Observe(cpu) {
 		return
 	}
-	if cpu != f.cand {
-		f.cand, f.streak = cpu, 0
-	}
-	if f.streak++; f.streak < followBatches {
-		return
-	}
-	now := time.Now()
-	if !f.last.IsZero() && now.Sub(f.last) < followDwell {
-		return
-	}
-	f.streak, f.last = 0, now
-	if err := f.pin(cpu, f.allowed); err != nil {
-		return
-	}
-	f.moves.Add(1)
-	f.settle = followSettle
 	l.cmu.Lock()
-	f.home = cpu
+	f.home = f.place.Home()
 	f.attach(l)
 	l.cmu.Unlock()
 }
@@ -237,7 +196,7 @@ func (l *Link) cpuMoves() uint64 {
 	if l.follow == nil {
 		return 0
 	}
-	return l.follow.moves.Load()
+	return l.follow.place.Moves()
 }
 
 func (f *follower) close() {

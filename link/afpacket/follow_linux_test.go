@@ -11,25 +11,25 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openenoc/oetp/internal/affinity"
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
+	"github.com/openenoc/oetp/placement"
 )
 
 // threadMasks returns the affinity of every thread of the process.
-func threadMasks(t *testing.T) map[int]affinity.Set {
+func threadMasks(t *testing.T) map[int]placement.Set {
 	t.Helper()
 	names, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[int]affinity.Set{}
+	out := map[int]placement.Set{}
 	for _, d := range names {
 		tid, err := strconv.Atoi(d.Name())
 		if err != nil {
 			continue
 		}
-		var s affinity.Set
+		var s placement.Set
 		if unix.SchedGetaffinity(tid, &s) == nil {
 			out[tid] = s
 		}
@@ -43,7 +43,7 @@ func threadMasks(t *testing.T) map[int]affinity.Set {
 // move it; without FollowCPU, the same traffic leaves every thread's
 // affinity as it was. Needs two CPUs.
 func TestFollowCPU(t *testing.T) {
-	allowed, err := affinity.Allowed()
+	allowed, err := placement.Allowed()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestFollowCPU(t *testing.T) {
 		t.Skipf("the process may run on %d CPU: nothing to follow", allowed.Count())
 	}
 	t.Cleanup(func() {
-		if err := affinity.Restore(allowed); err != nil {
+		if err := placement.Restore(allowed); err != nil {
 			t.Error(err)
 		}
 	})
@@ -75,7 +75,7 @@ func TestFollowCPU(t *testing.T) {
 				runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
 				sender <- unix.Gettid()
 				for cpu := range send {
-					var one affinity.Set
+					var one placement.Set
 					one.Set(cpu)
 					if err := unix.SchedSetaffinity(0, &one); err != nil {
 						sent <- err
@@ -164,7 +164,7 @@ func TestFollowCPU(t *testing.T) {
 			if !follow && moves != 0 {
 				t.Errorf("FollowCPU off: CPUMoves %d, want 0", moves)
 			}
-			if err := affinity.Restore(allowed); err != nil {
+			if err := placement.Restore(allowed); err != nil {
 				t.Fatal(err)
 			}
 		})

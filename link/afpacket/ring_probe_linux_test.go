@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // BenchmarkRingProbe measures the receive directions below the

@@ -3,7 +3,7 @@
 // corruption, each direction on its own, drawn from a seeded random source,
 // with counters of what it did. It is the project's stand-in for `tc
 // netem`, which these machines lack: tests put it between two network
-// namespaces (link/netns Topology.Relay) to try the engine against a bad
+// namespaces (netns Topology.Relay) to try the engine against a bad
 // link over real AF_PACKET sockets, and `oetp relay IF1 IF2` lets users try
 // host software the same way, without a bad cable.
 //

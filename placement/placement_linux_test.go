@@ -1,6 +1,6 @@
 //go:build linux
 
-package affinity
+package placement
 
 import (
 	"os"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package affinity
+package placement
 
 // Set is a set of CPUs.
 type Set struct{}

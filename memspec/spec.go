@@ -1,4 +1,9 @@
-package memory
+// Package memspec parses the memory arguments users write: a region
+// "BASE:SIZE[:PATH]" (oetp serve --region, the hub's device config, the
+// conformance DUT) and a fault region "BASE:SIZE:slverr|decerr" (--fault).
+// The parsed specs are what memory's constructors take; memory itself knows
+// no syntax.
+package memspec
 
 import (
 	"fmt"
@@ -6,7 +11,11 @@ import (
 	"strings"
 
 	"github.com/openenoc/oetp/internal/num"
+	"github.com/openenoc/oetp/memory"
 )
+
+// addrSpaceEnd is the first address past the 32-bit address space.
+const addrSpaceEnd = uint64(1) << 32
 
 // RegionSpec is a parsed memory region argument "BASE:SIZE[:PATH]": RAM
 // when Path is empty, else a shared mapping of the file at Path (see
@@ -21,7 +30,7 @@ type RegionSpec struct {
 type FaultSpec struct {
 	Base uint32
 	Size uint64
-	Resp Resp
+	Resp memory.Resp
 }
 
 // Examples shown in parse errors.
@@ -97,9 +106,9 @@ func ParseFault(s string) (FaultSpec, error) {
 	f := FaultSpec{Base: base, Size: size}
 	switch r := strings.TrimSpace(parts[2]); {
 	case strings.EqualFold(r, "slverr"):
-		f.Resp = SLVERR
+		f.Resp = memory.SLVERR
 	case strings.EqualFold(r, "decerr"):
-		f.Resp = DECERR
+		f.Resp = memory.DECERR
 	default:
 		return fail("RESP", fmt.Sprintf("%q is not slverr or decerr", r))
 	}

@@ -10,9 +10,22 @@
 // them. Placing every thread of the process is what keeps the receive loop
 // where it was put, without locking a goroutine to a thread (a locked
 // goroutine pays a thread hand-off at every scheduling point).
-package affinity
+package placement
 
 import "errors"
 
 // ErrUnsupported is returned on systems without thread affinity.
 var ErrUnsupported = errors.New("affinity: thread placement needs Linux")
+
+// Stay keeps every thread of the process on the CPU the caller runs on, if
+// the process may use more than one. It is best effort: a process that
+// cannot be placed runs as it would have.
+func Stay() {
+	allowed, err := Allowed()
+	if err != nil || allowed.Count() < 2 {
+		return
+	}
+	if cpu := Current(); cpu >= 0 {
+		_ = Pin(cpu, allowed)
+	}
+}

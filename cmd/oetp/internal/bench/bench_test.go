@@ -12,8 +12,8 @@ import (
 // sub-benchmarks report the median and 99th percentile operation time and
 // the process's allocations per frame next to the usual figures:
 //
-//	go test -run '^$' -bench . ./internal/bench/
-//	sudo go test -run '^$' -bench 'Veth/(raw-24|rmem)' ./internal/bench/ -args -linkio poll
+//	go test -run '^$' -bench . ./cmd/oetp/internal/bench/
+//	sudo go test -run '^$' -bench 'Veth/(raw-24|rmem)' ./cmd/oetp/internal/bench/ -args -linkio poll
 
 // linkIO selects the I/O mode of the engine's AF_PACKET links in
 // BenchmarkVeth, like oetp bench --link-io.

@@ -1,4 +1,4 @@
-package memory
+package memspec
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openenoc/oetp/memory"
 )
 
 func TestParseRegion(t *testing.T) {
@@ -54,11 +56,11 @@ func TestParseFault(t *testing.T) {
 		in   string
 		want FaultSpec
 	}{
-		{"0x8000:4K:slverr", FaultSpec{Base: 0x8000, Size: 4096, Resp: SLVERR}},
-		{"0x8000:4K:SLVERR", FaultSpec{Base: 0x8000, Size: 4096, Resp: SLVERR}},
-		{"0x8000:16:decerr", FaultSpec{Base: 0x8000, Size: 16, Resp: DECERR}},
-		{"0:1:DecErr", FaultSpec{Base: 0, Size: 1, Resp: DECERR}},
-		{"0xfffffffc:4: slverr ", FaultSpec{Base: 0xFFFFFFFC, Size: 4, Resp: SLVERR}},
+		{"0x8000:4K:slverr", FaultSpec{Base: 0x8000, Size: 4096, Resp: memory.SLVERR}},
+		{"0x8000:4K:SLVERR", FaultSpec{Base: 0x8000, Size: 4096, Resp: memory.SLVERR}},
+		{"0x8000:16:decerr", FaultSpec{Base: 0x8000, Size: 16, Resp: memory.DECERR}},
+		{"0:1:DecErr", FaultSpec{Base: 0, Size: 1, Resp: memory.DECERR}},
+		{"0xfffffffc:4: slverr ", FaultSpec{Base: 0xFFFFFFFC, Size: 4, Resp: memory.SLVERR}},
 	}
 	for _, tt := range tests {
 		got, err := ParseFault(tt.in)
@@ -74,7 +76,7 @@ func TestParseFault(t *testing.T) {
 			t.Errorf("ParseFault(%q.String() = %q) = %+v, %v; want %+v", tt.in, got.String(), again, err, got)
 		}
 	}
-	if s := (FaultSpec{Base: 0x8000, Size: 0x1000, Resp: DECERR}).String(); s != "0x8000:0x1000:decerr" {
+	if s := (FaultSpec{Base: 0x8000, Size: 0x1000, Resp: memory.DECERR}).String(); s != "0x8000:0x1000:decerr" {
 		t.Errorf("String() = %q", s)
 	}
 }
@@ -187,7 +189,7 @@ func FuzzParseFault(f *testing.F) {
 			return
 		}
 		checkSpecRange(t, in, fs.Base, fs.Size)
-		if fs.Resp != SLVERR && fs.Resp != DECERR {
+		if fs.Resp != memory.SLVERR && fs.Resp != memory.DECERR {
 			t.Fatalf("%q parsed to response %v", in, fs.Resp)
 		}
 		if again, err := ParseFault(fs.String()); err != nil || again != fs {

@@ -9,7 +9,7 @@ import (
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/mem"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -79,7 +79,7 @@ func (f *memFabric) closeLinks() {
 func (f *memFabric) close() error { return nil }
 
 // netnsFabric is a Linux bridge joining one network namespace per node,
-// each reached through an AF_PACKET link (link/netns, link/afpacket).
+// each reached through an AF_PACKET link (netns, link/afpacket).
 type netnsFabric struct {
 	net   *netns.Net
 	lossy []*lossyLink
@@ -139,7 +139,7 @@ func (f *netnsFabric) queueDrops(i int) uint64 {
 }
 
 func (f *netnsFabric) describe() string {
-	return "a Linux bridge of network namespaces (link/netns, link/afpacket)"
+	return "a Linux bridge of network namespaces (netns, link/afpacket)"
 }
 
 func (f *netnsFabric) close() error { return f.net.Close() }

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/openenoc/oetp/internal/affinity"
+	"github.com/openenoc/oetp/placement"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -324,10 +324,10 @@ func pinProcess(cpu int) (restore func(), err error) {
 	all := startCPUs // not the calling thread's: it may be pinned
 	var one unix.CPUSet
 	one.Set(cpu)
-	// Every thread, as serve's placement moves them (internal/affinity:
+	// Every thread, as serve's placement moves them (placement:
 	// passes until no thread was created with the old mask meanwhile).
 	set := func(s *unix.CPUSet) error {
-		if err := affinity.Restore(*s); err != nil {
+		if err := placement.Restore(*s); err != nil {
 			return fmt.Errorf("bench: placing the process's threads: %w", err)
 		}
 		return nil

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 )
 
 // Build two hosts, open a raw socket in one and run a program in the other.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openenoc/oetp/link/netns"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 

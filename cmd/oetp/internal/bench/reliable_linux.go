@@ -15,9 +15,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/netns"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/transport"
 	"github.com/openenoc/oetp/wire"
 )

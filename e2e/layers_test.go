@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/openenoc/oetp/"
+
+// floors are the layers of the repository, lowest first (CONTRIBUTING.md
+// draws them). The non-test code of a package imports packages of its own
+// floor or below, never above: the floors run one way. A name ending in
+// "/..." covers the packages under it. Every package must be on a floor.
+var floors = []struct {
+	name string
+	pkgs []string
+}{
+	{"leaf helpers", []string{"internal/num", "internal/ratelog", "placement"}},
+	{"codecs", []string{"wire", "wire/reliable", "hub/proto"}},
+	{"memory, link interface, transport, test networks", []string{"memory", "memspec", "link", "transport", "netns"}},
+	{"links", []string{"link/..."}},
+	{"engine", []string{"endpoint"}},
+	{"assembly", []string{"node"}},
+	{"services and clients", []string{"conformance", "addrtable", "client", "hub"}},
+	{"the command", []string{"cmd/..."}},
+	{"tests only", []string{"e2e", "contrib/...", "internal/testutil"}},
+}
+
+// floorOf returns the index in floors of package p (a path inside the
+// module), or -1.
+func floorOf(p string) int {
+	best, bestLen := -1, -1
+	for i, f := range floors {
+		for _, q := range f.pkgs {
+			n := len(q)
+			if base, ok := strings.CutSuffix(q, "/..."); ok {
+				if !strings.HasPrefix(p, base+"/") {
+					continue
+				}
+				n = len(base)
+			} else if p != q {
+				continue
+			}
+			if n > bestLen {
+				best, bestLen = i, n
+			}
+		}
+	}
+	return best
+}
+
+// imports returns, for every package of the module, the module packages its
+// non-test files import (with the file that does).
+func imports(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]string{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		pkg := filepath.ToSlash(rel)
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		if out[pkg] == nil {
+			out[pkg] = map[string]string{}
+		}
+		for _, im := range f.Imports {
+			if q, ok := strings.CutPrefix(strings.Trim(im.Path.Value, `"`), module); ok {
+				out[pkg][q] = filepath.Base(path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestLayersOneWay: no non-test import runs up the floors, and every
+// package of the module stands on one.
+func TestLayersOneWay(t *testing.T) {
+	all := imports(t)
+	if len(all) < 20 {
+		t.Fatalf("found %d packages: the walk did not see the module", len(all))
+	}
+	for pkg, ims := range all {
+		fp := floorOf(pkg)
+		if fp < 0 {
+			t.Errorf("package %s is on no floor: add it to floors (and to CONTRIBUTING.md)", pkg)
+			continue
+		}
+		for q, file := range ims {
+			fq := floorOf(q)
+			if fq > fp {
+				t.Errorf("%s/%s imports %s: %q imports %q, a floor above", pkg, file, q, floors[fp].name, floors[fq].name)
+			}
+		}
+	}
+}
+
+// TestInternalHoldsLeaves: internal/ holds only leaf helpers (nothing there
+// imports the engine, a link, the hub or the transport), and its test
+// helpers (internal/testutil) are imported by tests only.
+func TestInternalHoldsLeaves(t *testing.T) {
+	all := imports(t)
+	for pkg, ims := range all {
+		if strings.HasPrefix(pkg, "internal/") && pkg != "internal/testutil" {
+			for q, file := range ims {
+				if !strings.HasPrefix(q, "internal/") {
+					t.Errorf("%s/%s imports %s: internal/ holds leaf helpers only", pkg, file, q)
+				}
+			}
+		}
+		for q, file := range ims {
+			if q == "internal/testutil" {
+				t.Errorf("%s/%s (not a test) imports internal/testutil", pkg, file)
+			}
+		}
+	}
+}
+
+// TestFloorRankExample: the checks above can fail.
+func TestFloorRankExample(t *testing.T) {
+	if !(floorOf("link/afpacket") > floorOf("link")) || floorOf("hub") <= floorOf("endpoint") || floorOf("nowhere") != -1 {
+		t.Fatal("floorOf does not rank the floors")
+	}
+}
