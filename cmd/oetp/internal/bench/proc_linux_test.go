@@ -18,7 +18,7 @@ func buildOetp(t *testing.T) string {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	out, err := exec.Command("go", append(args, "../../cmd/oetp")...).CombinedOutput()
+	out, err := exec.Command("go", append(args, "../..")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
