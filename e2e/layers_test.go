@@ -19,7 +19,7 @@ var floors = []struct {
 	name string
 	pkgs []string
 }{
-	{"leaf helpers", []string{"internal/num", "internal/ratelog", "placement"}},
+	{"leaf helpers", []string{"internal/num", "internal/ratelog", "internal/rtt", "placement"}},
 	{"codecs", []string{"wire", "wire/reliable", "hub/proto"}},
 	{"memory, link interface, transport, test networks", []string{"memory", "memspec", "link", "transport", "netns"}},
 	{"links", []string{"link/..."}},
@@ -145,5 +145,23 @@ func TestInternalHoldsLeaves(t *testing.T) {
 func TestFloorRankExample(t *testing.T) {
 	if !(floorOf("link/afpacket") > floorOf("link")) || floorOf("hub") <= floorOf("endpoint") || floorOf("nowhere") != -1 {
 		t.Fatal("floorOf does not rank the floors")
+	}
+}
+
+// TestStacksThroughNode: the command and the hub build no stack of their
+// own: they open links and stacks through package node, and import no
+// link that carries frames, nor the transport.
+func TestStacksThroughNode(t *testing.T) {
+	all := imports(t)
+	for _, pkg := range []string{"cmd/oetp", "hub"} {
+		if all[pkg] == nil {
+			t.Fatalf("package %s not found", pkg)
+		}
+		for q, file := range all[pkg] {
+			switch q {
+			case "link/afpacket", "link/mem", "link/rlink", "link/pace", "transport":
+				t.Errorf("%s/%s imports %s: open links and stacks through package node", pkg, file, q)
+			}
+		}
 	}
 }

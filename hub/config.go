@@ -12,8 +12,8 @@ import (
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/internal/tomlin"
-	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memspec"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -110,7 +110,7 @@ type DeviceConfig struct {
 	// docs/reliable.md beneath the endpoints; the device's peer entries
 	// need transport = "reliable") or auto (reliable if the device answers
 	// its handshake, else v1).
-	Transport rlink.Mode
+	Transport node.Transport
 }
 
 // DeriveMAC is the default local MAC of kind k for a device: a locally
@@ -318,7 +318,7 @@ func LoadConfig(path string) (Config, error) {
 			return Config{}, err
 		}
 		if fd.Transport != "" {
-			if d.Transport, err = rlink.ParseMode(fd.Transport); err != nil {
+			if d.Transport, err = node.ParseTransport(fd.Transport); err != nil {
 				return Config{}, fmt.Errorf("%s: transport: %v", where, err)
 			}
 		}
@@ -354,7 +354,7 @@ func LoadConfig(path string) (Config, error) {
 func FromDevices(f *devices.File) []DeviceConfig {
 	var out []DeviceConfig
 	for _, d := range f.Devices {
-		tm, _ := rlink.ParseMode(d.Transport) // checked by devices.Parse
+		tm, _ := node.ParseTransport(d.Transport) // checked by devices.Parse
 		out = append(out, DeviceConfig{Name: d.Name, Iface: d.Iface, MAC: d.MAC, AddressTable: d.AddressTable,
 			Local: d.Local, RMEMTimeout: d.Timeout, DMATimeout: d.Timeout, Transport: tm})
 	}
@@ -431,7 +431,7 @@ func (c Config) PeerEntries() string {
 		for k := range numKinds {
 			fmt.Fprintf(&b, "[[peer]]\nmac = %q\nmode = %q  # %s: %s\n", d.Local[k].String(),
 				modeName(Kind(k).DeviceMode()), Kind(k), kindUse(Kind(k)))
-			if d.Transport != rlink.V1 {
+			if d.Transport != node.V1 {
 				fmt.Fprintf(&b, "transport = %q\n", d.Transport.String())
 			}
 		}

@@ -44,8 +44,7 @@ import (
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/internal/ratelog"
 	"github.com/openenoc/oetp/link"
-	"github.com/openenoc/oetp/link/rlink"
-	"github.com/openenoc/oetp/role"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
 )
@@ -59,10 +58,8 @@ type Device struct {
 	Config DeviceConfig
 	index  int
 	eps    [numKinds]*endpoint.Endpoint
-	links  [numKinds]link.Link
-	roles  [numKinds]*role.Lock
-	rls    [numKinds]*rlink.Link // the reliable transport beneath each endpoint, nil for v1
-	table  *table                // nil without an address table
+	nodes  [numKinds]*node.Node // the stack of each endpoint
+	table  *table               // nil without an address table
 	m      devMetrics
 }
 
@@ -155,72 +152,36 @@ func New(cfg Config, open Opener, log *slog.Logger) (*Hub, error) {
 }
 
 func (h *Hub) openEndpoint(d *Device, k Kind, open Opener) error {
-	if h.cfg.HoldRoles {
-		lk, err := role.Acquire(d.Config.Iface, d.Config.Local[k], role.Initiator, 0)
-		if err != nil {
-			return err
-		}
-		if lk.Replaced != "" {
-			h.log.Warn(lk.Replaced, "device", d.Config.Name)
-		}
-		d.roles[k] = lk
-	}
 	l, err := open(d.Config, k, d.Config.Local[k])
 	if err != nil {
 		return err
 	}
-	cfg := endpoint.Config{MAC: d.Config.Local[k], MaxFrame: l.MaxFrame(), RMEMTimeout: d.Config.RMEMTimeout, DMATimeout: d.Config.DMATimeout}
-	if d.Config.MaxFrame != 0 {
-		cfg.MaxFrame = d.Config.MaxFrame
+	retry := d.Config.Retry
+	cfg := node.Config{
+		LinkConfig: node.LinkConfig{Iface: d.Config.Iface, Link: l},
+		Endpoint:   endpoint.Config{MaxFrame: d.Config.MaxFrame, RMEMTimeout: d.Config.RMEMTimeout, DMATimeout: d.Config.DMATimeout},
+		Peers: []node.Peer{{Peer: endpoint.Peer{MAC: d.Config.MAC, Mode: k.localMode(), WindowSize: 1 << 32},
+			Transport: d.Config.Transport, Retry: &retry}},
 	}
-	cfg.MaxFrame = min(cfg.MaxFrame, wire.MaxFrameLen)
-	epLink := l
-	var rl *rlink.Link
-	if d.Config.Transport != rlink.V1 {
-		// The reliable transport beneath the endpoint: its frames carry
-		// 24 bytes more, so the fragments are 24 bytes shorter.
-		if rl, err = rlink.New(l, rlink.Config{MAC: d.Config.Local[k]}); err == nil {
-			err = rl.SetPeer(d.Config.MAC, d.Config.Transport)
-		}
-		if err != nil {
-			l.Close()
-			return err
-		}
-		epLink = rl.Link()
-		// The CLI's settings: the transport's fragments and window.
-		cfg.MaxFragment, cfg.Outstanding = rlink.EndpointLimits(cfg.MaxFrame)
+	if h.cfg.HoldRoles {
+		cfg.Role = node.Initiator
 	}
-	ep, err := endpoint.New(epLink, nil, cfg)
+	n, err := node.Open(context.Background(), cfg)
 	if err != nil {
-		epLink.Close()
 		return err
 	}
-	if err := ep.SetPeer(0, endpoint.Peer{MAC: d.Config.MAC, Mode: k.localMode(), WindowSize: 1 << 32}); err != nil {
-		ep.Close()
-		return err
+	d.eps[k], d.nodes[k] = n.Endpoint, n
+	if n.RoleReplaced != "" {
+		h.log.Warn(n.RoleReplaced, "device", d.Config.Name)
 	}
-	if err := ep.SetRetryPolicy(0, d.Config.Retry); err != nil {
-		ep.Close()
-		return err
-	}
-	d.eps[k], d.links[k], d.rls[k] = ep, l, rl
-	if rl != nil {
-		// The handshake now, so that the first operation does not wait for
-		// it (and auto learns whether to fall back).
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		ok, err := rl.Open(ctx, d.Config.MAC)
-		cancel()
+	for _, hs := range n.Handshakes {
 		switch {
-		case err != nil:
+		case hs.Err != nil:
 			h.log.Warn("the device does not answer the reliable transport's handshake; is its peer entry for this MAC set with transport = \"reliable\"?",
-				"device", d.Config.Name, "kind", k.String(), "mac", d.Config.Local[k].String(), "err", err)
-		case !ok:
+				"device", d.Config.Name, "kind", k.String(), "mac", d.Config.Local[k].String(), "err", hs.Err)
+		case !hs.Reliable:
+			// node has set the window back to one request, as for the CLI.
 			h.log.Info("the device does not answer the reliable transport's handshake: using v1", "device", d.Config.Name, "kind", k.String())
-			c := ep.Config()
-			c.Outstanding = 1 // v1: one request at a time, as the CLI after a fallback
-			if err := ep.SetConfig(c); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
@@ -231,12 +192,9 @@ func (h *Hub) closeDevices() {
 		g.close()
 	}
 	for _, d := range h.devs {
-		for k, ep := range d.eps {
-			if ep != nil {
-				ep.Close()
-			}
-			if d.roles[k] != nil {
-				d.roles[k].Release()
+		for _, n := range d.nodes {
+			if n != nil {
+				n.Close()
 			}
 		}
 	}

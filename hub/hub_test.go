@@ -23,6 +23,7 @@ import (
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -615,6 +616,14 @@ func TestRetries(t *testing.T) {
 // the reliable transport, which recovers a lost frame below the endpoint.
 func TestReliableTransport(t *testing.T) {
 	th := newTestHubWith(t, func(d *hub.DeviceConfig) { d.Transport = rlink.Reliable })
+	// Every endpoint of the device opens with the transport's window and
+	// fragment ceiling, as the one-shot commands' do (package node).
+	for k := range 3 {
+		c := th.h.Devices()[0].Endpoint(hub.Kind(k)).Config()
+		if c.Outstanding != node.Window || c.MaxFragment != node.FragmentCeiling(c.MaxFrame) {
+			t.Errorf("%v endpoint: window %d, fragment %d; want %d and %d", hub.Kind(k), c.Outstanding, c.MaxFragment, node.Window, node.FragmentCeiling(c.MaxFrame))
+		}
+	}
 	d := openDev(t, dial(t, th.path))
 	if err := th.sw.AddRule(mem.Rule{From: boardMAC, Action: mem.Drop, Count: 1}); err != nil {
 		t.Fatal(err)

@@ -127,10 +127,6 @@ func (h *Hub) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(h.met.reg, promhttp.HandlerOpts{})
 }
 
-// kernelDropper is a link whose medium drops frames before any reader sees
-// them (afpacket: the socket's receive queue was full).
-type kernelDropper interface{ KernelDrops() uint64 }
-
 // linkCollector reports the endpoints' and links' own counters at scrape
 // time. Its descriptions are made with the hub's registry, not at package
 // init: every oetp command links this package, and only the hub uses them
@@ -183,8 +179,8 @@ func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.descLate, prometheus.CounterValue, float64(st.DropLateResponse), lv...)
 			ch <- prometheus.MustNewConstMetric(c.descFrames, prometheus.CounterValue, float64(st.TxFrames), append(lv, "tx")...)
 			ch <- prometheus.MustNewConstMetric(c.descFrames, prometheus.CounterValue, float64(st.RxFrames), append(lv, "rx")...)
-			if rl := d.rls[k]; rl != nil {
-				ch <- prometheus.MustNewConstMetric(c.descTransport, prometheus.CounterValue, float64(rl.Stats().Retransmitted), lv...)
+			if ts, ok := d.nodes[k].Transport(); ok {
+				ch <- prometheus.MustNewConstMetric(c.descTransport, prometheus.CounterValue, float64(ts.Retransmitted), lv...)
 			}
 			ps := ep.PeerStats(0)
 			ch <- prometheus.MustNewConstMetric(c.descRetries, prometheus.CounterValue, float64(ps.Retries), lv...)
@@ -196,9 +192,7 @@ func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
 					ch <- prometheus.MustNewConstMetric(c.descRTT, prometheus.GaugeValue, x.v.Seconds(), append(lv, x.stat)...)
 				}
 			}
-			if ls, ok := d.links[k].(kernelDropper); ok {
-				ch <- prometheus.MustNewConstMetric(c.descKernelDrops, prometheus.CounterValue, float64(ls.KernelDrops()), lv...)
-			}
+			ch <- prometheus.MustNewConstMetric(c.descKernelDrops, prometheus.CounterValue, float64(d.nodes[k].Link.KernelDrops()), lv...)
 		}
 	}
 }

@@ -26,14 +26,12 @@ func (h *Hub) Status() proto.Status {
 				Timeouts: st.Timeouts, Late: st.DropLateResponse, Unmatched: st.DropUnmatchedResponse}
 			ps := d.eps[k].PeerStats(0)
 			es.Retries = ps.Retries
-			if rl := d.rls[k]; rl != nil {
-				es.Retransmitted = rl.Stats().Retransmitted
+			if ts, ok := d.nodes[k].Transport(); ok {
+				es.Retransmitted = ts.Retransmitted
 			}
 			us := func(d time.Duration) float64 { return float64(d) / 1e3 }
 			es.RTTMinUS, es.RTTMeanUS, es.RTTMaxUS = us(ps.RTTMin), us(ps.RTTMean), us(ps.RTTMax)
-			if ls, ok := d.links[k].(kernelDropper); ok {
-				es.KernelDrops = ls.KernelDrops()
-			}
+			es.KernelDrops = d.nodes[k].Link.KernelDrops()
 			ds.Endpoints[Kind(k).String()] = es
 		}
 		for op := range numOps {

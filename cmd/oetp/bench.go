@@ -10,7 +10,7 @@ import (
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/bench"
 	"github.com/openenoc/oetp/internal/num"
-	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/node"
 )
 
 func init() { register("bench", newBenchCmd) }
@@ -144,8 +144,8 @@ Every measurement also stops after --max-ops operations.`,
 				return usagef("--link-io %q: use blocking or poll", linkIO)
 			}
 			switch {
-			case busyPoll < 0 || busyPoll > afpacket.MaxBusyPoll:
-				return usagef("--busy-poll %v: use 0 (no veth-busy rows) through %v, such as 100us", busyPoll, afpacket.MaxBusyPoll)
+			case busyPoll < 0 || busyPoll > node.MaxBusyPoll:
+				return usagef("--busy-poll %v: use 0 (no veth-busy rows) through %v, such as 100us", busyPoll, node.MaxBusyPoll)
 			case busyPoll == 0:
 				o.BusyPoll = -1 // no busy-polling rows
 			}

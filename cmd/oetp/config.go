@@ -15,8 +15,8 @@ import (
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/internal/tomlin"
 	"github.com/openenoc/oetp/link/pcap"
-	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memspec"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -78,7 +78,7 @@ const peerExample = "02:0e:0c:00:00:02,mode=rmem,window=0:64K"
 // splitTransport takes the transport=v1|reliable|auto key out of a --peer
 // argument: the reliable transport is configured beneath the endpoint
 // (link/rlink), not in its peer entry. The rest goes to parsePeer.
-func splitTransport(s string) (rest string, m rlink.Mode, err error) {
+func splitTransport(s string) (rest string, m node.Transport, err error) {
 	parts := strings.Split(s, ",")
 	keep := parts[:1]
 	seen := false
@@ -89,20 +89,20 @@ func splitTransport(s string) (rest string, m rlink.Mode, err error) {
 			continue
 		}
 		if seen {
-			return "", rlink.V1, fmt.Errorf("%q: transport given twice", s)
+			return "", node.V1, fmt.Errorf("%q: transport given twice", s)
 		}
 		seen = true
-		if m, err = rlink.ParseMode(strings.ToLower(strings.TrimSpace(v))); err != nil {
-			return "", rlink.V1, fmt.Errorf("%q: %v", s, err)
+		if m, err = node.ParseTransport(strings.ToLower(strings.TrimSpace(v))); err != nil {
+			return "", node.V1, fmt.Errorf("%q: %v", s, err)
 		}
 	}
 	return strings.Join(keep, ","), m, nil
 }
 
 // onlyIfUsed returns m, or nil when every peer is v1 (the transport unused).
-func onlyIfUsed(m []rlink.Mode) []rlink.Mode {
+func onlyIfUsed(m []node.Transport) []node.Transport {
 	for _, x := range m {
-		if x != rlink.V1 {
+		if x != node.V1 {
 			return m
 		}
 	}
@@ -185,7 +185,7 @@ type serveSettings struct {
 	Faults  []memspec.FaultSpec
 	Peers   []endpoint.Peer
 	// PeerTransport is each peer's transport=, by the index of Peers.
-	PeerTransport []rlink.Mode
+	PeerTransport []node.Transport
 	Contexts      int
 	MaxFrame      int // zero: min(8192, MTU+14)
 	RawPolicy     endpoint.RawPolicy
@@ -199,12 +199,12 @@ type serveSettings struct {
 	MaxReadRate   int64 // bytes per second per source; 0: no bound
 }
 
-// place is openIface's placement role for serve.
-func (s *serveSettings) place() placeRole {
+// place is serve's placement: follow the traffic, unless off.
+func (s *serveSettings) place() node.Placement {
 	if s.Placement == placeOff {
-		return placeNone
+		return node.PlaceNone
 	}
-	return placeFollow
+	return node.PlaceFollow
 }
 
 // serveFile is the TOML configuration file of `oetp serve`. Every key is the
@@ -481,9 +481,9 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 		if p.Events != nil {
 			arg += ",events=" + strconv.FormatBool(*p.Events)
 		}
-		tm := rlink.V1
+		tm := node.V1
 		if p.Transport != "" {
-			if tm, err = rlink.ParseMode(p.Transport); err != nil {
+			if tm, err = node.ParseTransport(p.Transport); err != nil {
 				return usagef("%s: %v", where(key), err)
 			}
 		}
@@ -597,11 +597,11 @@ func (s *serveSettings) check() error {
 	}
 	// A MAC may have several entries, as in the hardware's table (the
 	// lowest enabled one serves its requests), but one transport.
-	tr := func(i int) rlink.Mode {
+	tr := func(i int) node.Transport {
 		if i < len(s.PeerTransport) {
 			return s.PeerTransport[i]
 		}
-		return rlink.V1
+		return node.V1
 	}
 	for i, p := range s.Peers {
 		for j := range i {

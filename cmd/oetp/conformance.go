@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -10,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/conformance"
-	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
 )
@@ -128,15 +129,20 @@ an interface the runner cannot use.`,
 					l.Release()
 				}
 			}()
-			acfg := afpacket.Config{MaxFrame: maxFrame}
-			if len(listen) <= afpacket.MaxGroups {
-				acfg.ExtraAddrs = listen
+			lcfg := node.LinkConfig{Iface: iface, MaxFrame: maxFrame, AnyFrame: true, Shared: true}
+			if len(listen) <= node.MaxExtraAddrs {
+				lcfg.ExtraAddrs = listen
 			}
-			l, err := afpacket.Open(iface, acfg)
+			nl, err := node.OpenLink(lcfg)
 			if err != nil {
+				var ce *node.ConfigError
+				if errors.As(err, &ce) {
+					err = ce.Err
+				}
 				return usagef("%v", err)
 			}
-			o := conformance.Options{Link: l, Receives: acfg.ExtraAddrs != nil, Target: target.m, DUT: dut, Only: only, Timeout: timeout, LinkPads: linkPads}
+			l := nl.Link
+			o := conformance.Options{Link: l, Receives: lcfg.ExtraAddrs != nil, Target: target.m, DUT: dut, Only: only, Timeout: timeout, LinkPads: linkPads}
 			var pf *os.File
 			var pw *pcap.Writer
 			if pcapPath != "" {

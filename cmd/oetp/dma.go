@@ -10,7 +10,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
-	"github.com/openenoc/oetp/link/rlink"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -88,7 +88,8 @@ func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (session, error)
 	// --fragment is one of the flags that make a command run its own
 	// endpoint (hubBypass).
 	if s, ok := ss.(*localSession); ok && cmd.Flags().Changed("fragment") {
-		if ceil := rlink.FragmentCeiling(s.link.ceiling); s.reliable && f.fragment.v&^3 > ceil {
+		if s.reliable && f.fragment.v&^3 > node.FragmentCeiling(s.node.Link.Ceiling) {
+			ceil := node.FragmentCeiling(s.node.Link.Ceiling)
 			s.close()
 			return nil, usagef("--fragment %d: with --transport %s the fragment ceiling is %d bytes (the transport adds 24 bytes to every frame)", f.fragment.v, f.transport, ceil)
 		}

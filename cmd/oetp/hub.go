@@ -20,7 +20,7 @@ import (
 	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/link"
-	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
@@ -186,7 +186,7 @@ func hubConfig(config, devicesFile string) (hub.Config, error) {
 func hubOpener(d hub.DeviceConfig, _ hub.Kind, mac wire.MAC) (link.Link, error) {
 	// Many endpoints in one process: the network poller's mode, so that
 	// no reader holds a runtime P while it waits.
-	il, err := openIface(ifaceOptions{Name: d.Iface, MAC: mac, MaxFrame: d.MaxFrame, BusyPoll: d.BusyPoll, IO: afpacket.IOPoll})
+	il, err := openLink(node.LinkConfig{Iface: d.Iface, MAC: mac, MaxFrame: d.MaxFrame, BusyPoll: d.BusyPoll, Shared: true})
 	if err != nil {
 		// The hub has no --iface: the device's iface key names it.
 		return nil, &usageError{&reworded{strings.ReplaceAll(err.Error(), ifaceFlag+" ", "iface "), err}}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,8 +20,7 @@ import (
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/pace"
-	"github.com/openenoc/oetp/link/rlink"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
@@ -112,10 +109,8 @@ const waitUsage = "wait up to `D` for this interface and MAC's initiator role wh
 
 // localSession is the command's own endpoint on --iface.
 type localSession struct {
-	link *ifaceLink
-	ep   *endpoint.Endpoint
-	role *role.Lock  // the (interface, MAC) initiator role
-	rl   *rlink.Link // the reliable transport beneath ep, nil for v1
+	node *node.Node         // the local stack
+	ep   *endpoint.Endpoint // its endpoint
 	// reliable: requests to the peer go through the transport (false for
 	// v1, and for auto after a fallback).
 	reliable bool
@@ -149,11 +144,11 @@ func (f *opFlags) open(mode endpoint.Mode) (session, error) {
 	if f.wait < 0 {
 		return nil, usagef("--wait %v is negative: use a duration such as 10s, or 0 to refuse at once", f.wait)
 	}
-	tmode, err := rlink.ParseMode(f.transport)
+	tmode, err := node.ParseTransport(f.transport)
 	if err != nil {
 		return nil, usagef("--transport: %v", err)
 	}
-	if tmode != rlink.V1 && f.peer.m.IsGroup() {
+	if tmode != node.V1 && f.peer.m.IsGroup() {
 		return nil, usagef("--transport %s with the group --peer %v: the reliable transport is unicast only; group writes are v1 (leave --transport out)", tmode, f.peer.m)
 	}
 	f.mode = mode
@@ -170,116 +165,51 @@ func (f *opFlags) open(mode endpoint.Mode) (session, error) {
 		}
 		return s, err
 	}
-	f.via = viaDirect
-	place := placeStay
+	place := node.PlaceStay
 	if f.place.p == placeOff {
-		place = placeNone
+		place = node.PlaceNone
 	}
-	il, err := openIface(ifaceOptions{Name: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Pcap: f.pcap, Format: f.format.f, BusyPoll: f.busyPoll, Place: place})
-	if err != nil {
-		return nil, err
-	}
-	if own := il.Link.Addr(); f.peer.m == own {
-		il.Link.Close()
-		il.finish()
-		return nil, usagef("--peer %v is this endpoint's own MAC (on %s): give the remote endpoint's MAC, or a different --mac", own, f.iface)
-	}
-	// One MAC, one initiator, also across processes: another process's
-	// replies would otherwise reach this one's endpoint too.
-	lock, err := acquireRole(f.iface, il.Link.Addr(), role.Initiator, f.wait)
-	if err != nil {
-		il.Link.Close()
-		il.finish()
-		return nil, err
-	}
-	rid, err := randomRequestID()
-	if err != nil {
-		il.Link.Close()
-		il.finish()
-		lock.Release()
-		return nil, err
-	}
-	f.own, f.ceiling, f.mode = il.Link.Addr(), il.ceiling, mode
-	if f.rate > 0 {
-		// The pacer sleeps in the endpoint's receive loop too (the chained
-		// DMA path sends the next fragment from there): this endpoint
-		// only waits for its own transfer, so that delays nothing else.
-		if il.Link, err = pace.New(il.Link, float64(f.rate)); err != nil {
-			il.Link.Close()
-			il.finish()
-			lock.Release()
-			return nil, usagef("--rate: %v", err)
-		}
-	}
-	cfg := endpoint.Config{MAC: il.Link.Addr(), MaxFrame: il.ceiling, RMEMTimeout: f.timeout, DMATimeout: f.timeout,
-		InitialRequestID: rid}
-	var rl *rlink.Link
-	epLink := il.Link
-	if tmode != rlink.V1 {
-		// The transport beneath the endpoint; its frames carry 24 bytes
-		// more, so the fragments are 24 bytes shorter.
-		if rl, err = rlink.New(il.Link, rlink.Config{MAC: il.Link.Addr()}); err == nil {
-			err = rl.SetPeer(f.peer.m, tmode)
-		}
-		if err != nil {
-			il.Link.Close()
-			il.finish()
-			lock.Release()
-			return nil, err
-		}
-		epLink = rl.Link()
-		// The transport's fragments and window: a DMA block keeps that many
-		// fragments in flight (v1 again, one, if auto falls back).
-		cfg.MaxFragment, cfg.Outstanding = rlink.EndpointLimits(il.ceiling)
-	}
-	ep, err := endpoint.New(epLink, nil, cfg)
-	if err != nil {
-		il.Link.Close()
-		il.finish()
-		lock.Release()
-		return nil, err
-	}
-	if err := ep.SetPeer(0, endpoint.Peer{MAC: f.peer.m, Mode: mode, WindowSize: wholeSpace}); err != nil {
-		ep.Close()
-		il.finish()
-		lock.Release()
-		return nil, usagef("--peer %v: %v", f.peer.m, err)
-	}
+	peer := node.Peer{Peer: endpoint.Peer{MAC: f.peer.m, Mode: mode, WindowSize: wholeSpace}, Transport: tmode}
 	if f.retries.v > 0 {
 		pol := endpoint.RetryPolicy{Retries: f.retries.v, Deadline: f.deadline}
 		if f.volatile {
 			pol.Volatile = []endpoint.AddrRange{{Base: f.addr.v, Size: 4}}
 		}
-		if err := ep.SetRetryPolicy(0, pol); err != nil {
-			ep.Close()
-			il.finish()
-			lock.Release()
-			return nil, usagef("--retries/--deadline: %v", err)
-		}
+		peer.Retry = &pol
 	}
-	s := &localSession{link: il, ep: ep, role: lock, rl: rl}
-	if rl != nil {
-		// The handshake now: auto learns whether to fall back before
-		// the operation's timer runs.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		ok, err := rl.Open(ctx, f.peer.m)
-		cancel()
-		s.reliable = ok
+	// An initiator-only endpoint (no memory: every received request is
+	// dropped). One MAC, one initiator, also across processes: another
+	// process's replies would otherwise reach this one's endpoint too.
+	n, err := node.Open(context.Background(), node.Config{
+		LinkConfig: node.LinkConfig{Iface: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Capture: f.pcap, CaptureFormat: f.format.f,
+			BusyPoll: f.busyPoll, Placement: place, Rate: float64(f.rate)},
+		Role: node.Initiator, RoleWait: f.wait,
+		Endpoint:       endpoint.Config{RMEMTimeout: f.timeout, DMATimeout: f.timeout},
+		Peers:          []node.Peer{peer},
+		HandOffOnClose: handOffOnExit,
+	})
+	if err != nil {
+		var ce *node.ConfigError
+		if errors.As(err, &ce) && ce.Field == "peer" {
+			return nil, usagef("--peer %v%s", f.peer.m, ce.Msg)
+		}
+		return nil, cliErr(err)
+	}
+	if n.RoleReplaced != "" {
+		fmt.Fprintf(os.Stderr, "oetp: warning: %s\n", n.RoleReplaced)
+	}
+	f.own, f.ceiling, f.mode = n.Link.Addr(), n.Link.Ceiling, mode
+	s := &localSession{node: n, ep: n.Endpoint, reliable: n.Reliable(f.peer.m)}
+	for _, h := range n.Handshakes {
 		switch {
-		case err != nil:
+		case h.Err != nil:
 			// No request is sent: a second try of the handshake under the
 			// operation would only repeat its SYNs and then report TIMEOUT
 			// as if a request might have executed.
 			s.close()
 			return nil, &handshakeError{peer: f.peer.m, own: f.own, mode: mode}
-		case !ok:
+		case !h.Reliable:
 			fmt.Fprintf(os.Stderr, "oetp: note: %v does not answer the reliable transport's handshake within %d tries: using v1\n", f.peer.m, handshakeTries)
-			c := ep.Config()
-			c.Outstanding = 1 // v1: one request at a time
-			if err := ep.SetConfig(c); err != nil {
-				s.close()
-				return nil, err
-			}
 		}
 	}
 	return s, nil
@@ -327,34 +257,9 @@ func acquireRoles(iface string, macs []wire.MAC, r role.Role, wait time.Duration
 	return locks, nil
 }
 
-// randomRequestID returns the initial Request ID of a one-shot command's
-// endpoint: a random 32-bit value from crypto/rand. Each process is a new
-// endpoint instance on a MAC that earlier processes may have used; a reply
-// that a slow peer sends to an earlier process (after its --timeout) then
-// carries a Request ID this process is not waiting for, so it is dropped
-// as unmatched and never completes a later command. The chance that a
-// given stale reply matches is 2^-32 per outstanding request.
-func randomRequestID() (uint32, error) {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return 0, fmt.Errorf("choosing a random initial Request ID: %w", err)
-	}
-	return binary.LittleEndian.Uint32(b[:]), nil
-}
-
-// close stops the endpoint and closes the capture.
-func (s *localSession) close() error {
-	if handOffOnExit {
-		if c, w := handOff(s.link.Link); c != nil {
-			handOffPipes.Lock()
-			handOffPipes.w = append(handOffPipes.w, w)
-			handOffPipes.Unlock()
-		}
-	}
-	s.ep.Close()
-	s.role.Release()
-	return s.link.finish()
-}
+// close stops the endpoint, closes the capture and releases the role
+// (node.Node.Close).
+func (s *localSession) close() error { return s.node.Close() }
 
 // opResult is the JSON result of an initiator command. Fields that do not
 // apply to the operation are absent.

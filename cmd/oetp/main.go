@@ -214,6 +214,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitFailed
 }
 
+// handOffOnExit is set by main: the process exits once the command has
+// run, so a one-shot command's node hands its AF_PACKET sockets to a child
+// process when it closes (node.Config.HandOffOnClose).
+var handOffOnExit bool
+
 func main() {
 	handOffOnExit = true
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))

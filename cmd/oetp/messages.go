@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/transport"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -17,7 +17,7 @@ import (
 
 // handshakeTries is the number of SYNs the reliable transport's handshake
 // sends, InitialRTO apart, before it fails (or auto falls back to v1).
-const handshakeTries = transport.DefaultSynAttempts
+const handshakeTries = node.HandshakeTries
 
 // handshakeError is the failed handshake of --transport reliable: the peer
 // answered none of the SYNs, and no request was sent.
@@ -29,7 +29,7 @@ type handshakeError struct {
 func (e *handshakeError) Error() string {
 	return fmt.Sprintf("%v does not answer the reliable transport's handshake (%d tries, %v apart): no request was sent; "+
 		"give this MAC's entry on the peer transport=reliable (on oetp serve: --peer %v,mode=%s,transport=reliable), or use --transport auto (v1 when the peer does not answer the handshake)",
-		e.peer, handshakeTries, transport.DefaultInitialRTO, e.own, remoteMode(e.mode))
+		e.peer, handshakeTries, node.HandshakeInterval, e.own, remoteMode(e.mode))
 }
 
 // remoteMode is the --peer mode the remote's entry for this MAC needs for
@@ -117,7 +117,7 @@ func (f *opFlags) damagedNote(r opResult, code wire.Code) string {
 // under loss (up to 1s, the default --timeout), so the operation timed out
 // while the transport was still recovering. Empty otherwise.
 func (s *localSession) transportNote(r *opResult) string {
-	if s.rl == nil || !s.reliable || endpoint.CodeOf(r.err) != wire.CodeTimeout || r.Interrupted != "" {
+	if s.node == nil || !s.reliable || endpoint.CodeOf(r.err) != wire.CodeTimeout || r.Interrupted != "" {
 		return ""
 	}
 	timeout := s.ep.Config().RMEMTimeout
@@ -125,11 +125,11 @@ func (s *localSession) transportNote(r *opResult) string {
 	if !ok {
 		return ""
 	}
-	pi, ok := s.rl.Peer(peer.MAC)
+	pi, ok := s.node.TransportPeer(peer.MAC)
 	if !ok || timeout <= 0 || 2*pi.RTO <= timeout {
 		return ""
 	}
 	return fmt.Sprintf("the reliable transport's retransmission timeout is %v (it grows under loss, up to %v): --timeout %v leaves it no room to resend a lost frame twice, "+
 		"so the operation timed out while the transport was still recovering; raise --timeout (such as --timeout %v)",
-		pi.RTO.Round(time.Millisecond), transport.DefaultMaxRTO, timeout, max(10*pi.RTO, 10*time.Second).Round(time.Second))
+		pi.RTO.Round(time.Millisecond), node.MaxRTO, timeout, max(10*pi.RTO, 10*time.Second).Round(time.Second))
 }

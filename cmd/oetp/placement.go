@@ -57,12 +57,3 @@ func (f *placementFlag) Set(s string) error {
 	f.p = p
 	return err
 }
-
-// placeRole says what openIface does with the threads of its process.
-type placeRole int
-
-const (
-	placeNone   placeRole = iota // leave them (the hub, --placement off)
-	placeFollow                  // serve: follow the traffic
-	placeStay                    // a one-shot command: stay on the CPU it started on
-)

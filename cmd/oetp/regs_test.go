@@ -103,7 +103,7 @@ func loadExample(t *testing.T) *addrtable.Table {
 	return tab
 }
 
-func node(t *testing.T, tab *addrtable.Table, name string) addrtable.Node {
+func tableNode(t *testing.T, tab *addrtable.Table, name string) addrtable.Node {
 	t.Helper()
 	n, err := tab.Node(name)
 	if err != nil {
@@ -120,7 +120,7 @@ func TestRegsBitfieldIsOneMaskedWrite(t *testing.T) {
 	tab := loadExample(t)
 	b.setWord(0x0, 0x12345678)
 	before := b.srv.Stats()
-	if err := b.write(t, node(t, tab, "ctrl.mode"), "0xA"); err != nil {
+	if err := b.write(t, tableNode(t, tab, "ctrl.mode"), "0xA"); err != nil {
 		t.Fatal(err)
 	}
 	after := b.srv.Stats()
@@ -137,10 +137,10 @@ func TestRegsBitfieldIsOneMaskedWrite(t *testing.T) {
 		t.Errorf("server received %d frames, want 1", got)
 	}
 	// The top bit and bit 0.
-	if err := b.write(t, node(t, tab, "ctrl.enable"), "1"); err != nil {
+	if err := b.write(t, tableNode(t, tab, "ctrl.enable"), "1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.write(t, node(t, tab, "ctrl.reset"), "1"); err != nil {
+	if err := b.write(t, tableNode(t, tab, "ctrl.reset"), "1"); err != nil {
 		t.Fatal(err)
 	}
 	if w := b.word(0); w != 0x923456A9 {
@@ -151,7 +151,7 @@ func TestRegsBitfieldIsOneMaskedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r regsResult
-	r.fillRead(node(t, tab, "ctrl.mode"), []uint32{0}, words, macA)
+	r.fillRead(tableNode(t, tab, "ctrl.mode"), []uint32{0}, words, macA)
 	if r.Value.Uint64() != 0xA || *r.Data != 0x923456A9 {
 		t.Errorf("read ctrl.mode = %v (word 0x%08X), want 0xA", r.Value, *r.Data)
 	}
@@ -161,7 +161,7 @@ func TestRegsBitfieldIsOneMaskedWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := node(t, tab, "status.errors").Field(words[0]); got != 0x2A {
+	if got := tableNode(t, tab, "status.errors").Field(words[0]); got != 0x2A {
 		t.Errorf("status.errors = 0x%X, want 0x2A", got)
 	}
 }
@@ -180,7 +180,7 @@ func TestRegsRefusedBeforeSending(t *testing.T) {
 		{"buffer", []string{"1", "0x100000000"}, "(word 1) does not fit 32 bits"},
 		{"status", []string{"1"}, "read-only"},
 	} {
-		n := node(t, tab, tc.node)
+		n := tableNode(t, tab, tc.node)
 		_, _, err := regsPlan(n, tc.values)
 		var ue *usageError
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !asUsage(err, &ue) {
@@ -191,7 +191,7 @@ func TestRegsRefusedBeforeSending(t *testing.T) {
 	for i := range big {
 		big[i] = "1"
 	}
-	if _, _, err := regsPlan(node(t, tab, "buffer"), big); err == nil || !strings.Contains(err.Error(), "which holds 256") {
+	if _, _, err := regsPlan(tableNode(t, tab, "buffer"), big); err == nil || !strings.Contains(err.Error(), "which holds 256") {
 		t.Errorf("257 values into a 256-word block: %v", err)
 	}
 }
@@ -205,7 +205,7 @@ func asUsage(err error, ue **usageError) bool {
 func TestRegsBlockAndPort(t *testing.T) {
 	b := newRegsBench(t)
 	tab := loadExample(t)
-	buf := node(t, tab, "buffer")
+	buf := tableNode(t, tab, "buffer")
 	if err := b.write(t, buf, "1", "2", "0xDEADBEEF"); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestRegsBlockAndPort(t *testing.T) {
 		t.Errorf("buffer read = %x, %v", words, err)
 	}
 	// A port reads all its words at one address.
-	fifo := node(t, tab, "fifo")
+	fifo := tableNode(t, tab, "fifo")
 	b.setWord(0x2000, 0x55)
 	b.setWord(0x2004, 0x66)
 	before := b.srv.Stats()
@@ -243,7 +243,7 @@ func TestRegsBlockAndPort(t *testing.T) {
 	if _, err := regsReads(fifo, 17); err == nil || !strings.Contains(err.Error(), "holds 16 words") {
 		t.Errorf("--count 17: %v", err)
 	}
-	if _, err := regsReads(node(t, tab, "ctrl"), 2); err == nil || !strings.Contains(err.Error(), "block and port") {
+	if _, err := regsReads(tableNode(t, tab, "ctrl"), 2); err == nil || !strings.Contains(err.Error(), "block and port") {
 		t.Errorf("--count on a register: %v", err)
 	}
 }
@@ -259,7 +259,7 @@ func TestRegsLiteXWideCSR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wide := node(t, tab, "ctrl_wide")
+	wide := tableNode(t, tab, "ctrl_wide")
 	if err := b.write(t, wide, "0x1122334455667788"); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestRegsLiteXWideCSR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s8 := node(t, tab8, "scratch")
+	s8 := tableNode(t, tab8, "scratch")
 	for i := 0; i < 4; i++ {
 		b.setWord(0x200+uint32(i)*4, 0xFFFFFF00)
 	}
@@ -446,7 +446,7 @@ func TestRegsVolatileNeverRetried(t *testing.T) {
 		}
 	}
 	read := func(name string) error {
-		n := node(t, tab, name)
+		n := tableNode(t, tab, name)
 		addrs, err := regsReads(n, 1)
 		if n.Mode == addrtable.Single {
 			addrs, err = regsReads(n, 0)
@@ -479,7 +479,7 @@ func TestRegsVolatileNeverRetried(t *testing.T) {
 	// irq.clear: a TOML node marked volatile, written once.
 	dropResponse(wire.RMEMWriteRsp, 0)
 	w0 := b.srv.Stats().ServedRMEMWrite
-	n := node(t, tab, "irq.clear")
+	n := tableNode(t, tab, "irq.clear")
 	writes, _, err := regsPlan(n, []string{"1"})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,9 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/relay"
-	"github.com/openenoc/oetp/wire"
+	"github.com/openenoc/oetp/node"
 )
 
 func init() { register("relay", newRelayCmd) }
@@ -88,16 +88,18 @@ It runs until SIGINT or SIGTERM, then prints what it did in each direction
 			if args[0] == args[1] {
 				return usagef("IF1 and IF2 are both %s: name two different interfaces", args[0])
 			}
-			var links [2]*afpacket.Link
+			var links [2]*node.Link
 			for i, name := range args {
-				ifi, err := lookupIface("interface", name)
-				if err != nil {
-					return err
-				}
-				l, err := afpacket.Open(name, afpacket.Config{MaxFrame: min(ifi.MTU+wire.HeaderLen, 65549), AllEtherTypes: true})
+				// Every frame the interface carries, up to its MTU; two
+				// links in one process wait in the network poller.
+				l, err := node.OpenLink(node.LinkConfig{Iface: name, AnyFrame: true, AllEtherTypes: true, Shared: true})
 				if err != nil {
 					if i == 1 {
 						links[0].Close()
+					}
+					var ce *node.ConfigError
+					if errors.As(err, &ce) {
+						return usagef("interface%s", ce.Msg)
 					}
 					return usagef("interface %s: %v", name, err)
 				}

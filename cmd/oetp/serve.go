@@ -19,8 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
 )
@@ -246,73 +246,44 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 			f.Close()
 		}
 	}
-	il, err := openIface(ifaceOptions{Name: s.Iface, MAC: s.MAC, MaxFrame: s.MaxFrame, Pcap: s.Pcap, Format: s.PcapFormat, AllTypes: s.RawPolicy != endpoint.RawDrop, BusyPoll: s.BusyPoll, Place: s.place()})
-	if err != nil {
-		closeFiles()
-		return err
-	}
-	cfg := endpoint.Config{
-		MAC: il.Link.Addr(), Group: s.Group, RawPolicy: s.RawPolicy,
-		RMEMTimeout: s.RMEMTimeout, DMATimeout: s.DMATimeout,
-		MaxFrame: il.ceiling, Contexts: s.Contexts, MaxReadRate: s.MaxReadRate,
-		Events: endpoint.EventEnable{PeerDMAComplete: true, RMEMError: true},
+	peers := make([]node.Peer, len(s.Peers))
+	for i, p := range s.Peers {
+		peers[i] = node.Peer{Peer: p}
+		if i < len(s.PeerTransport) && s.PeerTransport[i] != node.V1 {
+			// serve admits the peer's reliable requests either way.
+			peers[i].Transport = node.Reliable
+		}
 	}
 	// One MAC, one responder, also across processes: a second serve would
 	// answer every request a second time.
-	lock, err := acquireRole(s.Iface, il.Link.Addr(), role.Responder, 0)
+	n, err := node.Open(cmd.Context(), node.Config{
+		LinkConfig: node.LinkConfig{Iface: s.Iface, MAC: s.MAC, MaxFrame: s.MaxFrame, Capture: s.Pcap, CaptureFormat: s.PcapFormat,
+			AllEtherTypes: s.RawPolicy != endpoint.RawDrop, BusyPoll: s.BusyPoll, Placement: s.place()},
+		Role: node.Responder,
+		Endpoint: endpoint.Config{
+			Group: s.Group, RawPolicy: s.RawPolicy,
+			RMEMTimeout: s.RMEMTimeout, DMATimeout: s.DMATimeout, Contexts: s.Contexts, MaxReadRate: s.MaxReadRate,
+			Events: endpoint.EventEnable{PeerDMAComplete: true, RMEMError: true},
+		},
+		Memory: space,
+		Peers:  peers,
+	})
 	if err != nil {
-		il.Link.Close()
-		il.finish()
 		closeFiles()
-		return err
-	}
-	epLink := il.Link
-	var rl *rlink.Link
-	for i, tm := range s.PeerTransport {
-		if tm == rlink.V1 {
-			continue
+		var ce *node.ConfigError
+		if errors.As(err, &ce) && ce.Field == "peer" {
+			return usagef("--peer #%d %s%s", ce.Peer+1, formatPeer(s.Peers[ce.Peer]), ce.Msg)
 		}
-		if rl == nil {
-			if rl, err = rlink.New(il.Link, rlink.Config{MAC: il.Link.Addr()}); err != nil {
-				break
-			}
-			epLink = rl.Link()
-		}
-		if err = rl.SetPeer(s.Peers[i].MAC, rlink.Reliable); err != nil {
-			err = usagef("--peer #%d %s,transport=%s: %v", i+1, formatPeer(s.Peers[i]), tm, err)
-			break
-		}
+		return cliErr(err)
 	}
-	if err != nil {
-		il.Link.Close()
-		il.finish()
-		closeFiles()
-		lock.Release()
-		return err
+	if n.RoleReplaced != "" {
+		log.Warn(n.RoleReplaced)
 	}
-	ep, err := endpoint.New(epLink, space, cfg)
-	if err != nil {
-		il.Link.Close()
-		il.finish()
-		closeFiles()
-		lock.Release()
-		return usagef("%v", err)
-	}
+	ep := n.Endpoint
 	stop := func() error {
-		ep.Close()
-		lock.Release()
+		err := n.Close()
 		closeFiles()
-		return il.finish()
-	}
-	for i, p := range s.Peers {
-		if p.MAC == cfg.MAC {
-			stop()
-			return usagef("--peer #%d %s is this endpoint's own MAC (on %s): a peer entry names a remote endpoint", i+1, formatPeer(p), s.Iface)
-		}
-		if err := ep.SetPeer(i, p); err != nil {
-			stop()
-			return usagef("--peer #%d %s: %v", i+1, formatPeer(p), err)
-		}
+		return err
 	}
 
 	for _, r := range s.Regions {
@@ -326,7 +297,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 		log.Info("fault", "base", fmt.Sprintf("0x%08x", f.Base), "size", fmt.Sprintf("0x%x", f.Size), "resp", f.Resp.String())
 	}
 	for i, p := range s.Peers {
-		tm := rlink.V1
+		tm := node.V1
 		if i < len(s.PeerTransport) {
 			tm = s.PeerTransport[i]
 		}
@@ -340,8 +311,8 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	}
 	c := ep.Config()
 	log.Info("ready", "iface", s.Iface, "mac", c.MAC.String(), "group", c.Group.String(),
-		"max_frame", c.MaxFrame, "fragment_ceiling", wire.FragmentCeiling(c.MaxFrame), "mtu", il.MTU,
-		"contexts", c.Contexts, "peers", len(s.Peers), "raw_policy", c.RawPolicy.String(), "max_read_rate", c.MaxReadRate, "placement", placementOf(il.Link), "pid", os.Getpid())
+		"max_frame", c.MaxFrame, "fragment_ceiling", wire.FragmentCeiling(c.MaxFrame), "mtu", n.Link.MTU,
+		"contexts", c.Contexts, "peers", len(s.Peers), "raw_policy", c.RawPolicy.String(), "max_read_rate", c.MaxReadRate, "placement", placementOf(n.Link), "pid", os.Getpid())
 
 	ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -352,7 +323,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	}
 
 	out := &lineWriter{w: cmd.OutOrStdout()}
-	w := newWatch(ep, il.Link, log, out, s.JSONEvents)
+	w := newWatch(n, log, out, s.JSONEvents)
 	var wg sync.WaitGroup
 	wg.Go(func() { serveEvents(ctx, ep, w) })
 	wg.Go(func() { w.run(ctx) })
@@ -365,7 +336,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 			done = true
 		case <-usr1:
 			printStats(ep.Stats(), w.kernelDrops(), w.cpuMoves(), log, out, s.JSONEvents)
-			printTransportStats(rl, log, out, s.JSONEvents)
+			printTransportStats(n, log, out, s.JSONEvents)
 		}
 	}
 	cancel()
@@ -374,7 +345,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 	err = stop()
 	w.tick(true)
 	printStats(ep.Stats(), max(kd, w.kernelDrops()), w.cpuMoves(), log, out, s.JSONEvents)
-	printTransportStats(rl, log, out, s.JSONEvents)
+	printTransportStats(n, log, out, s.JSONEvents)
 	log.Info("stopped")
 	return err
 }
@@ -408,11 +379,11 @@ func serveRaw(ctx context.Context, ep *endpoint.Endpoint, w *watch) {
 // printTransportStats logs the reliable transport's counters (msg=transport),
 // and prints them as one JSON object {"event":"transport_stats", ...} with
 // --json-events; nothing when no peer uses the transport.
-func printTransportStats(rl *rlink.Link, log *slog.Logger, out *lineWriter, asJSON bool) {
-	if rl == nil {
+func printTransportStats(n *node.Node, log *slog.Logger, out *lineWriter, asJSON bool) {
+	st, ok := n.Transport()
+	if !ok {
 		return
 	}
-	st := rl.Stats()
 	v := reflect.ValueOf(st)
 	attrs := make([]any, 0, v.NumField())
 	obj := map[string]any{"event": "transport_stats", "time": time.Now().Format(time.RFC3339Nano)}

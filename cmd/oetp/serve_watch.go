@@ -9,8 +9,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/ratelog"
-	"github.com/openenoc/oetp/link"
-	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -36,11 +35,11 @@ type eventKey struct {
 
 // watch is serve's rate-limited reporter.
 type watch struct {
-	ep     *endpoint.Endpoint
-	kernel *afpacket.Link // the socket under any wrapper, for its kernel drop count; nil if none
-	log    *slog.Logger
-	out    *lineWriter
-	json   bool
+	ep   *endpoint.Endpoint
+	link *node.Link // for the socket's kernel drop count and CPU moves
+	log  *slog.Logger
+	out  *lineWriter
+	json bool
 
 	events  ratelog.Limiter[eventKey]
 	raws    ratelog.Limiter[wire.MAC]
@@ -54,9 +53,11 @@ type watch struct {
 	lastReads   uint64
 }
 
-func newWatch(ep *endpoint.Endpoint, l link.Link, log *slog.Logger, out *lineWriter, asJSON bool) *watch {
-	w := &watch{ep: ep, log: log, out: out, json: asJSON}
-	w.kernel, _ = link.Innermost(l).(*afpacket.Link)
+func newWatch(n *node.Node, log *slog.Logger, out *lineWriter, asJSON bool) *watch {
+	w := &watch{log: log, out: out, json: asJSON}
+	if n != nil { // nil in tests of the reports alone
+		w.ep, w.link = n.Endpoint, n.Link
+	}
 	// One warning per tick at most for these two; the limiter spaces
 	// repeated ones out and sums what it held back.
 	w.unknown.Burst, w.drops.Burst, w.reads.Burst = 2, 2, 2
@@ -70,25 +71,25 @@ func newWatch(ep *endpoint.Endpoint, l link.Link, log *slog.Logger, out *lineWri
 // kernelDrops returns the frames the kernel dropped for the socket because
 // its receive queue was full (PACKET_STATISTICS), 0 without a socket.
 func (w *watch) kernelDrops() uint64 {
-	if w.kernel == nil {
+	if w.link == nil {
 		return 0
 	}
-	return w.kernel.Stats().DropQueueFull
+	return w.link.KernelDrops()
 }
 
 // cpuMoves returns the moves of the process to the CPU its requests arrive
 // on (afpacket Stats.CPUMoves), 0 without a socket.
 func (w *watch) cpuMoves() uint64 {
-	if w.kernel == nil {
+	if w.link == nil {
 		return 0
 	}
-	return w.kernel.Stats().CPUMoves
+	return w.link.CPUMoves()
 }
 
 // placementOf returns the placement in force for serve's ready line: auto
 // when its socket follows the CPU its requests arrive on, else off.
-func placementOf(l link.Link) string {
-	if k, ok := link.Innermost(l).(*afpacket.Link); ok && k.FollowCPU() {
+func placementOf(l *node.Link) string {
+	if l.Follows() {
 		return placeAuto.String()
 	}
 	return placeOff.String()

@@ -17,7 +17,7 @@ import (
 // floods, and the summaries count every frame held back.
 func TestRawFloodLogBudget(t *testing.T) {
 	var logBuf, jsonBuf bytes.Buffer
-	w := newWatch(nil, nil, slog.New(slog.NewTextHandler(&logBuf, nil)), &lineWriter{w: &jsonBuf}, true)
+	w := newWatch(nil, slog.New(slog.NewTextHandler(&logBuf, nil)), &lineWriter{w: &jsonBuf}, true)
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	w.raws.Now = func() time.Time { return clock }
 	rng := rand.New(rand.NewPCG(1, 2))

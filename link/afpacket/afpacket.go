@@ -150,9 +150,6 @@ type Stats struct {
 	CPUMoves uint64
 }
 
-// KernelDrops returns Stats().DropQueueFull (the hub's kernel drops).
-func (l *Link) KernelDrops() uint64 { return l.Stats().DropQueueFull }
-
 // ErrFrameTooLong is wrapped by the error Write and WriteBatch return for a
 // frame longer than MaxFrame.
 var ErrFrameTooLong = errors.New("afpacket: frame longer than MaxFrame")

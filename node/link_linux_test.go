@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package node
 
 import (
 	"path/filepath"
@@ -11,21 +13,20 @@ import (
 )
 
 // TestBusyPollWithPcap checks that --busy-poll and --pcap go together: the
-// capture keeps the AF_PACKET link's receive loop and busy polling (issue
-// 16), so the endpoint spins as asked.
+// capture keeps the AF_PACKET link's receive loop and busy polling, so the
+// endpoint spins as asked.
 func TestBusyPollWithPcap(t *testing.T) {
 	h := netns.NewPair(t).Host(0)
-	var il *ifaceLink
+	var il *Link
 	err := h.Do(func() (err error) {
-		il, err = openIface(ifaceOptions{Name: h.IfName(), Pcap: filepath.Join(t.TempDir(), "c.pcap"), BusyPoll: 50 * time.Microsecond})
+		il, err = OpenLink(LinkConfig{Iface: h.IfName(), Capture: filepath.Join(t.TempDir(), "c.pcap"), BusyPoll: 50 * time.Microsecond})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		il.Link.Close()
-		if err := il.finish(); err != nil {
+		if err := il.Close(); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -44,24 +45,24 @@ func TestBusyPollWithPcap(t *testing.T) {
 	}
 }
 
-// TestIfaceIOMode checks the I/O mode the commands give their links: a
+// TestLinkIOMode checks the I/O mode nodes give their links: a
 // blocking receive that keeps its P for one endpoint per process without
 // busy polling (the proc rows of docs/benchmarks.md), the network poller with
 // busy polling or when asked for (the hub's many endpoints).
-func TestIfaceIOMode(t *testing.T) {
+func TestLinkIOMode(t *testing.T) {
 	h := netns.NewPair(t).Host(0)
 	for _, c := range []struct {
-		o     ifaceOptions
+		o     LinkConfig
 		want  afpacket.IOMode
 		holdP bool
 	}{
-		{ifaceOptions{}, afpacket.IOBlocking, true},
-		{ifaceOptions{BusyPoll: 20 * time.Microsecond}, afpacket.IOPoll, false},
-		{ifaceOptions{IO: afpacket.IOPoll}, afpacket.IOPoll, false},
+		{LinkConfig{}, afpacket.IOBlocking, true},
+		{LinkConfig{BusyPoll: 20 * time.Microsecond}, afpacket.IOPoll, false},
+		{LinkConfig{Shared: true}, afpacket.IOPoll, false},
 	} {
-		c.o.Name = h.IfName()
-		var il *ifaceLink
-		if err := h.Do(func() (err error) { il, err = openIface(c.o); return err }); err != nil {
+		c.o.Iface = h.IfName()
+		var il *Link
+		if err := h.Do(func() (err error) { il, err = OpenLink(c.o); return err }); err != nil {
 			t.Fatal(err)
 		}
 		if got := il.Link.(*afpacket.Link).Mode(); got != c.want {
@@ -70,7 +71,6 @@ func TestIfaceIOMode(t *testing.T) {
 		if got := il.Link.(*afpacket.Link).HoldP(); got != c.holdP {
 			t.Errorf("%+v: HoldP %v, want %v", c.o, got, c.holdP)
 		}
-		il.Link.Close()
-		il.finish()
+		il.Close()
 	}
 }

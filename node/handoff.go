@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"os"
@@ -8,11 +8,6 @@ import (
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
 )
-
-// handOffOnExit is set by main: the process exits once the command has
-// run, so a one-shot command's session hands its AF_PACKET sockets to a
-// child process before it closes them (see handOff).
-var handOffOnExit bool
 
 // closerCommand is the child that inherits the sockets: cat(1), looked up
 // in PATH, reading a pipe that this process holds open, so that it exits
@@ -38,8 +33,8 @@ var handOffPipes struct {
 // the wait falls in its exit and delays no one: it has no standard output
 // or error, so a shell reading the command's output sees the end when the
 // command exits. The link receives nothing from here on
-// (afpacket.Link.HandOff); call it once the session's work is done,
-// before the endpoint closes.
+// (afpacket.Link.HandOff); Node.Close calls it, with
+// Config.HandOffOnClose, before the endpoint closes.
 func handOff(l link.Link) (*exec.Cmd, *os.File) {
 	al, ok := link.Innermost(l).(*afpacket.Link)
 	if !ok {
@@ -72,4 +67,14 @@ func handOff(l link.Link) (*exec.Cmd, *os.File) {
 		return nil, nil
 	}
 	return cmd, w
+}
+
+// keepHandOff hands off the sockets under l and keeps the child's pipe open
+// until the process exits.
+func keepHandOff(l link.Link) {
+	if c, w := handOff(l); c != nil {
+		handOffPipes.Lock()
+		handOffPipes.w = append(handOffPipes.w, w)
+		handOffPipes.Unlock()
+	}
 }

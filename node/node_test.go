@@ -1,0 +1,117 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/mem"
+	"github.com/openenoc/oetp/node"
+	"github.com/openenoc/oetp/wire"
+)
+
+var (
+	ownMAC  = wire.MAC{0x02, 0x0e, 0x0c, 0, 0, 1}
+	peerMAC = wire.MAC{0x02, 0x0e, 0x0c, 0, 0, 2}
+)
+
+// port attaches mac to a new in-process switch.
+func port(t *testing.T, mac wire.MAC) *mem.Port {
+	t.Helper()
+	sw, err := mem.NewSwitch(mem.Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sw.Attach(mac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func peer(tr node.Transport) node.Peer {
+	return node.Peer{Peer: endpoint.Peer{MAC: peerMAC, Mode: endpoint.ModeRMEM, WindowSize: 1 << 32}, Transport: tr}
+}
+
+// TestOpenRules: a node with a reliable peer opens its endpoint with the
+// transport's fragment ceiling and window and a random first Request ID;
+// a v1 node keeps one request at a time and the full fragment; an auto
+// peer that does not answer the handshake falls back to v1 and the window
+// to one request; Close is one path, and a second Close returns the same.
+func TestOpenRules(t *testing.T) {
+	ctx := context.Background()
+	open := func(tr node.Transport) *node.Node {
+		t.Helper()
+		n, err := node.Open(ctx, node.Config{LinkConfig: node.LinkConfig{Link: port(t, ownMAC)}, Peers: []node.Peer{peer(tr)},
+			Endpoint: endpoint.Config{RMEMTimeout: 1e9, DMATimeout: 1e9}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	v1 := open(node.V1)
+	c := v1.Endpoint.Config()
+	if c.Outstanding > 1 || c.MaxFragment != wire.FragmentCeiling(c.MaxFrame) || len(v1.Handshakes) != 0 {
+		t.Errorf("v1: window %d, fragment %d, %d handshakes; want 1, %d, none", c.Outstanding, c.MaxFragment, len(v1.Handshakes), wire.FragmentCeiling(c.MaxFrame))
+	}
+	v1b := open(node.V1)
+	if v1.Endpoint.Config().InitialRequestID == v1b.Endpoint.Config().InitialRequestID {
+		t.Errorf("two nodes start at Request ID %#x both: not random", v1.Endpoint.Config().InitialRequestID)
+	}
+	v1b.Close()
+
+	rel := open(node.Reliable)
+	c = rel.Endpoint.Config()
+	if c.Outstanding != node.Window || c.MaxFragment != node.FragmentCeiling(c.MaxFrame) {
+		t.Errorf("reliable: window %d, fragment %d; want %d, %d", c.Outstanding, c.MaxFragment, node.Window, node.FragmentCeiling(c.MaxFrame))
+	}
+	if len(rel.Handshakes) != 1 || rel.Handshakes[0].Err == nil || rel.Reliable(peerMAC) {
+		t.Errorf("reliable peer that does not answer: handshakes %+v; want one failed", rel.Handshakes)
+	}
+	if _, ok := rel.Transport(); !ok {
+		t.Error("reliable: no transport stats")
+	}
+	rel.Close()
+
+	auto := open(node.Auto)
+	c = auto.Endpoint.Config()
+	if len(auto.Handshakes) != 1 || auto.Handshakes[0].Err != nil || auto.Handshakes[0].Reliable || c.Outstanding != 1 {
+		t.Errorf("auto peer that does not answer: handshakes %+v, window %d; want a fallback to v1 and 1", auto.Handshakes, c.Outstanding)
+	}
+	if err, again := auto.Close(), auto.Close(); err != nil || again != nil {
+		t.Errorf("Close: %v, then %v", err, again)
+	}
+	if err := v1.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenConfigErrors: what the user fixes in the configuration comes back
+// as a *ConfigError naming the setting (and the peer entry).
+func TestOpenConfigErrors(t *testing.T) {
+	group := peer(node.Reliable)
+	group.MAC = wire.MAC{0x03, 0x0e, 0x0c, 0, 0, 9}
+	own := peer(node.V1)
+	own.MAC = ownMAC
+	for _, c := range []struct {
+		name  string
+		cfg   node.Config
+		field string
+		peer  int
+	}{
+		{"no interface", node.Config{}, "iface", 0},
+		{"reliable group peer", node.Config{LinkConfig: node.LinkConfig{Link: port(t, ownMAC)}, Peers: []node.Peer{peer(node.V1), group}}, "peer", 1},
+		{"own MAC as peer", node.Config{LinkConfig: node.LinkConfig{Link: port(t, ownMAC)}, Peers: []node.Peer{own}}, "peer", 0},
+		{"busy poll", node.Config{LinkConfig: node.LinkConfig{Iface: "lo", BusyPoll: -1}}, "busy-poll", 0},
+	} {
+		n, err := node.Open(context.Background(), c.cfg)
+		var ce *node.ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field || ce.Peer != c.peer {
+			t.Errorf("%s: %v (%T); want a ConfigError for %s #%d", c.name, err, err, c.field, c.peer)
+		}
+		if n != nil {
+			t.Errorf("%s: a node with the error", c.name)
+		}
+	}
+}
