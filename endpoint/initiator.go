@@ -315,11 +315,8 @@ func malformedCode(f []byte, cmd wire.Cmd, r *request) wire.Code {
 	if r.blk != nil {
 		present := min(uint64(r.expLen), uint64(max(len(f)-(wire.ParamOffset+4), 0)))
 		if present > 0 {
-			switch r.blk.b.probeWrite(r.off, int(present)) {
-			case memory.SLVERR:
-				return wire.CodeLocalAXIWrSlverr
-			case memory.DECERR:
-				return wire.CodeLocalAXIWrDecerr
+			if resp := r.blk.b.probeWrite(r.off, int(present)); resp != memory.OKAY {
+				return memErrCode(resp, true)
 			}
 		}
 	}
@@ -331,17 +328,25 @@ func malformedCode(f []byte, cmd wire.Cmd, r *request) wire.Code {
 // read (LOCAL_AXI_WR_*).
 func memCode(resp memory.Resp, write bool, n uint32, off uint64) (wire.Code, error) {
 	if write {
-		code := wire.CodeLocalAXIWrDecerr
-		if resp == memory.SLVERR {
-			code = wire.CodeLocalAXIWrSlverr
-		}
-		return code, fmt.Errorf("%w: writing %d bytes at block offset %d: %v", ErrMemory, n, off, resp)
+		return memErrCode(resp, true), fmt.Errorf("%w: writing %d bytes at block offset %d: %v", ErrMemory, n, off, resp)
 	}
-	code := wire.CodeLocalAXIRdDecerr
-	if resp == memory.SLVERR {
-		code = wire.CodeLocalAXIRdSlverr
+	return memErrCode(resp, false), fmt.Errorf("%w: reading %d source bytes at block offset %d: %v", ErrMemory, n, off, resp)
+}
+
+// memErrCode is the one mapping of a failed memory access (SLVERR, else
+// DECERR) to its local CSR code: LOCAL_AXI_WR_* for a write, LOCAL_AXI_RD_*
+// for a read. The responder sends its wire cause (Code.Cause, the same
+// number) in an ERROR_RSP.
+func memErrCode(resp memory.Resp, write bool) wire.Code {
+	switch {
+	case write && resp == memory.SLVERR:
+		return wire.CodeLocalAXIWrSlverr
+	case write:
+		return wire.CodeLocalAXIWrDecerr
+	case resp == memory.SLVERR:
+		return wire.CodeLocalAXIRdSlverr
 	}
-	return code, fmt.Errorf("%w: reading %d source bytes at block offset %d: %v", ErrMemory, n, off, resp)
+	return wire.CodeLocalAXIRdDecerr
 }
 
 // issueLocked is the frame builder: it builds the next try of r into

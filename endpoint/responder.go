@@ -150,12 +150,7 @@ func (e *Endpoint) readFailed(w *worker) {
 }
 
 // readCause is the wire cause of a failed memory read.
-func readCause(resp memory.Resp) uint32 {
-	if resp == memory.SLVERR {
-		return wire.CauseAXIRdSlverr
-	}
-	return wire.CauseAXIRdDecerr
-}
+func readCause(resp memory.Resp) uint32 { return memErrCode(resp, false).Cause() }
 
 // check returns the wire cause of the first failed admission check, or 0.
 //
@@ -226,11 +221,8 @@ func (e *Endpoint) check(w *worker, f wire.Frame) uint32 {
 		// receiver would have written before it saw the framing error.
 		n := min(uint64(length), uint64(max(len(f)-(wire.ParamOffset+12), 0)))
 		if n > 0 {
-			switch r, _ := memory.ProbeSpace(e.mem, addr, int(n), true); r {
-			case memory.SLVERR:
-				return wire.CauseAXIWrSlverr
-			case memory.DECERR:
-				return wire.CauseAXIWrDecerr
+			if r, _ := memory.ProbeSpace(e.mem, addr, int(n), true); r != memory.OKAY {
+				return memErrCode(r, true).Cause()
 			}
 		}
 		return problem
@@ -275,12 +267,8 @@ func (e *Endpoint) execute(w *worker, f wire.Frame) uint32 {
 		w.tx = frame
 	case wire.DMAWriteReq:
 		n := f.Length()
-		switch e.mem.WriteAt(f.Payload(n), addr) {
-		case memory.OKAY:
-		case memory.SLVERR:
-			return wire.CauseAXIWrSlverr
-		default:
-			return wire.CauseAXIWrDecerr
+		if resp := e.mem.WriteAt(f.Payload(n), addr); resp != memory.OKAY {
+			return memErrCode(resp, true).Cause()
 		}
 		w.tx = wire.AppendDMAWriteRsp(w.tx[:0], dst, src, rid)
 	}

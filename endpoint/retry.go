@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/openenoc/oetp/internal/rtt"
 )
 
 // Recovery from a lossy link.
@@ -179,10 +181,10 @@ func (in *initiator) policyFor(ctx context.Context, i int) (*RetryPolicy, error)
 }
 
 // peerRTT is the initiator's view of one peer's link: the RFC 6298
-// estimator and the counters reported in Stats.Peers. Guarded by
-// initiator.mu.
+// estimator (internal/rtt, which the reliable transport uses too) and the
+// counters reported in Stats.Peers. Guarded by initiator.mu.
 type peerRTT struct {
-	srtt, rttvar     time.Duration
+	est              rtt.Estimator
 	samples          uint64
 	min, max, sum    time.Duration
 	retries, expired uint64
@@ -191,16 +193,10 @@ type peerRTT struct {
 
 // sample adds a round trip measured on a try that was not retried.
 func (p *peerRTT) sample(r time.Duration) {
+	p.est.Sample(r)
 	if p.samples == 0 {
-		p.srtt, p.rttvar = r, r/2
 		p.min, p.max = r, r
 	} else {
-		d := p.srtt - r
-		if d < 0 {
-			d = -d
-		}
-		p.rttvar = (3*p.rttvar + d) / 4
-		p.srtt = (7*p.srtt + r) / 8
 		p.min, p.max = min(p.min, r), max(p.max, r)
 	}
 	p.samples++
@@ -208,12 +204,7 @@ func (p *peerRTT) sample(r time.Duration) {
 }
 
 // rto returns SRTT + 4·RTTVAR, or 0 before the first sample.
-func (p *peerRTT) rto() time.Duration {
-	if p.samples == 0 {
-		return 0
-	}
-	return p.srtt + 4*p.rttvar
-}
+func (p *peerRTT) rto() time.Duration { return p.est.RTO() }
 
 // tryTimeout returns the timer of a try: the configured timeout t for the
 // first try of an operation without retries or before the peer's first
@@ -275,7 +266,7 @@ func (s PeerStats) String() string {
 }
 
 func (p *peerRTT) stats(i int) PeerStats {
-	s := PeerStats{Peer: i, RTTSamples: p.samples, RTTMin: p.min, RTTMax: p.max, SRTT: p.srtt, RTTVar: p.rttvar,
+	s := PeerStats{Peer: i, RTTSamples: p.samples, RTTMin: p.min, RTTMax: p.max, SRTT: p.est.SRTT(), RTTVar: p.est.RTTVar(),
 		RTO: p.rto(), Retries: p.retries, ExpiredTries: p.expired, Timeouts: p.timeouts}
 	if p.samples > 0 {
 		s.RTTMean = p.sum / time.Duration(p.samples)

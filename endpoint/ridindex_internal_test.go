@@ -87,13 +87,13 @@ func TestTryTimeout(t *testing.T) {
 func TestRTTEstimator(t *testing.T) {
 	var p peerRTT
 	p.sample(dur(100))
-	if p.srtt != 100 || p.rttvar != 50 || p.rto() != 300 {
-		t.Fatalf("after the first sample: srtt %v rttvar %v rto %v", p.srtt, p.rttvar, p.rto())
+	if p.est.SRTT() != 100 || p.est.RTTVar() != 50 || p.rto() != 300 {
+		t.Fatalf("after the first sample: srtt %v rttvar %v rto %v", p.est.SRTT(), p.est.RTTVar(), p.rto())
 	}
 	p.sample(dur(200))
 	// RTTVAR = 3/4·50 + 1/4·|100-200| = 62.5 -> 62; SRTT = 7/8·100 + 1/8·200 = 112.5 -> 112
-	if p.srtt != 112 || p.rttvar != 62 {
-		t.Fatalf("after the second sample: srtt %v rttvar %v", p.srtt, p.rttvar)
+	if p.est.SRTT() != 112 || p.est.RTTVar() != 62 {
+		t.Fatalf("after the second sample: srtt %v rttvar %v", p.est.SRTT(), p.est.RTTVar())
 	}
 	s := p.stats(3)
 	if s.RTTMin != 100 || s.RTTMax != 200 || s.RTTMean != 150 || s.RTTSamples != 2 || s.Peer != 3 {
