@@ -19,13 +19,13 @@ var floors = []struct {
 	name string
 	pkgs []string
 }{
-	{"leaf helpers", []string{"internal/num", "internal/ratelog", "internal/rtt", "placement"}},
+	{"leaf helpers", []string{"internal/num", "internal/ratelog", "internal/rtt", "placement", "rundir"}},
 	{"codecs", []string{"wire", "wire/reliable", "hub/proto"}},
 	{"memory, link interface, transport, test networks", []string{"memory", "memspec", "link", "transport", "netns"}},
 	{"links", []string{"link/..."}},
 	{"engine", []string{"endpoint"}},
 	{"assembly", []string{"node"}},
-	{"services and clients", []string{"conformance", "addrtable", "client", "hub"}},
+	{"services and clients", []string{"conformance", "addrtable", "client", "hub", "replicate"}},
 	{"the command", []string{"cmd/..."}},
 	{"tests only", []string{"e2e", "contrib/...", "internal/testutil"}},
 }
