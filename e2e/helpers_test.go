@@ -3,9 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -86,35 +84,6 @@ func teeFile(t testing.TB, l link.Link, name string) (link.Link, string) {
 		}
 	})
 	return pcap.Tee(l, w), path
-}
-
-// readPcap reads every frame of the pcap file at path, checking that none
-// was truncated.
-func readPcap(t testing.TB, path string) [][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcap.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var frames [][]byte
-	for {
-		_, fr, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return frames
-		}
-		if err != nil {
-			t.Fatalf("%s: record %d: %v", path, len(frames), err)
-		}
-		if r.OrigLen() != len(fr) {
-			t.Fatalf("%s: record %d truncated: %d of %d bytes", path, len(frames), len(fr), r.OrigLen())
-		}
-		frames = append(frames, bytes.Clone(fr))
-	}
 }
 
 // splitBySource splits frames into those sent by mac and the others,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
@@ -23,7 +24,7 @@ func TestChainPerFragmentTimeout(t *testing.T) {
 	// packages) delays no reply by the 3/8 of it left as slack.
 	const timeout = 320 * time.Millisecond
 	a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, DMATimeout: timeout})
-	src := pattern(16, 3)
+	src := testutil.Pattern(16, 3)
 	res := dmaWrite(a, 0, 0x1000, src)
 	for k := range 4 {
 		f := p.next(t)
@@ -70,14 +71,14 @@ func TestChainTimeoutSampledPerFragment(t *testing.T) {
 	if err := a.SetConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	p.send(t, frame(macA, macP, 0x31, le(0), pattern(4, 1), eod))
+	p.send(t, frame(macA, macP, 0x31, le(0), testutil.Pattern(4, 1), eod))
 	eqBytes(t, "fragment 1", frame(macP, macA, 0x30, le(1), le(0x2004), le(4)), p.next(t))
 	r := await(t, res)
 	wantCode(t, "fragment with the new timeout", r.err, wire.CodeTimeout)
 	if r.tr != (endpoint.Transfer{Bytes: 4, Fragments: 1}) {
 		t.Fatalf("transfer %+v", r.tr)
 	}
-	eqBytes(t, "data of the completed fragment", append(pattern(4, 1), make([]byte, 8)...), dst)
+	eqBytes(t, "data of the completed fragment", append(testutil.Pattern(4, 1), make([]byte, 8)...), dst)
 	p.none(t, 20*time.Millisecond)
 }
 
@@ -90,7 +91,7 @@ func TestChainCancelAndReset(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg())
 	res := async(func() result { tr, err := a.DMARead(ctx, 0, 0x2000, dst); return result{tr: tr, err: err} })
 	p.next(t)
-	p.send(t, frame(macA, macP, 0x31, le(0), pattern(4, 1), eod))
+	p.send(t, frame(macA, macP, 0x31, le(0), testutil.Pattern(4, 1), eod))
 	eqBytes(t, "fragment 1", frame(macP, macA, 0x30, le(1), le(0x2004), le(4)), p.next(t))
 	cancel()
 	r := await(t, res)
@@ -98,14 +99,14 @@ func TestChainCancelAndReset(t *testing.T) {
 	if !errors.Is(r.err, context.Canceled) || r.tr != (endpoint.Transfer{Bytes: 4, Fragments: 1}) {
 		t.Fatalf("cancelled block = %+v, %v", r.tr, r.err)
 	}
-	p.send(t, frame(macA, macP, 0x31, le(1), pattern(4, 2), eod))
+	p.send(t, frame(macA, macP, 0x31, le(1), testutil.Pattern(4, 2), eod))
 	eventually(t, "late reply", func() bool { return a.Stats().DropLateResponse == 1 })
-	eqBytes(t, "caller's buffer", append(pattern(4, 1), make([]byte, 8)...), dst)
+	eqBytes(t, "caller's buffer", append(testutil.Pattern(4, 1), make([]byte, 8)...), dst)
 	p.none(t, 20*time.Millisecond)
 
 	res = dmaRead(a, 0, 0x2000, dst)
 	p.next(t)
-	p.send(t, frame(macA, macP, 0x31, le(2), pattern(4, 3), eod))
+	p.send(t, frame(macA, macP, 0x31, le(2), testutil.Pattern(4, 3), eod))
 	p.next(t)
 	a.Reset()
 	r = await(t, res)
@@ -126,7 +127,7 @@ func TestChainLongBlock(t *testing.T) {
 	b := newEP(t, sw, macB, ramB, endpoint.Config{})
 	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
 	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
-	src := pattern(4000, 11)
+	src := testutil.Pattern(4000, 11)
 	tr, err := a.DMAWrite(bg(), 0, 0x2000, src)
 	if err != nil || tr != (endpoint.Transfer{Bytes: 4000, Fragments: 63}) {
 		t.Fatalf("DMAWrite = %+v, %v", tr, err)

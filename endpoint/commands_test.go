@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
@@ -105,7 +106,7 @@ func TestDMACommands(t *testing.T) {
 			name := fmt.Sprintf("len %d at %#x", n, addr)
 			guard := bytes.Repeat([]byte{0xEE}, n+16)
 			ramB.WriteAt(guard, addr-8)
-			src := pattern(n, byte(n)+byte(addr))
+			src := testutil.Pattern(n, byte(n)+byte(addr))
 			tr, err := a.DMAWrite(bg(), 0, addr, src)
 			if err != nil || tr != (endpoint.Transfer{Bytes: uint64(n), Fragments: 1}) {
 				t.Fatalf("%s: DMAWrite = %+v, %v", name, tr, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
@@ -88,7 +89,7 @@ func TestCompletionEvents(t *testing.T) {
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{Events: events})
 	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
 	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
-	if _, err := a.DMAWrite(bg(), 0, 0x1000, pattern(20, 0)); err != nil {
+	if _, err := a.DMAWrite(bg(), 0, 0x1000, testutil.Pattern(20, 0)); err != nil {
 		t.Fatal(err)
 	}
 	ev, _ := a.NextEvent(bg())

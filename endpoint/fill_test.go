@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/pcap"
@@ -78,7 +79,7 @@ func TestDMAWriteFilledInPlace(t *testing.T) {
 	a := newEPOn(t, spy, newRAM(t), endpoint.Config{MaxFragment: 12})
 	setPeer(t, a, 0, win(macP, endpoint.ModeDMARead))
 	endpoint.SetRequestID(a, 0x77)
-	src := pattern(30, 5) // 12 + 12 + 6: the last fragment has word padding
+	src := testutil.Pattern(30, 5) // 12 + 12 + 6: the last fragment has word padding
 	res := dmaWrite(a, 0, 0x2002, src)
 	got := answerWrites(t, p, 3)
 	r := await(t, res)
@@ -123,7 +124,7 @@ func TestDMAWriteFillCancelled(t *testing.T) {
 	a := newEPOn(t, spy, newRAM(t), endpoint.Config{})
 	setPeer(t, a, 0, win(macP, endpoint.ModeDMARead))
 	spy.onFill = func() { spy.onFill = nil; a.Reset() }
-	r := await(t, dmaWrite(a, 0, 0x2000, pattern(100, 1)))
+	r := await(t, dmaWrite(a, 0, 0x2000, testutil.Pattern(100, 1)))
 	if !errors.Is(r.err, endpoint.ErrReset) || r.tr.Bytes != 0 {
 		t.Fatalf("DMAWrite = %+v, %v; want ErrReset and nothing done", r.tr, r.err)
 	}
@@ -132,7 +133,7 @@ func TestDMAWriteFillCancelled(t *testing.T) {
 		t.Errorf("TxFrames %d TxBytes %d TxErrors %d after %d fills; want 0, 0, 0 after 1", st.TxFrames, st.TxBytes, st.TxErrors, spy.fills.Load())
 	}
 	// The next block works.
-	res := dmaWrite(a, 0, 0x2000, pattern(100, 2))
+	res := dmaWrite(a, 0, 0x2000, testutil.Pattern(100, 2))
 	answerWrites(t, p, 1)
 	if r := await(t, res); r.err != nil {
 		t.Fatal(r.err)
@@ -155,7 +156,7 @@ func TestDMAWriteFillCaptured(t *testing.T) {
 	}
 	a := newEPOn(t, tee, newRAM(t), endpoint.Config{MaxFragment: 16})
 	setPeer(t, a, 0, win(macP, endpoint.ModeDMARead))
-	res := dmaWrite(a, 0, 0x3000, pattern(40, 3))
+	res := dmaWrite(a, 0, 0x3000, testutil.Pattern(40, 3))
 	got := answerWrites(t, p, 3)
 	if r := await(t, res); r.err != nil {
 		t.Fatal(r.err)
@@ -181,7 +182,7 @@ func TestDMAWriteFillCaptured(t *testing.T) {
 	for i := range got {
 		eqBytes(t, "captured fragment", got[i], sent[i])
 	}
-	eqBytes(t, "fragment", wantFragments(pattern(40, 3), 0x3000, 0, 16)[2], got[2])
+	eqBytes(t, "fragment", wantFragments(testutil.Pattern(40, 3), 0x3000, 0, 16)[2], got[2])
 }
 
 // A responder whose memory answers at once reads a DMA read's data
@@ -205,13 +206,13 @@ func TestDMAReadResponseFilled(t *testing.T) {
 	if !memory.IsImmediate(m) {
 		t.Fatal("the test's memory is not memory.Immediate")
 	}
-	ram.WriteAt(pattern(0x1000, 9), 0x1000)
+	ram.WriteAt(testutil.Pattern(0x1000, 9), 0x1000)
 	b := newEPOn(t, spy, m, endpoint.Config{})
 	setPeer(t, b, 0, endpoint.Peer{MAC: macP, Mode: endpoint.ModeDMARead, WindowBase: 0x1000, WindowSize: 0x3000})
 	dr := func(rid, addr, n uint32) []byte { return frame(macB, macP, 0x30, le(rid), le(addr), le(n)) }
 
 	p.send(t, dr(1, 0x1003, 7))
-	eqBytes(t, "DMA_READ_RSP", wire.AppendDMAReadRsp(nil, macP, macB, 1, pattern(0x1000, 9)[3:10]), p.next(t))
+	eqBytes(t, "DMA_READ_RSP", wire.AppendDMAReadRsp(nil, macP, macB, 1, testutil.Pattern(0x1000, 9)[3:10]), p.next(t))
 	if f, w := spy.fills.Load(), spy.writes.Load(); f != 1 || w != 0 {
 		t.Errorf("%d WriteFill and %d Write calls for a DMA read, want 1 and 0", f, w)
 	}

@@ -173,14 +173,6 @@ func diff(t testing.TB, what string, want, got any) {
 	}
 }
 
-func pattern(n int, seed byte) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(i*7) + seed
-	}
-	return b
-}
-
 // gateLink wraps a port: it can hold the next Write until released, and it
 // logs every frame written.
 type gateLink struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
@@ -68,7 +69,7 @@ func TestSlowLink(t *testing.T) {
 	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
 	setPeer(t, c, 0, win(macB, endpoint.ModeDMAWrite))
 	setPeer(t, b, 1, win(macC, endpoint.ModeDMARead))
-	src := pattern(20000, 9)
+	src := testutil.Pattern(20000, 9)
 	start := time.Now()
 	tr, err := a.DMAWrite(bg(), 0, 0x1001, src)
 	if err != nil || tr != (endpoint.Transfer{Bytes: 20000, Fragments: 3}) {

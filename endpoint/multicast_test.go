@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
@@ -39,7 +40,7 @@ func TestMulticast(t *testing.T) {
 	setPeer(t, c, 0, endpoint.Peer{MAC: macA, Mode: endpoint.ModeDMAWrite, WindowBase: 0x1000, WindowSize: 0x800, EventEnable: true})
 
 	// A three-fragment group write.
-	src := pattern(100, 1)
+	src := testutil.Pattern(100, 1)
 	tr, err := a.DMAWrite(bg(), 0, 0x1100, src)
 	if err != nil || tr != (endpoint.Transfer{Bytes: 100, Fragments: 3}) {
 		t.Fatalf("group DMAWrite = %+v, %v", tr, err)
@@ -168,7 +169,7 @@ func TestGroupInterval(t *testing.T) {
 	const interval = 5 * time.Millisecond
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 40, GroupInterval: interval})
 	setPeer(t, a, 0, win(group, endpoint.ModeDMARead))
-	src := pattern(160, 3)
+	src := testutil.Pattern(160, 3)
 	t0 := time.Now()
 	tr, err := a.DMAWrite(bg(), 0, 0x1100, src)
 	el := time.Since(t0)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
@@ -31,7 +32,7 @@ func TestRequestIDWrap(t *testing.T) {
 	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
 	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
 	endpoint.SetRequestID(a, 0xFFFFFFFF)
-	if tr, err := a.DMAWrite(bg(), 0, 0x1000, pattern(8, 0)); err != nil || tr.Fragments != 2 {
+	if tr, err := a.DMAWrite(bg(), 0, 0x1000, testutil.Pattern(8, 0)); err != nil || tr.Fragments != 2 {
 		t.Fatalf("DMAWrite = %+v, %v", tr, err)
 	}
 	for _, rid := range []uint32{0xFFFFFFFF, 0} {
@@ -98,8 +99,11 @@ func TestReset(t *testing.T) {
 	c.MaxFragment = 4
 	a.SetConfig(c)
 	ctx = endpoint.WithProgress(bg(), func(uint64) { a.Reset() })
-	res = async(func() result { tr, err := a.DMAWrite(ctx, 0, 0x1000, pattern(12, 0)); return result{tr: tr, err: err} })
-	eqBytes(t, "fragment", frame(macP, macA, 0x40, le(1), le(0x1000), le(4), pattern(12, 0)[:4], eod), p.next(t))
+	res = async(func() result {
+		tr, err := a.DMAWrite(ctx, 0, 0x1000, testutil.Pattern(12, 0))
+		return result{tr: tr, err: err}
+	})
+	eqBytes(t, "fragment", frame(macP, macA, 0x40, le(1), le(0x1000), le(4), testutil.Pattern(12, 0)[:4], eod), p.next(t))
 	p.send(t, frame(macA, macP, 0x41, le(1)))
 	r = await(t, res)
 	if !errors.Is(r.err, endpoint.ErrReset) || r.tr != (endpoint.Transfer{Bytes: 4, Fragments: 1}) {
@@ -117,13 +121,13 @@ func TestResetResponder(t *testing.T) {
 	slow := &blockingSpace{Space: newRAM(t), lo: 0x1000, hi: 0x2000, entered: make(chan struct{}, 1), release: make(chan struct{})}
 	b := newEP(t, sw, macB, slow, endpoint.Config{})
 	setPeer(t, b, 0, win(macP, endpoint.ModeDMAWrite))
-	p.send(t, frame(macB, macP, 0x40, le(7), le(0x1000), le(4), pattern(4, 0), eod))
+	p.send(t, frame(macB, macP, 0x40, le(7), le(0x1000), le(4), testutil.Pattern(4, 0), eod))
 	<-slow.entered
 	b.Reset()
 	close(slow.release)
 	p.none(t, 30*time.Millisecond)
 	// The context is free again and serves the next request normally.
-	p.send(t, frame(macB, macP, 0x40, le(8), le(0x3000), le(4), pattern(4, 0), eod))
+	p.send(t, frame(macB, macP, 0x40, le(8), le(0x3000), le(4), testutil.Pattern(4, 0), eod))
 	eqBytes(t, "reply", frame(macP, macB, 0x41, le(8)), p.next(t))
 	wantStatus(t, "B", b, 0, endpoint.PeerStatus{})
 	if s := b.Stats(); s.ServedDMAWrite != 1 {
@@ -201,8 +205,11 @@ func TestProgressCallbackOutlivesBlock(t *testing.T) {
 				}
 			})
 			endpoint.SetRequestID(a, 1)
-			res := async(func() result { tr, err := a.DMAWrite(ctx, 0, 0x1000, pattern(12, 0)); return result{tr: tr, err: err} })
-			eqBytes(t, "fragment", frame(macP, macA, 0x40, le(1), le(0x1000), le(4), pattern(12, 0)[:4], eod), p.next(t))
+			res := async(func() result {
+				tr, err := a.DMAWrite(ctx, 0, 0x1000, testutil.Pattern(12, 0))
+				return result{tr: tr, err: err}
+			})
+			eqBytes(t, "fragment", frame(macP, macA, 0x40, le(1), le(0x1000), le(4), testutil.Pattern(12, 0)[:4], eod), p.next(t))
 			p.send(t, frame(macA, macP, 0x41, le(1)))
 			select {
 			case <-waited:

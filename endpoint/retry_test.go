@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
@@ -246,7 +247,7 @@ func TestRetryDMAFragment(t *testing.T) {
 	a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, DMATimeout: time.Second})
 	setPolicy(t, a, 0, endpoint.RetryPolicy{Retries: 1, Deadline: time.Hour, MinRTO: 10 * time.Millisecond})
 	timer := endpoint.InstallFakeTimer(a)
-	src := pattern(12, 5)
+	src := testutil.Pattern(12, 5)
 	res := dmaWrite(a, 0, 0x1000, src)
 	frag := func(rid, k uint32) []byte {
 		return frame(macP, macA, 0x40, le(rid), le(0x1000+4*k), le(4), src[4*k:4*k+4], eod)
@@ -304,7 +305,7 @@ func TestRetryLossyBlocks(t *testing.T) {
 	var retries int
 	back := make([]byte, 8192)
 	for k := range 10 {
-		src := pattern(8192, byte(k))
+		src := testutil.Pattern(8192, byte(k))
 		tr, err := a.DMAWrite(bg(), 0, 0x2000, src)
 		if err != nil || tr.Bytes != 8192 || tr.Fragments != 32 {
 			t.Fatalf("block %d: %+v, %v", k, tr, err)
@@ -342,7 +343,7 @@ func TestProgressKeepsChain(t *testing.T) {
 		}
 	})
 	before := endpoint.ChainedFragments(a)
-	tr, err := a.DMAWrite(ctx, 0, 0x1000, pattern(1000, 1))
+	tr, err := a.DMAWrite(ctx, 0, 0x1000, testutil.Pattern(1000, 1))
 	if err != nil || tr.Fragments != 16 {
 		t.Fatalf("DMAWrite = %+v, %v", tr, err)
 	}

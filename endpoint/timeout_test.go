@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
@@ -100,21 +101,21 @@ func TestDMATimeoutLateReply(t *testing.T) {
 	if r.tr != (endpoint.Transfer{}) {
 		t.Fatalf("transfer %+v", r.tr)
 	}
-	p.send(t, frame(macA, macP, 0x31, le(0), pattern(8, 1), eod))
+	p.send(t, frame(macA, macP, 0x31, le(0), testutil.Pattern(8, 1), eod))
 	eventually(t, "late reply", func() bool { return a.Stats().DropLateResponse == 1 })
 	eqBytes(t, "local memory after a late reply", bytes.Repeat([]byte{0x55}, 8), dst)
 
 	res = dmaRead(a, 0, 0x2000, dst)
 	eqBytes(t, "next request", frame(macP, macA, 0x30, le(1), le(0x2000), le(8)), p.next(t))
 	<-timer.Started()
-	p.send(t, frame(macA, macP, 0x31, le(0), pattern(8, 1), eod))
+	p.send(t, frame(macA, macP, 0x31, le(0), testutil.Pattern(8, 1), eod))
 	eventually(t, "second late reply", func() bool { return a.Stats().DropLateResponse == 2 })
 	pending(t, res)
-	p.send(t, frame(macA, macP, 0x31, le(1), pattern(8, 2), eod))
+	p.send(t, frame(macA, macP, 0x31, le(1), testutil.Pattern(8, 2), eod))
 	if r := await(t, res); r.err != nil {
 		t.Fatal(r.err)
 	}
-	eqBytes(t, "local memory", pattern(8, 2), dst)
+	eqBytes(t, "local memory", testutil.Pattern(8, 2), dst)
 }
 
 // TestRealTimeout: with the real timer, a silent peer fails the operation
@@ -202,7 +203,10 @@ func TestContextCancel(t *testing.T) {
 	cfg := a.Config()
 	cfg.MaxFragment = 4
 	a.SetConfig(cfg)
-	res = async(func() result { tr, err := a.DMAWrite(ctx, 1, 0x1000, pattern(12, 0)); return result{tr: tr, err: err} })
+	res = async(func() result {
+		tr, err := a.DMAWrite(ctx, 1, 0x1000, testutil.Pattern(12, 0))
+		return result{tr: tr, err: err}
+	})
 	f := q.next(t)
 	q.send(t, frame(macA, macQ, 0x41, le(wire.Frame(f).RequestID())))
 	r = await(t, res)

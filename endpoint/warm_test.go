@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
@@ -73,7 +74,7 @@ func TestWarmNextFragment(t *testing.T) {
 		local := &touchLog{RAM: newRAM(t)}
 		a := newEPOn(t, la, newRAM(t), endpoint.Config{DMATimeout: waitLong})
 		b := newEPOn(t, lb, remoteMem, endpoint.Config{})
-		src := pattern(n, 7)
+		src := testutil.Pattern(n, 7)
 		if r := local.WriteAt(src, ramBase); r != memory.OKAY {
 			t.Fatal(r)
 		}

@@ -2,6 +2,8 @@ package hub_test
 
 import (
 	"testing"
+
+	"github.com/openenoc/oetp/internal/testutil"
 )
 
 // TestAllocsPerOp: a single read, a single write through the hub
@@ -9,7 +11,7 @@ import (
 // connection, the device's endpoint and the board's endpoint together (all
 // in this process, on the in-memory switch).
 func TestAllocsPerOp(t *testing.T) {
-	if raceEnabled {
+	if testutil.Race {
 		t.Skip("the race detector allocates and makes sync.Pool drop items")
 	}
 	th := newTestHub(t)

@@ -5,9 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,27 +17,6 @@ import (
 
 // This file runs the built oetp binary inside network namespaces: `serve`
 // on one host, the one-shot commands on another, over a veth pair.
-
-// buildOetp builds the oetp binary into a temporary directory of t, with the
-// race detector when the tests have it.
-func buildOetp(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "oetp")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command("go", append(args, ".")...)
-	if !raceEnabled {
-		// As the release build (.ci/run): static, no cgo. The race
-		// detector needs cgo.
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // syncBuffer is a bytes.Buffer safe for a writing process and a reading test.
 type syncBuffer struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/conformance"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/role"
 )
@@ -32,7 +33,7 @@ var serveVariants = map[string]string{
 func TestConformanceAgainstServe(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	// A fifth entry shares the dma-write peer's MAC in mode rmem: the
 	// lowest enabled entry (dma-write) serves that MAC.
@@ -87,7 +88,7 @@ func TestConformanceAgainstServe(t *testing.T) {
 	if err := xml.Unmarshal(x, &suites); err != nil || suites.Tests != n || suites.Failures != 0 {
 		t.Errorf("JUnit file: %v, %d tests, %d failures", err, suites.Tests, suites.Failures)
 	}
-	if frames := countFrames(t, capture); frames < 2*n {
+	if frames := len(testutil.ReadCapture(t, capture)); frames < 2*n {
 		t.Errorf("the capture holds %d frames, fewer than two per case", frames)
 	}
 

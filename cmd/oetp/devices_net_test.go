@@ -15,6 +15,7 @@ import (
 
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/devices"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
@@ -26,7 +27,7 @@ import (
 // go with the same role MACs.
 func TestDevicesFileOverVeth(t *testing.T) {
 	tn := netns.NewPair(t)
-	bin, h1, h2, dir := buildOetp(t), tn.Host(0), tn.Host(1), t.TempDir()
+	bin, h1, h2, dir := testutil.BuildCommand(t, "."), tn.Host(0), tn.Host(1), t.TempDir()
 	regFile := filepath.Join(dir, "regs.bin")
 	dumpRegion(t, regFile)
 	writeFile(t, filepath.Join(dir, "board.xml"), []byte(dumpIPXACT))

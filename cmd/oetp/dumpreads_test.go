@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
 )
@@ -38,7 +39,7 @@ func TestDumpForgetsUnansweredReads(t *testing.T) {
 
 	d.reads = newReadTable(readMaxAge, readMaxOutstanding)
 	n := 1_000_000
-	if raceEnabled {
+	if testutil.Race {
 		n = 200_000 // still three times the bound; the race detector makes map operations slow
 	}
 	var before runtime.MemStats

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestHubGroupWrite(t *testing.T) {
 	tn := netns.NewBridge(t, 3)
 	h1, h2, h3 := tn.Host(0), tn.Host(1), tn.Host(2)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "hub.sock")
 	const (

@@ -59,7 +59,7 @@ func memberFile(t *testing.T, path string, n int) []byte {
 func TestGroupWriteVerifyOverRelay(t *testing.T) {
 	tn := netns.NewT(t, netns.Topology{Hosts: 3, Relay: true})
 	h1, h2, h3, rh := tn.Host(0), tn.Host(1), tn.Host(2), tn.Relay()
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	s2, f2 := groupMember(t, bin, h2, dir, true)
 	s3, f3 := groupMember(t, bin, h3, dir, true)
@@ -178,7 +178,7 @@ func (s slowSpace) Immediate() bool { return false }
 func TestGroupWritePacedOneContext(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	ram := testutil.NewRAM(t, groupBase, 1<<20)
 	group, _ := wire.ParseMAC(netGroup)
 	writer, _ := wire.ParseMAC(netWriter)

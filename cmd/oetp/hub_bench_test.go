@@ -17,6 +17,7 @@ import (
 
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/wire"
 )
@@ -73,8 +74,8 @@ func BenchmarkHub(b *testing.B) {
 		b.Cleanup(func() { ep.Close() })
 		return ep
 	}
-	floorHello, floorProm, floorTeam := buildFloor(b, "hello"), buildFloor(b, "promlink"), buildFloor(b, "teamlibs")
-	floorPingPong := buildFloor(b, "pingpong")
+	floorHello, floorProm, floorTeam := testutil.BuildCommandPlain(b, "./testdata/floor/hello"), testutil.BuildCommandPlain(b, "./testdata/floor/promlink"), testutil.BuildCommandPlain(b, "./testdata/floor/teamlibs")
+	floorPingPong := testutil.BuildCommandPlain(b, "./testdata/floor/pingpong")
 	rmemEP := inproc(benchRMEMMAC, endpoint.ModeRMEM)
 	dmaEP := inproc(benchDMAMAC, endpoint.ModeDMARead)
 	c, err := client.Dial(f.sock)
@@ -291,19 +292,6 @@ func BenchmarkHub(b *testing.B) {
 	}
 }
 
-// buildFloor builds the floor program testdata/floor/NAME as buildOetp
-// builds oetp and returns its path.
-func buildFloor(t testing.TB, name string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/floor/"+name)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", name, err, out)
-	}
-	return bin
-}
-
 // pingPong runs n round trips of testdata/floor/pingpong between two
 // processes, reports them and returns the mean round trip in ns.
 func pingPong(b *testing.B, bin, dir string, n int) float64 {
@@ -344,7 +332,7 @@ func pingPong(b *testing.B, bin, dir string, n int) float64 {
 // TestFloorPingPong runs BenchmarkHub's ping-pong floor for a few round
 // trips, so the benchmark's floor program keeps building and answering.
 func TestFloorPingPong(t *testing.T) {
-	bin := buildFloor(t, "pingpong")
+	bin := testutil.BuildCommandPlain(t, "./testdata/floor/pingpong")
 	sock := filepath.Join(t.TempDir(), "pp.sock")
 	echo := exec.Command(bin, "echo", sock)
 	stdout, err := echo.StdoutPipe()

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
@@ -93,7 +94,7 @@ func startHubFixtureWith(t testing.TB, boardConfig, extra string, hubArgs ...str
 func startHubFixtureEdit(t testing.TB, boardConfig string, edit func(string) string, extra string, hubArgs ...string) *hubFixture {
 	t.Helper()
 	tn := netns.NewPair(t)
-	f := &hubFixture{bin: buildOetp(t), dir: t.TempDir(), tn: tn}
+	f := &hubFixture{bin: testutil.BuildCommand(t, "."), dir: t.TempDir(), tn: tn}
 	f.sock = filepath.Join(f.dir, "hub.sock")
 	f.config = filepath.Join(f.dir, "hub.toml")
 	writeFile(t, f.config, []byte(hubConfigText(f.sock, extra)))
@@ -118,7 +119,7 @@ func (f *hubFixture) startHub(t testing.TB, args ...string) *server {
 }
 
 func TestHubPrintPeerEntries(t *testing.T) {
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "hub.toml")
 	writeFile(t, cfg, []byte(hubConfigText(filepath.Join(dir, "s"), "")))

@@ -22,6 +22,7 @@ import (
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/internal/hostile"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/rundir"
@@ -191,7 +192,7 @@ except oetp.UntrustedSocketError as e:
 // the check prevents.
 func TestHubImpostorRefused(t *testing.T) {
 	hostile.NeedRoot(t)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir, exe := hostileExe(t)
 	py, pyErr := exec.LookPath("python3")
 	tmp := filepath.Join(dir, "tmp") // as /tmp: root's, 1777
@@ -319,7 +320,7 @@ func TestHubImpostorPeerRefused(t *testing.T) {
 // warns what it removed, and leaves the squatter's file alone.
 func TestServeLockSquatted(t *testing.T) {
 	hostile.NeedRoot(t)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	tn := netns.NewPair(t)
 	base := hostile.Dir(t)
 	dir := filepath.Join(base, "locks")
@@ -380,7 +381,7 @@ func procKiB(t *testing.T, pid int, key string) int64 {
 // less than 64 MiB (it grew by 1.6 GB when bodies were read first).
 func TestHubTCPNeedsToken(t *testing.T) {
 	hostile.NeedRoot(t)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "hub.toml")
 	writeFile(t, cfg, []byte(hubConfigText(filepath.Join(dir, "hub.sock"), "")))

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/link/pace"
 	"github.com/openenoc/oetp/netns"
@@ -31,7 +31,7 @@ func TestRolesOverVeth(t *testing.T) {
 	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	srv1 := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--peer", netClient+",mode=rmem")
 	startServe(t, bin, h2, "--iface", "eth0", "--region", "0:64K", "--peer", netServer+",mode=rmem")
 
@@ -98,7 +98,7 @@ func TestConcurrentOneShotsOverVeth(t *testing.T) {
 	h1, h2 := tn.Host(0), tn.Host(1)
 	// Without the race detector, whose start-up (about a second here)
 	// would dominate 1200 short processes.
-	bin := buildOetpPlain(t)
+	bin := testutil.BuildCommandPlain(t, ".")
 	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--peer", netClient+",mode=rmem", "--json-events")
 	const loops, pairs = 3, 200
 	// The loops are shell loops inside h2, as a user would write them.
@@ -195,7 +195,7 @@ func TestStaleReplyOverVeth(t *testing.T) {
 	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	r := newTestResponder(t, h1)
 	srvMAC, cliMAC := mustMAC(t, netServer), mustMAC(t, netClient)
 	type result struct {
@@ -267,16 +267,6 @@ func TestStaleReplyOverVeth(t *testing.T) {
 	}
 }
 
-// buildOetpPlain builds the oetp binary without the race detector.
-func buildOetpPlain(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "oetp")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // openRaw opens an AF_PACKET link on host h for the test to send frames
 // of its own.
 func openRaw(t *testing.T, h *netns.Host) *afpacket.Link {
@@ -309,7 +299,7 @@ func TestKernelDropsOverVeth(t *testing.T) {
 	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--json-events")
 	if !strings.Contains(srv.stderr.String(), "no --peer: every request is dropped") {
 		t.Errorf("no warning about the empty peer table:\n%s", srv.stderr.String())
@@ -367,7 +357,7 @@ func TestLogBoundOverVeth(t *testing.T) {
 	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--peer", netClient+",mode=rmem,window=0:64K", "--json-events")
 	l := openRaw(t, h2)
 	src, dst := mustMAC(t, netClient), mustMAC(t, netServer)
@@ -430,7 +420,7 @@ func TestGroupDMAWriteOverVeth(t *testing.T) {
 	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	srv := startServe(t, bin, h1, "--iface", "eth0", "--group", netGroup, "--region", "0x100000:2M",
 		"--peer", netWriter+",mode=dma-write", "--peer", netReader+",mode=dma-read", "--json-events")
 	data := make([]byte, 1<<20)
@@ -501,7 +491,7 @@ func TestGroupRateSweep(t *testing.T) {
 		mib = v
 	}
 	n := netns.NewT(t, netns.Topology{Hosts: 4, Bridge: true})
-	bin := buildOetpPlain(t)
+	bin := testutil.BuildCommandPlain(t, ".")
 	master := n.Host(0)
 	var members []*server
 	for _, h := range n.Hosts()[1:] {
@@ -558,7 +548,7 @@ func TestDisabledPeerOverVeth(t *testing.T) {
 	t.Parallel()
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--json-events",
 		"--peer", "02:0e:0c:00:00:99,mode=rmem", "--peer", netNobody+",mode=none")
 	l := openRaw(t, h2)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
@@ -39,7 +40,7 @@ type mistake struct {
 // and words: {peer} serve's MAC, {own} h0's MAC, {w}/{r} the MACs serve
 // lets write and read by DMA, {dir} a scratch directory.
 func TestMistakes(t *testing.T) {
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	tn := netns.NewPair(t)
 	cl, sv := tn.Host(0), tn.Host(1)
 	dir := t.TempDir()
@@ -367,7 +368,7 @@ func checkSuggestedFlags(t *testing.T, args []string, msg string) {
 func TestReliableTimeoutBelowRTO(t *testing.T) {
 	tn := netns.NewT(t, netns.Topology{Hosts: 2, Relay: true})
 	h1, h2, rh := tn.Host(0), tn.Host(1), tn.Relay()
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	startServe(t, bin, h1, "--iface", "eth0", "--region", "0:4K", "--peer", h2.MAC().String()+",mode=rmem,transport=reliable")
 	startRelay(t, bin, rh, "--delay", "60ms")
 	out, errOut, code := oetpIn(t, bin, h2, "rmem", "read", "--iface", "eth0", "--no-hub", "--peer", h1.MAC().String(), "--addr", "0",

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 )
 
@@ -62,7 +63,7 @@ func TestPlacementOverVeth(t *testing.T) {
 	if mine.Count() < 2 {
 		t.Skipf("the test may run on %d CPU: nothing to place", mine.Count())
 	}
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.bin")
 	writeFile(t, in, make([]byte, 1<<20))

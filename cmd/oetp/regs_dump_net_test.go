@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 )
 
@@ -63,7 +64,7 @@ func fieldsOf(s string) [][]string {
 func TestRegsDumpOverVeth(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	regFile := filepath.Join(dir, "regs.bin")
 	dumpRegion(t, regFile)

@@ -5,8 +5,6 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
@@ -74,7 +72,7 @@ constant,config_csr_alignment,32,,
 func TestRegsOverVeth(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	regFile := filepath.Join(dir, "regs.bin")
 	srv := startServe(t, bin, h1, "--iface", "eth0", "--json-events", "--group", netGroup,
@@ -123,7 +121,7 @@ func TestRegsOverVeth(t *testing.T) {
 		}
 		// On the wire: the request and its response, nothing else; the
 		// request is RMEM_WRITE_REQ with BitEnable 0xF0 and Data 0xA0.
-		frames := readFrames(t, capture)
+		frames := testutil.ReadCapture(t, capture)
 		if len(frames) != 2 {
 			t.Fatalf("capture holds %d frames, want 2 (request, response)", len(frames))
 		}
@@ -295,30 +293,5 @@ func TestRegsOverVeth(t *testing.T) {
 	want := []serveEvent{{Event: "RMEM_ERROR", Source: 5, Peer: 0, PeerMAC: netClient, ErrorCode: 4, Error: "LOCAL_AXI_RD_SLVERR"}}
 	if diff := cmp.Diff(want, srv.events(t)); diff != "" {
 		t.Errorf("server events (-want +got):\n%s", diff)
-	}
-}
-
-// readFrames returns the frames of a classic pcap file.
-func readFrames(t *testing.T, path string) [][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcap.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var frames [][]byte
-	for {
-		_, fr, err := r.Next()
-		if err == io.EOF {
-			return frames
-		}
-		if err != nil {
-			t.Fatal(fmt.Errorf("%s: %w", path, err))
-		}
-		frames = append(frames, append([]byte(nil), fr...))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 )
 
@@ -94,7 +95,7 @@ func (r *relayProc) stop(t *testing.T) map[string]map[string]float64 {
 func TestRelayCommandRetries(t *testing.T) {
 	tn := netns.NewT(t, netns.Topology{Hosts: 2, Relay: true})
 	h1, h2, rh := tn.Host(0), tn.Host(1), tn.Relay()
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "serve.toml")
 	writeFile(t, cfg, []byte(fmt.Sprintf(serveConfig, dir)))

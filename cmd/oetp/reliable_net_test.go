@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestReliableTransportOverVeth(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--region", "0x100000:1M",
 		"--peer", netClient+",mode=rmem,transport=reliable",

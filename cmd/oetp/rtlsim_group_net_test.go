@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 )
 
@@ -82,7 +83,7 @@ func TestRTLGroupWrite(t *testing.T) {
 	// the bus-error ranges above: a1 and a2 get the first 2 MiB instead.
 	ctl(t, kit, "peer", "1", rtlPeerDMW, "2", "0x0", "0x200000", "0x0", "0", "1")
 	ctl(t, kit, "peer", "2", rtlPeerDMR, "3", "0x0", "0x200000", "0x0", "0", "1")
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	h1, files := rtlGroupNet(t, bin)
 	dir := t.TempDir()
 	members := []string{"--member", rtlMAC, "--member", "02:0e:0c:00:00:02", "--member", "02:0e:0c:00:00:03"}

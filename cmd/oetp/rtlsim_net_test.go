@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openenoc/oetp/internal/testutil"
 )
 
 // Tests against the real openENOC endpoint RTL: the rtlsim kit (a
@@ -101,7 +103,7 @@ var rtlDeviations = map[string]string{
 // the RTL's known deviations; the verdict table is logged.
 func TestRTLConformance(t *testing.T) {
 	kit := rtlKit(t)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dut, _ := filepath.Abs("../../conformance/testdata/rtlsim.toml")
 	t.Setenv("OETP_RTLSIM", kit)
 	start := time.Now()
@@ -141,7 +143,7 @@ func TestRTLConformance(t *testing.T) {
 // bytes and error codes exact.
 func TestRTLUnicast(t *testing.T) {
 	kit := rtlKit(t)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	run := func(args ...string) string {
 		t.Helper()

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -19,8 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
-	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
@@ -138,7 +137,7 @@ func res(ok bool, code int, mnemonic, op, peer string, addr uint32, extra ...any
 func TestServeAndInitiatorsOverVeth(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildOetp(t)
+	bin := testutil.BuildCommand(t, ".")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "serve.toml")
 	writeFile(t, cfg, []byte(fmt.Sprintf(serveConfig, dir)))
@@ -289,7 +288,7 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		// Nothing was sent: the capture of the last command is empty (or
 		// was never opened) and the server received nothing.
 		if _, err := os.Stat(p); err == nil {
-			if n := countFrames(t, p); n != 0 {
+			if n := len(testutil.ReadCapture(t, p)); n != 0 {
 				t.Errorf("group read capture holds %d frames, want 0", n)
 			}
 		}
@@ -492,31 +491,6 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 	}
 
 	t.Run("dump", func(t *testing.T) { checkDump(t, bin, servePcap) })
-}
-
-// countFrames returns the number of frames in a pcap file.
-func countFrames(t *testing.T, path string) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcap.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for {
-		_, _, err := r.Next()
-		if err == io.EOF {
-			return n
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
 }
 
 // checkDump decodes the server's capture with `oetp dump`.

@@ -14,23 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 )
 
 // rssLimit is the issue's bound on the resident memory of `dma write --in`
 // and `dma read --out`, whatever the size.
 const rssLimit = 64 << 20
-
-// buildPlainOetp builds the oetp binary without the race detector, whose
-// shadow memory would hide what the program itself keeps resident.
-func buildPlainOetp(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "oetp")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // oetpRSS runs oetp on h with stdin and stdout and returns its exit status,
 // stderr and peak resident set size: the largest VmHWM read from
@@ -98,7 +88,7 @@ func sparseFile(t *testing.T, path string, size int64) map[int64][]byte {
 func TestStreamingFiles(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := buildPlainOetp(t)
+	bin := testutil.BuildCommandPlain(t, ".")
 	dir := t.TempDir()
 	const size = 160 << 20
 	writer, reader := "02:0e:0c:00:00:a1", "02:0e:0c:00:00:a2"

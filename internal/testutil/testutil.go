@@ -135,3 +135,14 @@ func NoEvent(t testing.TB, what string, e *endpoint.Endpoint) {
 		t.Fatalf("%s: unexpected event %+v", what, ev)
 	}
 }
+
+// Pattern returns n bytes that differ from their neighbours and from
+// another seed's: byte i is 7*i + seed. A test that writes it and reads it
+// back sees a byte moved, lost or doubled.
+func Pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7) + seed
+	}
+	return b
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/wire"
 	"github.com/openenoc/oetp/wire/reliable"
 )
@@ -129,7 +130,7 @@ func TestBefore(t *testing.T) {
 
 func TestZeroAllocs(t *testing.T) {
 	buf := make([]byte, 0, 9000)
-	payload := pattern(8136, 1)
+	payload := testutil.Pattern(8136, 1)
 	ctl := make([]byte, 0, 64)
 	allocs := testing.AllocsPerRun(200, func() {
 		b := buf[:reliable.Headroom]
@@ -150,7 +151,7 @@ func TestZeroAllocs(t *testing.T) {
 
 func BenchmarkEncapsulateParseCRC8K(b *testing.B) {
 	buf := make([]byte, 0, 9000)
-	payload := pattern(8136, 1)
+	payload := testutil.Pattern(8136, 1)
 	b.SetBytes(8136)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
 	"github.com/openenoc/oetp/wire/reliable"
@@ -85,14 +86,6 @@ func flagNames(f reliable.Flags) []string {
 	return out
 }
 
-func pattern(n int, seed byte) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = seed + byte(i*7)
-	}
-	return b
-}
-
 // data builds a DATA frame around a v1 frame the wire encoders made.
 func data(h reliable.Header, v1 func(b []byte) []byte) []byte {
 	b := make([]byte, reliable.Headroom, 9000)
@@ -142,7 +135,7 @@ func buildFrames() []built {
 	d.PSN, d.APSN = 0x102, 0x101
 	add("dma_write_req", "DMA_WRITE_REQ of 5 bytes to 0x100000 (word padding and EndOfData as v1) as PSN 0x102; APSN 0x101: the response to 0x100 has arrived.",
 		data(d, func(b []byte) []byte {
-			return wire.AppendDMAWriteReq(b, macB, macA, 0x11223346, 0x100000, pattern(5, 0xb0))
+			return wire.AppendDMAWriteReq(b, macB, macA, 0x11223346, 0x100000, testutil.Pattern(5, 0xb0))
 		}))
 	dr := rsp
 	dr.PSN, dr.APSN = 0x102, 0x103
@@ -155,7 +148,9 @@ func buildFrames() []built {
 	rp := rsp
 	rp.PSN, rp.APSN = 0x103, 0x104
 	add("dma_read_rsp", "DMA_READ_RSP with 16 bytes for PSN 0x103: the Length field gives the PDU's end, which v1 only knows from the request.",
-		data(rp, func(b []byte) []byte { return wire.AppendDMAReadRsp(b, macA, macB, 0x11223347, pattern(16, 0x40)) }))
+		data(rp, func(b []byte) []byte {
+			return wire.AppendDMAReadRsp(b, macA, macB, 0x11223347, testutil.Pattern(16, 0x40))
+		}))
 	add("ack", "Pure cumulative ACK from B: every PSN before 0x104 received, 32 credits.",
 		reliable.AppendControl(nil, macA, macB, reliable.Header{Flags: reliable.FlagAck | reliable.FlagRsp, Session: session, APSN: 0x104, Credits: 32}))
 	add("nak", "NAK from B: PSN 0x105 is missing (a later one arrived); resend from 0x105.",

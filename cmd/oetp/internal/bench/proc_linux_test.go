@@ -3,27 +3,11 @@
 package bench
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// buildOetp builds cmd/oetp into a temporary directory, with the race
-// detector when the tests have it (so the build shares the test's cache).
-func buildOetp(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "oetp")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, "../..")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+	"github.com/openenoc/oetp/internal/testutil"
+)
 
 func TestRunProcWithoutBinary(t *testing.T) {
 	rep, err := Run(shortOptions(ScenarioProc))
@@ -43,7 +27,7 @@ func TestRunProc(t *testing.T) {
 	o.Rounds = 1
 	o.Blocks = []int64{64 << 10, 1 << 20}
 	o.FloorWays = true
-	o.Binary = buildOetp(t)
+	o.Binary = testutil.BuildCommand(t, "../..")
 	rep, err := Run(o)
 	if err != nil {
 		t.Fatalf("%v; skipped %+v", err, rep.Skipped)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openenoc/oetp/internal/testutil"
 )
 
 // shortOptions keep a test run to a fraction of a second per scenario.
@@ -180,7 +182,7 @@ func TestRunVeth(t *testing.T) {
 // TestEngineZeroAllocs checks that every engine path allocates nothing per
 // operation once warm, on the in-process switch.
 func TestEngineZeroAllocs(t *testing.T) {
-	if raceEnabled {
+	if testutil.Race {
 		t.Skip("the race detector allocates on its own")
 	}
 	e, err := newMemEnv(64 << 10)
@@ -217,7 +219,7 @@ func TestEngineZeroAllocs(t *testing.T) {
 // TestMemFloorZeroAllocs checks that the mem scenario's floor rows, like
 // the raw ping-pong they extend, allocate nothing per block once warm.
 func TestMemFloorZeroAllocs(t *testing.T) {
-	if raceEnabled {
+	if testutil.Race {
 		t.Skip("the race detector allocates on its own")
 	}
 	e, err := newMemEnv(64 << 10)

@@ -1,5 +1,0 @@
-//go:build race
-
-package hub_test
-
-const raceEnabled = true
