@@ -337,11 +337,7 @@ func (e *Endpoint) record(i int, code wire.Code) {
 // the counters are kept. Frames the link delivers afterwards are processed
 // normally, even replies to requests sent before the reset.
 func (e *Endpoint) Reset() {
-	e.in.mu.Lock()
-	e.epoch.Add(1)
-	e.rid.Store(0)
-	e.in.abortLocked(ErrReset)
-	e.in.mu.Unlock()
+	e.in.reset()
 	e.raw.clear()
 	e.ev.clear()
 }

@@ -192,6 +192,96 @@ func (in *initiator) init(e *Endpoint, outstanding, maxFrame int) {
 	in.chains = make([]*request, 0, outstanding)
 }
 
+// take returns a free entry; see takeLocked.
+func (in *initiator) take() *request {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.takeLocked()
+}
+
+// startRMEM takes an entry for an RMEM operation to dst, fills it and
+// builds its first try. The caller holds an initiating slot, sends the
+// frame and puts the entry back.
+func (in *initiator) startRMEM(op string, peer int, dst wire.MAC, addr, data, mask uint32, pol *RetryPolicy) (*request, []byte, func([]byte) bool, uint32) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	r := in.takeLocked()
+	r.op, r.peerIdx, r.dst, r.addr, r.wdata, r.mask, r.blk = op, peer, dst, addr, data, mask, nil
+	r.cfg, r.pol, r.retries, r.epoch = in.e.cfg.Load(), pol, 0, in.e.epoch.Load()
+	if pol != nil && !dst.IsGroup() && !pol.volatile(addr, 4) {
+		r.retries = pol.Retries
+	}
+	frame, fill, rid, _, _ := in.issueLocked(r, bufCaller)
+	return r, frame, fill, rid
+}
+
+// startChains starts a turn of a unicast block: it takes the first
+// chain's entry (the caller holds one initiating slot) and returns the
+// chains slice and the fragments left to issue; ok is false, and nothing
+// taken, when a Reset came since the block started.
+func (in *initiator) startChains(blk *block) (chains []*request, frags uint64, ok bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.e.epoch.Load() != blk.epoch {
+		return nil, 0, false
+	}
+	blk.yield, blk.stop = false, false
+	frags = (blk.n - blk.issued + uint64(blk.mfs) - 1) / uint64(blk.mfs)
+	return append(in.chains[:0], in.takeLocked()), frags, true
+}
+
+// startChain fills chain entry r for blk and builds its first fragment.
+// issued is false when the block needs no more fragments or one failed to
+// build (code, settled on r).
+func (in *initiator) startChain(r *request, blk *block, pol *RetryPolicy) (frame []byte, fill func([]byte) bool, rid uint32, code wire.Code, issued bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	r.op, r.peerIdx, r.dst, r.blk, r.pol, r.epoch = blk.op, blk.peerIdx, blk.dst, blk, pol, blk.epoch
+	if blk.stop || blk.issued >= blk.n {
+		return nil, nil, 0, wire.CodeNone, false
+	}
+	r.tries = 0
+	frame, fill, rid, code, err := in.issueLocked(r, bufCaller)
+	if code != wire.CodeNone {
+		in.settleLocked(r, code, err)
+		return nil, nil, 0, code, false
+	}
+	return frame, fill, rid, wire.CodeNone, true
+}
+
+// nextGroupFragment builds the next fragment of group block blk in r; ok
+// is false when a Reset came since the block started.
+func (in *initiator) nextGroupFragment(r *request, blk *block, pol *RetryPolicy) (frame []byte, fill func([]byte) bool, rid uint32, code wire.Code, err error, ok bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	r.op, r.peerIdx, r.dst, r.blk, r.pol, r.epoch = blk.op, blk.peerIdx, blk.dst, blk, pol, blk.epoch
+	if in.e.epoch.Load() != blk.epoch {
+		return nil, nil, 0, wire.CodeNone, nil, false
+	}
+	blk.yield = false
+	r.tries = 0
+	frame, fill, rid, code, err = in.issueLocked(r, bufCaller)
+	return frame, fill, rid, code, err, true
+}
+
+// endBlock drops the finished block: the caller's buffer and context.
+func (in *initiator) endBlock() {
+	in.mu.Lock()
+	in.blk = block{}
+	in.mu.Unlock()
+}
+
+// reset is the initiator's part of Endpoint.Reset: a new epoch, the
+// Request ID counter back to 0 and every outstanding request invalidated,
+// under the initiator's lock.
+func (in *initiator) reset() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.e.epoch.Add(1)
+	in.e.rid.Store(0)
+	in.abortLocked(ErrReset)
+}
+
 // takeLocked returns a free entry. The caller holds an initiating slot, so
 // one is free.
 func (in *initiator) takeLocked() *request {

@@ -103,16 +103,8 @@ func (e *Endpoint) rmem(ctx context.Context, op string, peer int, addr, data, ma
 		return readFailed, e.rmemFailed(op, peer, addr, nil, wire.CodeLocalInvalid, err)
 	}
 	in := &e.in
-	in.mu.Lock()
-	r := in.takeLocked()
+	r, frame, fill, rid := in.startRMEM(op, peer, p.MAC, addr, data, mask, pol)
 	defer in.put(r)
-	r.op, r.peerIdx, r.dst, r.addr, r.wdata, r.mask, r.blk = op, peer, p.MAC, addr, data, mask, nil
-	r.cfg, r.pol, r.retries, r.epoch = e.cfg.Load(), pol, 0, e.epoch.Load()
-	if pol != nil && !p.MAC.IsGroup() && !pol.volatile(addr, 4) {
-		r.retries = pol.Retries
-	}
-	frame, fill, rid, _, _ := in.issueLocked(r, bufCaller)
-	in.mu.Unlock()
 	if err := in.send(r, frame, fill, rid); err != nil { // a group destination
 		return readFailed, e.rmemFailed(op, peer, addr, r, wire.CodeLocalAXIS, err)
 	}
@@ -323,7 +315,7 @@ func (e *Endpoint) dma(ctx context.Context, op string, peer int, remote uint32, 
 	blk := &in.blk // ours while we hold dmaTok
 	*blk = block{op: op, peerIdx: peer, dst: p.MAC, group: p.MAC.IsGroup(), remote: remote, n: n, mfs: mfs, b: b,
 		epoch: epoch, ctx: ctx, progress: progress, interval: cfg.GroupInterval}
-	defer func() { in.mu.Lock(); in.blk = block{}; in.mu.Unlock() }() // drop the caller's buffer and ctx
+	defer in.endBlock() // drop the caller's buffer and ctx
 	for blk.done < n {
 		code, err, unknown := e.runBlock(ctx, blk, pol)
 		t = Transfer{Bytes: blk.done, Fragments: blk.frags, Retries: blk.retries}
@@ -357,20 +349,13 @@ func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (
 		return wire.CodeTimeout, err, false
 	}
 	in := &e.in
-	in.mu.Lock()
-	if e.epoch.Load() != blk.epoch {
-		in.mu.Unlock()
+	chains, frags, ok := in.startChains(blk)
+	if !ok {
 		e.slot.release()
 		return wire.CodeTimeout, ErrReset, false
 	}
-	blk.yield, blk.stop = false, false
-	frags := (blk.n - blk.issued + uint64(blk.mfs) - 1) / uint64(blk.mfs)
-	chains := append(in.chains[:0], in.takeLocked())
-	in.mu.Unlock()
 	for uint64(len(chains)) < frags && len(chains) < cap(in.chains) && e.slot.tryAcquire() {
-		in.mu.Lock()
-		chains = append(chains, in.takeLocked())
-		in.mu.Unlock()
+		chains = append(chains, in.take())
 	}
 	defer func() {
 		for _, r := range chains {
@@ -380,24 +365,14 @@ func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (
 	}()
 	started := 0
 	for _, r := range chains {
-		r.op, r.peerIdx, r.dst, r.blk, r.pol, r.epoch = blk.op, blk.peerIdx, blk.dst, blk, pol, blk.epoch
-		in.mu.Lock()
-		if blk.stop || blk.issued >= blk.n {
-			in.mu.Unlock()
-			break
-		}
-		r.tries = 0
-		frame, fill, rid, c, err := in.issueLocked(r, bufCaller)
-		if c != wire.CodeNone {
-			in.settleLocked(r, c, err)
-			in.mu.Unlock()
-			if code == wire.CodeNone {
+		frame, fill, rid, c, issued := in.startChain(r, blk, pol)
+		if !issued {
+			if c != wire.CodeNone && code == wire.CodeNone {
 				code, unknown = c, r.unknown
 				blk.failOff = r.off
 			}
 			break
 		}
-		in.mu.Unlock()
 		in.send(r, frame, fill, rid)
 		started++
 	}
@@ -423,21 +398,13 @@ func (e *Endpoint) runGroupBlock(ctx context.Context, blk *block, pol *RetryPoli
 	}
 	defer e.slot.release()
 	in := &e.in
-	in.mu.Lock()
-	r := in.takeLocked()
-	in.mu.Unlock()
+	r := in.take()
 	defer in.put(r)
-	r.op, r.peerIdx, r.dst, r.blk, r.pol, r.epoch = blk.op, blk.peerIdx, blk.dst, blk, pol, blk.epoch
 	for {
-		in.mu.Lock()
-		if e.epoch.Load() != blk.epoch {
-			in.mu.Unlock()
+		frame, fill, rid, code, err, ok := in.nextGroupFragment(r, blk, pol)
+		if !ok {
 			return wire.CodeTimeout, ErrReset, false
 		}
-		blk.yield = false
-		r.tries = 0
-		frame, fill, rid, code, err := in.issueLocked(r, bufCaller)
-		in.mu.Unlock()
 		if code != wire.CodeNone {
 			blk.failOff = r.off
 			return code, err, r.unknown

@@ -279,7 +279,11 @@ func (e *Endpoint) PeerStats(i int) PeerStats {
 	if i < 0 || i >= MaxPeers {
 		return PeerStats{Peer: i}
 	}
-	in := &e.in
+	return e.in.peerStats(i)
+}
+
+// peerStats returns the figures of peer i under the initiator's lock.
+func (in *initiator) peerStats(i int) PeerStats {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.rtt[i].stats(i)
