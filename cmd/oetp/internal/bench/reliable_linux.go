@@ -18,7 +18,7 @@ import (
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/netns"
-	"github.com/openenoc/oetp/transport"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -52,7 +52,7 @@ func runReliable(o *Options) ([]Result, error) {
 	}
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: the engine through the reliable transport (link/rlink: PSN, ACK/NAK, CRC32C, replay cache; fragments of %d bytes, %d requests in flight) on a veth pair, next to the same engine and wrapper with the peer set to v1, the raw ping-pong and TCP bulk transfers (one connection, 10.213.0.0/30) over the same veth pair; every thread free on any CPU",
-		ScenarioReliable, rlink.FragmentCeiling(wire.MaxFrameLen), transport.DefaultDepth))
+		ScenarioReliable, node.FragmentCeiling(wire.MaxFrameLen), node.Window))
 	par, err := e.runParallel(o)
 	if err != nil {
 		e.close()
@@ -115,11 +115,11 @@ func newReliableEnv(maxBlock int, io string) (_ *reliableEnv, err error) {
 	if err := e.lb.SetPeer(ha.MAC(), rlink.Reliable); err != nil {
 		return nil, err
 	}
-	if e.rel, err = newPairOutstanding(e.la.Link(), e.lb.Link(), maxBlock, transport.DefaultDepth); err != nil {
+	if e.rel, err = newPairOutstanding(e.la.Link(), e.lb.Link(), maxBlock, node.Window); err != nil {
 		return nil, err
 	}
 	c := e.rel.a.Config()
-	c.MaxFragment = rlink.FragmentCeiling(wire.MaxFrameLen)
+	c.MaxFragment = node.FragmentCeiling(wire.MaxFrameLen)
 	if err := e.rel.a.SetConfig(c); err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func (e *reliableEnv) setMode(m rlink.Mode) error {
 		return err
 	}
 	c := e.rel.a.Config()
-	c.MaxFragment, c.Outstanding = rlink.FragmentCeiling(wire.MaxFrameLen), transport.DefaultDepth
+	c.MaxFragment, c.Outstanding = node.FragmentCeiling(wire.MaxFrameLen), node.Window
 	if m == rlink.V1 {
 		c.MaxFragment, c.Outstanding = wire.MaxFragment, 1
 	}
@@ -453,14 +453,13 @@ func runFanIn(o *Options) ([]Result, error) {
 	}
 	defer recv.Close()
 	type sender struct {
-		ep  *endpoint.Endpoint
-		rl  *rlink.Link
+		nd  *node.Node
 		src []byte
 	}
 	var ss []sender
 	defer func() {
 		for _, s := range ss {
-			s.ep.Close()
+			s.nd.Close()
 		}
 	}()
 	for i := 0; i < senders; i++ {
@@ -476,41 +475,30 @@ func runFanIn(o *Options) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		rl, err := rlink.New(l, rlink.Config{})
+		// A sender's stack as the one-shot commands open theirs (package
+		// node): the transport's window and fragment ceiling, the
+		// handshake before the first request.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		nd, err := node.Open(ctx, node.Config{LinkConfig: node.LinkConfig{Link: l},
+			Endpoint: endpoint.Config{DMATimeout: engineTimeout},
+			Peers:    []node.Peer{{Peer: endpoint.Peer{MAC: recvHost.MAC(), Mode: endpoint.ModeDMARead}, Transport: node.Reliable}}})
+		cancel()
 		if err != nil {
-			l.Close()
-			return nil, err
-		}
-		if err := rl.SetPeer(recvHost.MAC(), rlink.Reliable); err != nil {
-			rl.Close()
-			return nil, err
-		}
-		ep, err := endpoint.New(rl.Link(), nil, endpoint.Config{DMATimeout: engineTimeout,
-			MaxFragment: rlink.FragmentCeiling(wire.MaxFrameLen), Outstanding: transport.DefaultDepth})
-		if err != nil {
-			rl.Close()
-			return nil, err
-		}
-		if err := ep.SetPeer(0, endpoint.Peer{MAC: recvHost.MAC(), Mode: endpoint.ModeDMARead}); err != nil {
-			ep.Close()
 			return nil, err
 		}
 		src := make([]byte, fanInBlock)
 		for j := range src {
 			src[j] = byte(j*7 + i)
 		}
-		ss = append(ss, sender{ep, rl, src})
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		ok, err := rl.Open(ctx, recvHost.MAC())
-		cancel()
-		if !ok || err != nil {
-			return nil, fmt.Errorf("bench: fan-in handshake of sender %d: %v", i+1, err)
+		ss = append(ss, sender{nd, src})
+		if !nd.Reliable(recvHost.MAC()) {
+			return nil, fmt.Errorf("bench: fan-in handshake of sender %d: %v", i+1, nd.Handshakes)
 		}
 	}
 	write := func(i int, until time.Time) (int64, error) {
 		var b int64
 		for time.Now().Before(until) {
-			if _, err := ss[i].ep.DMAWrite(ctxBackground, 0, remoteBase+uint32(i*fanInBlock), ss[i].src); err != nil {
+			if _, err := ss[i].nd.Endpoint.DMAWrite(ctxBackground, 0, remoteBase+uint32(i*fanInBlock), ss[i].src); err != nil {
 				return b, err
 			}
 			b += fanInBlock
@@ -568,16 +556,16 @@ func runFanIn(o *Options) ([]Result, error) {
 	var sent, retx, fast, timeouts, spurious, naks uint64
 	cwnds := make([]string, senders)
 	for i, x := range ss {
-		st := x.rl.Stats()
+		st, _ := x.nd.Transport()
 		sent, retx, fast, timeouts, naks = sent+st.Sent, retx+st.Retransmitted, fast+st.FastRetransmits, timeouts+st.Timeouts, naks+st.NAKsReceived
 		spurious += st.SpuriousTimeouts
-		if pi, ok := x.rl.Peer(recvHost.MAC()); ok {
+		if pi, ok := x.nd.TransportPeer(recvHost.MAC()); ok {
 			cwnds[i] = fmt.Sprintf("%.1f", pi.Cwnd)
 		}
 	}
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: fan-in congestion control (AIMD): the senders sent %d requests, %d retransmitted (%d fast, %d timeouts in which %d episodes were found spurious and their window cut undone, %d NAKs received); the receiver saw %d gaps and its socket dropped %d frames (queue full); congestion windows at the end %s (Depth %d)",
-		ScenarioReliable, sent, retx, fast, timeouts, spurious, naks, rr.Stats().Gaps, lr.Stats().DropQueueFull, strings.Join(cwnds, ", "), transport.DefaultDepth))
+		ScenarioReliable, sent, retx, fast, timeouts, spurious, naks, rr.Stats().Gaps, lr.Stats().DropQueueFull, strings.Join(cwnds, ", "), node.Window))
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: fan-in through a bridge, DMA writes of %s blocks through the reliable transport: one sender alone %.1f MB/s; three senders together %.1f MB/s in all (%.2f× alone), each %s MB/s, Jain's fairness index %.3f (targets: ≥ 0.8× alone, ≥ 0.9)",
 		ScenarioReliable, SizeString(fanInBlock), one, all, all/one, strings.Join(parts, ", "), jain))
@@ -660,7 +648,7 @@ func (e *reliableEnv) runParallel(o *Options) ([]Result, error) {
 	rRaw := float64(raw) / tRaw.Seconds()
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: RMEM reads from %d goroutines through the reliable transport (%d in flight): %.0f reads/s; v1, one at a time from one caller, on the same pair: %.0f reads/s; %.1f× (target ≥ 10×, %.0f reads/s); the raw pipelined exchange of the same frames with %d in flight (two locked threads, sendmmsg/recvmmsg batches, no protocol): %.0f exchanges/s, %.1f× v1, so the reliable rows reach %.2f× the medium's limit for this exchange",
-		ScenarioReliable, parallelCallers, transport.DefaultDepth, rN, r1, rN/r1, 10*r1, pipeDepth, rRaw, rRaw/r1, rN/rRaw))
+		ScenarioReliable, parallelCallers, node.Window, rN, r1, rN/r1, 10*r1, pipeDepth, rRaw, rRaw/r1, rN/rRaw))
 	return []Result{
 		{Scenario: ScenarioReliable, Name: "parallel rmem-read v1 1 caller", Baseline: true, Ops: one, Elapsed: tOne, NsPerOp: float64(tOne.Nanoseconds()) / float64(max(one, 1))},
 		{Scenario: ScenarioReliable, Name: fmt.Sprintf("parallel raw 24↔24 ×%d in flight", pipeDepth), Baseline: true, Frames: "24↔24", Ops: raw, Elapsed: tRaw,
