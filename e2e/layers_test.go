@@ -19,9 +19,9 @@ var floors = []struct {
 	name string
 	pkgs []string
 }{
-	{"leaf helpers", []string{"internal/num", "internal/ratelog", "internal/rtt", "placement", "rundir"}},
+	{"leaf helpers", []string{"internal/num", "internal/ratelog", "internal/rtt", "internal/tomlin", "placement", "rundir"}},
 	{"codecs", []string{"wire", "wire/reliable", "hub/proto"}},
-	{"memory, link interface, transport, test networks", []string{"memory", "memspec", "link", "transport", "netns"}},
+	{"memory, link interface, transport, roles, config files, test networks", []string{"memory", "memspec", "link", "transport", "role", "devices", "netns"}},
 	{"links", []string{"link/..."}},
 	{"engine", []string{"endpoint"}},
 	{"assembly", []string{"node"}},

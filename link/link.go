@@ -7,11 +7,10 @@
 //   - link/pace: a wrapper that paces written frames to a rate;
 //   - link/relay: forwards frames between two links and impairs them
 //     (loss, delay, reordering) for fault tests;
-//   - link/rlink: the reliable transport beneath an endpoint, per peer;
-//   - link/role: the cross-process roles of an endpoint address.
+//   - link/rlink: the reliable transport beneath an endpoint, per peer.
 //
-// Thread placement (package placement) and throwaway test networks
-// (package netns) are not links and live outside link.
+// The roles of an address (package role), thread placement (placement) and
+// throwaway test networks (netns) are not links and live outside link.
 //
 // A frame is the bytes from the destination MAC through the last payload or
 // padding byte, without preamble, SFD or FCS, exactly as the oETP
