@@ -27,7 +27,7 @@ var floors = []struct {
 	{"assembly", []string{"node"}},
 	{"services and clients", []string{"conformance", "addrtable", "client", "hub", "replicate"}},
 	{"the command", []string{"cmd/..."}},
-	{"tests only", []string{"e2e", "contrib/...", "internal/testutil"}},
+	{"tests only", []string{"e2e", "contrib/...", "internal/testutil", "internal/hostile"}},
 }
 
 // floorOf returns the index in floors of package p (a path inside the
