@@ -20,12 +20,12 @@ var floors = []struct {
 	pkgs []string
 }{
 	{"leaf helpers", []string{"internal/num", "internal/ratelog", "internal/rtt", "internal/tomlin", "placement", "rundir"}},
-	{"codecs", []string{"wire", "wire/reliable", "hub/proto"}},
+	{"codecs", []string{"wire", "wire/reliable"}},
 	{"memory, link interface, transport, roles, config files, test networks", []string{"memory", "memspec", "link", "transport", "role", "devices", "netns"}},
 	{"links", []string{"link/..."}},
 	{"engine", []string{"endpoint"}},
 	{"assembly", []string{"node"}},
-	{"services and clients", []string{"conformance", "addrtable", "client", "hub", "replicate"}},
+	{"services and clients", []string{"conformance", "addrtable", "client", "hub", "hub/proto", "replicate"}},
 	{"the command", []string{"cmd/..."}},
 	{"tests only", []string{"e2e", "contrib/...", "internal/testutil", "internal/hostile"}},
 }
