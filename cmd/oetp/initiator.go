@@ -165,6 +165,7 @@ func (f *opFlags) open(mode endpoint.Mode) (session, error) {
 		}
 		return s, err
 	}
+	f.via = viaDirect
 	place := node.PlaceStay
 	if f.place.p == placeOff {
 		place = node.PlaceNone
