@@ -277,7 +277,7 @@ func runServe(cmd *cobra.Command, s *serveSettings) error {
 		return cliErr(err)
 	}
 	if n.RoleReplaced != "" {
-		log.Warn(n.RoleReplaced)
+		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: warning: %s\n", n.RoleReplaced)
 	}
 	ep := n.Endpoint
 	stop := func() error {
