@@ -105,7 +105,7 @@ It runs until SIGINT or SIGTERM, then prints what it did in each direction
 				}
 				links[i] = l
 			}
-			r, err := relay.New(links[0], links[1], cfg)
+			r, err := relay.New(links[0].Link, links[1].Link, cfg)
 			if err != nil {
 				links[0].Close()
 				links[1].Close()
