@@ -129,8 +129,8 @@ func (h *Hub) MetricsHandler() http.Handler {
 
 // linkCollector reports the endpoints' and links' own counters at scrape
 // time. Its descriptions are made with the hub's registry, not at package
-// init: every oetp command links this package, and only the hub uses them
-// (seven NewDesc calls were 30 µs of each one-shot command's start).
+// init: every oetp command links this package, and only the hub uses them,
+// so a one-shot command's start does not pay for them.
 type linkCollector struct {
 	h                                                                            *Hub
 	descKernelDrops, descTimeouts, descLate, descRetries, descRTT, descTransport *prometheus.Desc

@@ -27,9 +27,8 @@ var handOffPipes struct {
 // started child and the write end of its standard input, or nils when
 // there is nothing to hand off or no child could start (the link then
 // closes as usual). The last close of an AF_PACKET socket waits for an RCU
-// grace period in the kernel (synchronize_net): 11-15 ms on a 2-vCPU VM
-// (perf trace), against about 7 ms for the rest of an `oetp rmem read`
-// process. The child holds the sockets until this process has exited, so
+// grace period in the kernel (synchronize_net), longer than the rest of a
+// one-shot command's run. The child holds the sockets until this process has exited, so
 // the wait falls in its exit and delays no one: it has no standard output
 // or error, so a shell reading the command's output sees the end when the
 // command exits. The link receives nothing from here on

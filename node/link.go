@@ -174,9 +174,8 @@ func OpenLink(cfg LinkConfig) (*Link, error) {
 		// the poller's mode; so do many endpoints in one process, whose
 		// blocked readers would hold the runtime's Ps. The one receive
 		// keeps its P while it waits (afpacket Config.HoldP): the
-		// runtime's monitor then neither takes it away nor wakes up every
-		// 20 µs to look (docs/design/afpacket.md).
-		// not see").
+		// runtime's monitor then neither takes it away nor wakes up to
+		// look (docs/design/afpacket.md).
 		acfg.IO = afpacket.IOBlocking
 		acfg.HoldP = true
 		acfg.FollowCPU = cfg.Placement == PlaceFollow

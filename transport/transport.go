@@ -55,9 +55,8 @@ type Config struct {
 	// MinRTO and MaxRTO bound the adaptive timeout; defaults 10 ms and 1 s.
 	// The floor is well above a veth round trip (tens of µs, a few
 	// hundred with 32 frames of 8 KiB queued) because a busy 2-vCPU host
-	// stalls a receive loop for milliseconds: at 2 ms, DMA over veth saw
-	// spurious timeouts, each resending the whole window (Go-Back-N), a
-	// few per 64 MiB. Losses inside a window are recovered by NAKs and
+	// stalls a receive loop for milliseconds, and a spurious timeout
+	// resends the whole window (Go-Back-N). Losses inside a window are recovered by NAKs and
 	// fast retransmits without waiting for it.
 	MinRTO, MaxRTO time.Duration
 	// MaxRetries is how many retransmission timeouts in a row, without a

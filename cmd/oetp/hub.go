@@ -211,8 +211,8 @@ func loopbackAddr(addr string) string {
 // the device's reply); with idle Ps to spare, every wake-up of one of them
 // (a reply's frame arriving, a response timer armed) made the runtime wake
 // a second thread to look for work that was not there: one more context
-// switch per operation and about 30 % more CPU per operation on a 2-vCPU
-// machine, which the board and the clients then lack. A device's endpoints
+// switch and more CPU per operation, which the board and the clients then
+// lack. A device's endpoints
 // each keep one request outstanding, so one CPU per device is not the
 // bound.
 func hubProcs(devices, cpus int, envSet bool) int {
