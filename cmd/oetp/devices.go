@@ -11,7 +11,6 @@ import (
 	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
-	"github.com/openenoc/oetp/wire"
 )
 
 func init() { register("devices", newDevicesCmd) }
@@ -197,6 +196,7 @@ func newDevicesPeerEntriesCmd() *cobra.Command {
 	var file, window string
 	var csr bool
 	var entry intFlag
+	csrBase := u32Flag{v: devices.CSRBase, hex: true}
 	cmd := &cobra.Command{
 		Use:   "peer-entries NAME [--csr [--entry N]] [--window BASE:SIZE]",
 		Short: "Print the peer table entries a board needs for this host's MACs",
@@ -210,18 +210,23 @@ the board, one per line, ready for the shell:
 
   oetp serve --iface eth1 --mac 02:0e:0c:00:00:02 --region 0:1M $(oetp devices peer-entries board1)
 
-With --csr it prints instead the CSR writes an openENOC endpoint needs, one
-"NAME = VALUE" per line in the names of openENOC's SystemRDL register map
-(peers.entry[N].mac_address.lo_word holds the MAC's last four octets,
-hi_word its first two; dma.mode 1 rmem, 2 dma-write, 3 dma-read), in entries
-N, N+1, N+2 (--entry N, default 0). --window BASE:SIZE adds the window the
-board grants (window= for serve, local_address/remote_address/size for the
-CSRs); without it serve grants the whole space and the CSR window is left as
-the board has it. A device with transport reliable or auto gets
+With --csr it prints instead the CSR writes an openENOC endpoint needs, as
+runnable 'oetp rmem write --device NAME --addr A --data D' lines, each with
+its register's name as a comment: peers.entry[N].mac_address.lo_word (the
+MAC's last four octets) and hi_word (its first two), and dma.mode (1 rmem,
+2 dma-write, 3 dma-read; written with --mask 0x3, leaving the entry's other
+dma bits alone), for entries N, N+1, N+2 (--entry N, default 0). The
+addresses are those of openENOC's register map with the endpoint
+interface's registers at --csr-base (default 0x20000800: the endpoint's CSR
+block at 0x2000_0000, its endpoint interface at +0x800). The writes go by
+RMEM from this host's RMEM MAC, so the board must already admit it.
+--window BASE:SIZE adds the window the board grants (window= for serve,
+local_address/remote_address/size for the CSRs); without it serve grants
+the whole space and the CSR window is left as the board has it. A device with transport reliable or auto gets
 transport=reliable on its serve entries (openENOC boards speak v1 only).`,
 		Example: `  oetp devices peer-entries board1
   oetp devices peer-entries board1 --window 0:1M
-  oetp devices peer-entries board1 --csr --entry 1`,
+  oetp devices peer-entries board1 --csr --entry 1 --window 0:1M > csr.sh`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, err := lookupDevice(file, args[0])
@@ -261,17 +266,29 @@ transport=reliable on its serve entries (openENOC boards speak v1 only).`,
 			if d.Transport != "v1" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "oetp: note: device %q has transport %s; an openENOC endpoint speaks v1 only: set transport = \"v1\" for it\n", d.Name, d.Transport)
 			}
-			n := entry.v
-			for r, m := range d.Local {
-				p := fmt.Sprintf("peers.entry[%d]", n+r)
-				fmt.Fprintf(out, "%s.mac_address.lo_word = 0x%08x\n", p, macLo(m))
-				fmt.Fprintf(out, "%s.mac_address.hi_word = 0x%04x\n", p, macHi(m))
-				if window != "" {
-					fmt.Fprintf(out, "%s.local_address.base = 0x%08x\n", p, base)
-					fmt.Fprintf(out, "%s.remote_address.base = 0x%08x\n", p, base)
-					fmt.Fprintf(out, "%s.size.bytes = 0x%08x\n", p, min(size, 0xFFFFFFFF))
+			var win *devices.Window
+			if window != "" {
+				win = &devices.Window{Base: base, Size: size}
+			}
+			writes, err := devices.PeerCSRs(csrBase.v, entry.v, d.Local, win)
+			if err != nil {
+				return usagef("--entry %d --csr-base 0x%x: %v", entry.v, csrBase.v, err)
+			}
+			target := "--device " + shellQuote(d.Name)
+			if file != "" {
+				target += " --devices " + shellQuote(file)
+			}
+			fmt.Fprintf(out, "# openENOC peer entries %d..%d for %s; the endpoint interface's registers at 0x%08x\n", entry.v, entry.v+2, d.Name, csrBase.v)
+			for _, w := range writes {
+				line := fmt.Sprintf("oetp rmem write %s --addr 0x%08x --data 0x%08x", target, w.Addr, w.Value)
+				if w.Mask != 0xFFFFFFFF {
+					line += fmt.Sprintf(" --mask 0x%08x", w.Mask)
 				}
-				fmt.Fprintf(out, "%s.dma.mode = %d\n", p, r+1)
+				note := ""
+				if w.Note != "" {
+					note = " (" + w.Note + ")"
+				}
+				fmt.Fprintf(out, "%s  # %s = 0x%x%s\n", line, w.Name, w.Value, note)
 			}
 			return nil
 		},
@@ -279,13 +296,15 @@ transport=reliable on its serve entries (openENOC boards speak v1 only).`,
 	cmd.Flags().StringVar(&file, "devices", "", devicesUsage)
 	cmd.Flags().BoolVar(&csr, "csr", false, "print the CSR writes of an openENOC endpoint instead of serve's --peer arguments")
 	cmd.Flags().Var(&entry, "entry", "with --csr: the first peer entry `N` to use (the three roles take N, N+1, N+2)")
+	cmd.Flags().Var(&csrBase, "csr-base", "with --csr: the `ADDR` of the endpoint interface's registers on the board, as openENOC's full endpoint places them")
 	cmd.Flags().StringVar(&window, "window", "", "the window `BASE:SIZE` the board grants this host's MACs")
 	return cmd
 }
 
-// macLo is a MAC's last four octets as openENOC's mac_address.lo_word
-// holds them; macHi its first two (hi_word).
-func macLo(m wire.MAC) uint32 {
-	return uint32(m[2])<<24 | uint32(m[3])<<16 | uint32(m[4])<<8 | uint32(m[5])
+// shellQuote quotes s for a POSIX shell unless it needs none.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:/+=@-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
-func macHi(m wire.MAC) uint32 { return uint32(m[0])<<8 | uint32(m[1]) }

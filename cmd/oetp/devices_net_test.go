@@ -56,11 +56,25 @@ func TestDevicesFileOverVeth(t *testing.T) {
 	if code != 0 || out != want {
 		t.Fatalf("devices peer-entries: exit %d\n%s\nwant\n%s\nstderr %s", code, out, want, errOut)
 	}
-	out, _, code = oetp("devices", "peer-entries", "board1", "--csr", "--entry", "1", "--window", "0:1M")
-	wantCSR := fmt.Sprintf("peers.entry[1].mac_address.lo_word = 0x%08x\npeers.entry[1].mac_address.hi_word = 0x%04x\n", macLo(roles[0]), macHi(roles[0])) +
-		"peers.entry[1].local_address.base = 0x00000000\npeers.entry[1].remote_address.base = 0x00000000\npeers.entry[1].size.bytes = 0x00100000\npeers.entry[1].dma.mode = 1\n"
-	if code != 0 || !strings.HasPrefix(out, wantCSR) || strings.Count(out, "\n") != 18 || !strings.HasSuffix(out, "peers.entry[3].dma.mode = 3\n") {
-		t.Errorf("devices peer-entries --csr: exit %d\n%s\nwant it to start\n%s", code, out, wantCSR)
+	// --csr: runnable RMEM writes at openENOC's CSR addresses, the
+	// register names as comments; they are run against serve below.
+	csrOut, errOut, code := oetp("devices", "peer-entries", "board1", "--csr", "--entry", "1", "--window", "0x100000:1M")
+	var wantCSR strings.Builder
+	wantCSR.WriteString("# openENOC peer entries 1..3 for board1; the endpoint interface's registers at 0x20000800\n")
+	for r, m := range roles {
+		e, n := 0x200008BC+uint32(r)*0x1C, r+1
+		fmt.Fprintf(&wantCSR, "oetp rmem write --device board1 --addr 0x%08x --data 0x%08x  # peers.entry[%d].mac_address.lo_word = 0x%x (%v)\n", e, devices.MACLo(m), n, devices.MACLo(m), m)
+		fmt.Fprintf(&wantCSR, "oetp rmem write --device board1 --addr 0x%08x --data 0x%08x  # peers.entry[%d].mac_address.hi_word = 0x%x (%v)\n", e+4, devices.MACHi(m), n, devices.MACHi(m), m)
+		fmt.Fprintf(&wantCSR, "oetp rmem write --device board1 --addr 0x%08x --data 0x00100000  # peers.entry[%d].local_address.base = 0x100000\n", e+0xC, n)
+		fmt.Fprintf(&wantCSR, "oetp rmem write --device board1 --addr 0x%08x --data 0x00100000  # peers.entry[%d].remote_address.base = 0x100000\n", e+0x10, n)
+		fmt.Fprintf(&wantCSR, "oetp rmem write --device board1 --addr 0x%08x --data 0x00100000  # peers.entry[%d].size.bytes = 0x100000\n", e+0x14, n)
+		fmt.Fprintf(&wantCSR, "oetp rmem write --device board1 --addr 0x%08x --data 0x%08x --mask 0x00000003  # peers.entry[%d].dma.mode = 0x%x (%s)\n", e+0x18, r+1, n, r+1, devices.Role(r).BoardMode())
+	}
+	if code != 0 || csrOut != wantCSR.String() {
+		t.Errorf("devices peer-entries --csr: exit %d\n%s\nwant\n%s\nstderr %s", code, csrOut, wantCSR.String(), errOut)
+	}
+	if m0, m2 := devices.MACLo(roles[0]), devices.MACHi(roles[2]); m0 != uint32(roles[0][2])<<24|uint32(roles[0][3])<<16|uint32(roles[0][4])<<8|uint32(roles[0][5]) || m2 != uint32(roles[2][0])<<8|uint32(roles[2][1]) {
+		t.Errorf("MACLo/MACHi = 0x%08x/0x%04x for %v/%v", m0, m2, roles[0], roles[2])
 	}
 	out, _, code = oetp("devices", "--json")
 	var list struct {
@@ -71,7 +85,11 @@ func TestDevicesFileOverVeth(t *testing.T) {
 		t.Errorf("devices --json: exit %d, %s", code, out)
 	}
 
-	serveArgs := append([]string{"--iface", "eth0", "--json-events", "--region", "0:4K:" + regFile}, strings.Fields(want)...)
+	// The board's CSR block: every bit set, so that the masked mode writes
+	// show they leave the other bits of dma alone.
+	csrFile := filepath.Join(dir, "csr.bin")
+	writeFile(t, csrFile, bytes.Repeat([]byte{0xFF}, 4096))
+	serveArgs := append([]string{"--iface", "eth0", "--json-events", "--region", "0:4K:" + regFile, "--region", "0x20000000:4K:" + csrFile}, strings.Fields(want)...)
 	srv := startServe(t, bin, h1, serveArgs...)
 	word := func(addr uint32) uint32 {
 		t.Helper()
@@ -118,6 +136,33 @@ func TestDevicesFileOverVeth(t *testing.T) {
 	}
 	if n := srv.stats()["served_rmem_write"].(float64); n != 1 {
 		t.Errorf("the board served %v RMEM writes, want 1 (the refused read-only write sent nothing)", n)
+	}
+
+	// The --csr lines run as printed and write exactly the entries'
+	// registers.
+	for _, line := range strings.Split(strings.TrimSpace(csrOut), "\n")[1:] {
+		cmdline, _, _ := strings.Cut(line, "#")
+		args := strings.Fields(cmdline)
+		if _, errOut, code := oetp(args[1:]...); code != 0 {
+			t.Fatalf("%s: exit %d, %s", line, code, errOut)
+		}
+	}
+	csr, err := os.ReadFile(csrFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, m := range roles {
+		e := 0x8BC + r*0x1C
+		for off, want := range map[int]uint32{0: devices.MACLo(m), 4: devices.MACHi(m), 8: 0xFFFFFFFF, 0xC: 0x100000, 0x10: 0x100000, 0x14: 0x100000, 0x18: 0xFFFFFFFC | uint32(r+1)} {
+			if w := binary.LittleEndian.Uint32(csr[e+off:]); w != want {
+				t.Errorf("CSR 0x%08x (peers.entry[%d] + 0x%x) = 0x%08x, want 0x%08x", 0x20000000+e+off, r+1, off, w, want)
+			}
+		}
+	}
+	for a := 0; a < 4096; a += 4 {
+		if (a < 0x8BC || a >= 0x8BC+3*0x1C) && binary.LittleEndian.Uint32(csr[a:]) != 0xFFFFFFFF {
+			t.Errorf("CSR 0x%08x outside the three entries was written", 0x20000000+a)
+		}
 	}
 
 	// Through a hub serving the same devices file: same names, same MACs.
