@@ -88,6 +88,8 @@ func (e *Endpoint) respond(w *worker) {
 	e.serving.Add(-1)
 	if reply {
 		e.reply(w)
+	} else if !w.group {
+		e.dropped(w.buf[:w.n]) // a Reset came while it was served
 	}
 	if w.aheadN != 0 {
 		// Off the critical path: the reply is out, and the initiator
@@ -180,6 +182,11 @@ func (e *Endpoint) step(w *worker) bool {
 	r.i++
 	if e.epoch.Load() != r.epoch {
 		e.st.dropReset.Add(uint64(r.n - i))
+		if e.tracker != nil {
+			for j := i; j < r.n; j++ {
+				e.dropped(r.bufs[j][:r.sizes[j]])
+			}
+		}
 		r.i = r.n
 		return false
 	}
@@ -228,6 +235,7 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 		} else {
 			e.st.dropNoRequestID.Add(1)
 		}
+		e.dropped(f)
 		return false
 	}
 	fr := wire.Frame(f)
@@ -235,14 +243,20 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 	group := dst.IsGroup()
 	if group && (cfg.Group.IsZero() || dst != cfg.Group) || !group && dst != cfg.MAC {
 		e.st.dropNotForUs.Add(1)
+		if cls.Kind == wire.KindRequest {
+			e.dropped(f)
+		}
 		return false
 	}
 	if cls.Kind == wire.KindResponse {
 		e.match(f, cls, i)
 		return false
 	}
+	// A request from here on: every drop is reported to a tracking link
+	// (e.dropped); an admitted request is answered or reported by respond.
 	if e.mem == nil {
 		e.st.dropNoResponder.Add(1)
+		e.dropped(f)
 		return false
 	}
 	if group && !cls.Cmd.IsWrite() {
@@ -254,15 +268,18 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 	if !ok {
 		e.st.dropUnknownSource.Add(1)
 		e.st.lastUnknown.Store(packUnknown(fr.Src(), cls.Cmd))
+		e.dropped(f)
 		return false
 	}
 	if cls.Cmd == wire.DMAReadReq && cfg.MaxReadRate > 0 && !e.reads.allow(peer, min(fr.Length(), uint32(e.maxFrame)), cfg.MaxReadRate) {
 		e.st.dropReadRate.Add(1)
 		e.st.lastReadRate.Store(packUnknown(fr.Src(), cls.Cmd))
+		e.dropped(f)
 		return false
 	}
 	if e.serving.Load() >= int32(cfg.Contexts) {
 		e.st.dropResponderBusy.Add(1)
+		e.dropped(f)
 		return false
 	}
 	if e.ev.respPending.Load() != 0 {
@@ -271,12 +288,22 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 		// admitted and committed": the busy rule, while an event of
 		// the responder waits for room in the event queue.
 		e.st.dropEventPending.Add(1)
+		e.dropped(f)
 		return false
 	}
 	e.serving.Add(1)
 	w.buf, r.bufs[i] = r.bufs[i], w.buf
 	w.n, w.cls, w.peer, w.peerEntry, w.group, w.cfg, w.epoch = len(f), cls, peer, pt.entries[peer], group, cfg, r.epoch
 	return true
+}
+
+// dropped reports the unicast request frame f, which will not be answered,
+// to a link that tracks requests (link.Tracker); a group frame is never
+// reported (no reliable link carries one).
+func (e *Endpoint) dropped(f []byte) {
+	if e.tracker != nil && len(f) >= 6 && f[0]&1 == 0 {
+		e.tracker.Dropped(f)
+	}
 }
 
 // match offers a received response to the initiator (initiator.deliver),

@@ -17,9 +17,11 @@
 // specification counts frames.
 //
 // Besides Link, a link may implement optional interfaces that the endpoint
-// looks for: Filter, Spinner, Looper and FillWriter. A link that wraps another (a pcap
-// capture, a lossy or paced wire) is built with Wrap, which forwards every
-// one of them that the wrapped link implements, and no other.
+// looks for: Filter, Spinner, Looper, FillWriter and Tracker. A link that
+// wraps another (a pcap capture, a lossy or paced wire) is built with Wrap,
+// which forwards every one of them that the wrapped link implements, and
+// no other, except Tracker: the link that implements it (link/rlink) is
+// the one the endpoint holds, above every wrapper.
 package link
 
 import (
@@ -112,4 +114,20 @@ type FillWriter interface {
 	// before the call; the data bytes of frame may be overwritten. It
 	// panics unless 0 <= at <= at+m <= len(frame).
 	WriteFill(frame []byte, at, m int, fill func(data []byte) bool) (filled bool, err error)
+}
+
+// Tracker is implemented by links that must know what became of each
+// request frame they delivered (link/rlink: a request its endpoint does not
+// answer must not be acknowledged, so that the initiator resends it, and
+// one it answers must be answered once). The endpoint reports both ends of
+// every unicast request frame it reads from such a link: it answers a
+// request by writing its response or ERROR_RSP (to the request's source,
+// with its Request ID), and a request it will never answer (a busy
+// responder, an unknown source, a Reset, a frame it cannot admit) it
+// reports with Dropped, at once, before it reads again or later. The link
+// never infers either from the order of the endpoint's writes and reads.
+type Tracker interface {
+	// Dropped tells the link that the request frame f, as ReadBatch or
+	// ReadLoop delivered it, will not be answered. It must not keep f.
+	Dropped(f []byte)
 }

@@ -15,9 +15,11 @@
 //
 // The responder side delivers every request of a received batch at once and
 // writes the batch's responses, first transmissions and coalesced ACKs with
-// one WriteBatch when the reader is about to wait again; a request left
-// unanswered by then is left for the initiator to resend, never executed
-// twice.
+// one WriteBatch when the reader is about to wait again. The endpoint tells
+// the link what became of each request it delivered (link.Tracker): its
+// response or ERROR_RSP, matched by Request ID, is the request's answer; a
+// request it reports dropped is left unacknowledged for the initiator to
+// resend, and executes then, never twice.
 package rlink
 
 import (
@@ -108,8 +110,8 @@ type Stats struct {
 	HandshakeFailures uint64 `json:"handshake_failures"` // handshakes unanswered
 	Fallbacks         uint64 `json:"fallbacks"`          // Auto peers reached by v1 after an unanswered handshake
 	SessionFailures   uint64 `json:"session_failures"`   // sessions failed after retries or an RST
-	Unanswered        uint64 `json:"unanswered"`         // requests the endpoint did not answer before reading again
-	LateAnswers       uint64 `json:"late_answers"`       // answers to such requests, discarded
+	Unanswered        uint64 `json:"unanswered"`         // requests the endpoint reported dropped (link.Tracker)
+	LateAnswers       uint64 `json:"late_answers"`       // answers written for such requests, discarded
 
 	Sent            uint64 `json:"sent"`
 	Retransmitted   uint64 `json:"retransmitted"`
@@ -149,18 +151,18 @@ type peer struct {
 
 	outFirst [][]byte // first transmissions to write, under mu
 
-	// Responder side: the requests delivered to the endpoint and not yet
-	// answered, in PSN order (a ring of Depth).
-	exec        []execEntry
-	exHead, exN int
-	refused     []refusedRID // the latest requests taken as dropped (a ring)
-	refNext     int
-	inBatch     bool // reader-owned: a request of this peer was delivered in this batch
-	touched     bool // reader-owned: an ACK may be owed
+	// Responder side: the requests delivered to the endpoint and neither
+	// answered nor reported dropped (Depth slots, in any order: the
+	// endpoint may answer them out of order).
+	exec    []execEntry
+	exN     int
+	refused []refusedRID // the latest requests reported dropped (a ring)
+	refNext int
+	touched bool // reader-owned: an ACK may be owed
 }
 
-// refusedRID is the Request ID of a request taken as dropped, whose late
-// answer is to be discarded.
+// refusedRID is the Request ID of a request reported dropped, whose answer,
+// were one written after all, is to be discarded.
 type refusedRID struct {
 	rid uint32
 	set bool
@@ -169,6 +171,7 @@ type refusedRID struct {
 // execEntry is a request delivered to the endpoint.
 type execEntry struct {
 	rid, psn uint32
+	set      bool
 }
 
 // Link is the reliable transport as a link. It is safe for one reader and
@@ -185,11 +188,10 @@ type Link struct {
 	peers atomic.Pointer[map[wire.MAC]*peer]
 
 	// Reader state.
-	rbufs     [][]byte
-	rsizes    []int
-	rn, ri    int
-	delivered []*peer
-	touched   []*peer
+	rbufs   [][]byte
+	rsizes  []int
+	rn, ri  int
+	touched []*peer
 
 	// Frames written while the reader handles a batch (see Batches),
 	// under qmu: q fills while processing or flushing, qSpare is the
@@ -237,7 +239,6 @@ func New(inner link.Link, cfg Config) (*Link, error) {
 	for i := range l.rbufs {
 		l.rbufs[i] = make([]byte, l.maxFrame+1)
 	}
-	l.delivered = make([]*peer, 0, batch)
 	l.touched = make([]*peer, 0, batch)
 	l.q = make([][]byte, 0, 4*reliable.MaxDepth)
 	l.qSpare = make([][]byte, 0, 4*reliable.MaxDepth)
@@ -466,13 +467,9 @@ func (l *Link) Write(f []byte) error {
 	case cmd.IsResponse():
 		rid := wire.Frame(f).RequestID()
 		if j := p.findExec(rid); j >= 0 {
-			// Requests delivered before this one and not answered
-			// were dropped by the endpoint.
-			for ; j > 0; j-- {
-				l.refuseHeadLocked(p)
-			}
-			e := p.exec[p.exHead]
-			p.exHead = (p.exHead + 1) % len(p.exec)
+			// The answer to the request delivered with this Request ID.
+			e := p.exec[j]
+			p.exec[j].set = false
 			p.exN--
 			if len(f) > p.r.MaxV1Frame() {
 				p.r.RefusePSN(e.psn)
@@ -486,9 +483,9 @@ func (l *Link) Write(f []byte) error {
 			return nil
 		}
 		if p.takeRefused(rid) {
-			// The answer to a request already taken as dropped: the
-			// initiator resends it and it executes then; sending this
-			// one too would execute it twice.
+			// The answer to a request reported dropped: the initiator
+			// resends it and it executes then; sending this one too
+			// would execute it twice.
 			l.c.late.Add(1)
 			return nil
 		}
@@ -530,30 +527,72 @@ func (l *Link) WriteBatch(frames [][]byte) (int, error) {
 	return len(frames), nil
 }
 
-// findExec returns the position in p's ring of delivered requests of the
-// one with Request ID rid, or -1. Under p.mu.
+// findExec returns the slot of p's delivered request with Request ID rid,
+// or -1. Under p.mu. A request's slot is its Request ID modulo the slots
+// when that one is free (Request IDs are consecutive), else the next free.
 func (p *peer) findExec(rid uint32) int {
-	for k := 0; k < p.exN; k++ {
-		if p.exec[(p.exHead+k)%len(p.exec)].rid == rid {
-			return k
+	if p.exN == 0 {
+		return -1
+	}
+	n := len(p.exec)
+	for k, i := 0, int(rid%uint32(n)); k < n; k, i = k+1, i+1 {
+		if i == n {
+			i = 0
+		}
+		if e := &p.exec[i]; e.set && e.rid == rid {
+			return i
 		}
 	}
 	return -1
 }
 
-// refuseHeadLocked takes the oldest delivered request of p as dropped by
-// the endpoint.
-func (l *Link) refuseHeadLocked(p *peer) {
-	e := p.exec[p.exHead]
-	p.exHead = (p.exHead + 1) % len(p.exec)
-	p.exN--
-	p.r.RefusePSN(e.psn)
-	p.refused[p.refNext] = refusedRID{rid: e.rid, set: true}
-	p.refNext = (p.refNext + 1) % len(p.refused)
-	l.c.unanswered.Add(1)
+// addExec records a request delivered to the endpoint; false when every
+// slot is taken.
+func (p *peer) addExec(rid, psn uint32) bool {
+	n := len(p.exec)
+	if p.exN == n {
+		return false
+	}
+	for k, i := 0, int(rid%uint32(n)); k < n; k, i = k+1, i+1 {
+		if i == n {
+			i = 0
+		}
+		if !p.exec[i].set {
+			p.exec[i] = execEntry{rid: rid, psn: psn, set: true}
+			p.exN++
+			return true
+		}
+	}
+	return false
 }
 
-// takeRefused reports whether rid is the Request ID of a request taken as
+// Dropped is the endpoint's report that it will not answer the request
+// frame f it read from l (link.Tracker): a request of a reliable peer is
+// then left unacknowledged, and its initiator resends it; a later answer
+// to it is discarded. Frames of no delivered request are ignored.
+func (l *Link) Dropped(f []byte) {
+	if len(f) < wire.ParamOffset+4 || f[14] != wire.Magic || !wire.Cmd(f[15]).IsRequest() {
+		return
+	}
+	p := l.peer(wire.MAC(f[6:12]))
+	if p == nil {
+		return
+	}
+	rid := wire.Frame(f).RequestID()
+	p.mu.Lock()
+	if j := p.findExec(rid); j >= 0 {
+		e := p.exec[j]
+		p.exec[j].set = false
+		p.exN--
+		p.r.RefusePSN(e.psn)
+		p.refused[p.refNext] = refusedRID{rid: e.rid, set: true}
+		p.refNext = (p.refNext + 1) % len(p.refused)
+		l.c.unanswered.Add(1)
+	}
+	p.mu.Unlock()
+}
+
+// takeRefused reports whether rid is the Request ID of a request reported
 // dropped, and forgets it.
 func (p *peer) takeRefused(rid uint32) bool {
 	for i, r := range p.refused {
@@ -569,16 +608,6 @@ func (p *peer) takeRefused(rid uint32) bool {
 // and the v1 frames reliable DATA frames carry. Control frames, duplicates
 // and damaged frames are consumed here.
 func (l *Link) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
-	for _, p := range l.delivered {
-		p.inBatch = false
-		p.mu.Lock()
-		for p.exN > 0 {
-			// Not answered: taken as dropped (a busy responder).
-			l.refuseHeadLocked(p)
-		}
-		p.mu.Unlock()
-	}
-	l.delivered = l.delivered[:0]
 	for {
 		if l.ri == l.rn {
 			// About to wait for the medium: the ACKs owed, then every
@@ -704,17 +733,13 @@ func (l *Link) handle(f, dst []byte, size *int) bool {
 		return false
 	}
 	v1 := reliable.Decapsulate(f, h)
-	if len(v1) < wire.ParamOffset+4 || v1[wire.HeaderLen] != wire.Magic || p.exN == len(p.exec) {
-		// Not a v1 PDU inside: nothing the endpoint could answer.
+	if len(v1) < wire.ParamOffset+4 || v1[wire.HeaderLen] != wire.Magic || !wire.Cmd(v1[wire.HeaderLen+1]).IsRequest() ||
+		p.findExec(wire.Frame(v1).RequestID()) >= 0 || !p.addExec(wire.Frame(v1).RequestID(), d.PSN) {
+		// Not a v1 request inside, or one whose answer could not be
+		// told from another's: nothing the endpoint could answer.
 		p.r.RefusePSN(d.PSN)
 		l.c.malformed.Add(1)
 		return false
-	}
-	p.exec[(p.exHead+p.exN)%len(p.exec)] = execEntry{rid: wire.Frame(v1).RequestID(), psn: d.PSN}
-	p.exN++
-	if !p.inBatch {
-		p.inBatch = true
-		l.delivered = append(l.delivered, p)
 	}
 	return up(v1)
 }

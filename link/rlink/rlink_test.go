@@ -494,9 +494,10 @@ func (w *writeCounter) WriteBatch(fs [][]byte) (int, error) {
 
 // The responder side hands the endpoint every request of a batch at once
 // and writes their answers together, in one WriteBatch, when it reads
-// again. A request of the batch that goes unanswered while a later one is
-// answered is taken as dropped: the initiator resends it, it executes then,
-// and the later one is not executed again.
+// again. A request of the batch that the endpoint reports dropped
+// (link.Tracker) is left unacknowledged: the initiator resends it, it
+// executes then, the later ones are not executed again, and an answer
+// written for it after all is discarded.
 func TestBatchOfRequests(t *testing.T) {
 	sw, _ := mem.NewSwitch(mem.Config{Seed: 3, QueueLen: 64})
 	pa, _ := sw.Attach(macA)
@@ -585,7 +586,14 @@ func TestBatchOfRequests(t *testing.T) {
 	}
 	before := wb.calls.Load()
 	answer(got[0])
-	answer(got[2]) // got[1] is dropped
+	lb.Dropped(got[1])
+	// An answer to the dropped request written after all (a defective
+	// endpoint) is discarded, not sent: the resent copy executes.
+	answer(got[1])
+	if st := lb.Stats(); st.LateAnswers != 1 {
+		t.Errorf("B: %d late answers; want 1", st.LateAnswers)
+	}
+	answer(got[2])
 	answer(got[3])
 	if c := wb.calls.Load() - before; c != 0 {
 		t.Fatalf("%d writes before B reads again; want the answers kept until then", c)
@@ -681,4 +689,86 @@ func spuriousAttempt(t *testing.T) bool {
 		t.Errorf("cwnd %v after the undo, want at least %v (before the timeout)", pi.Cwnd, before)
 	}
 	return true
+}
+
+// gated is a counting memory that is not memory.Immediate (the endpoint
+// serves its requests in a context of their own, not in the receive loop)
+// and whose first RMEM read waits until open is closed.
+type gated struct {
+	*counting
+	first   sync.Once
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (g *gated) Immediate() bool { return false }
+
+func (g *gated) ReadWord(addr uint32) (uint32, bool) {
+	g.first.Do(func() {
+		close(g.entered)
+		<-g.open
+	})
+	return g.counting.ReadWord(addr)
+}
+
+// The endpoint tells the link what became of each request (link.Tracker),
+// nothing is guessed from the order of its reads and writes: a request
+// answered by a context after the receive loop has read again is answered
+// (not taken as dropped and executed a second time), and one the busy
+// responder drops is reported, resent by the initiator and executed once.
+func TestEndpointReportsDrops(t *testing.T) {
+	sw, _ := mem.NewSwitch(mem.Config{Seed: 5, QueueLen: 64})
+	pa, _ := sw.Attach(macA)
+	pb, _ := sw.Attach(macB)
+	la, _ := rlink.New(pa, rlink.Config{})
+	lb, _ := rlink.New(pb, rlink.Config{})
+	la.SetPeer(macB, rlink.Reliable)
+	lb.SetPeer(macA, rlink.Reliable)
+	ram, _ := memory.NewRAM(0, 1<<16)
+	g := &gated{counting: &counting{RAM: ram, reads: map[uint32]uint32{}}, entered: make(chan struct{}), open: make(chan struct{})}
+	b, err := endpoint.New(lb.Link(), g, endpoint.Config{Contexts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a, err := endpoint.New(la.Link(), nil, endpoint.Config{RMEMTimeout: 5 * time.Second, Outstanding: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.SetPeer(0, endpoint.Peer{MAC: macB, Mode: endpoint.ModeRMEM, WindowSize: 1 << 32})
+	b.SetPeer(0, endpoint.Peer{MAC: macA, Mode: endpoint.ModeRMEM, WindowSize: 1 << 32})
+	if ok, err := la.Open(context.Background(), macB); !ok || err != nil {
+		t.Fatalf("Open: %v %v", ok, err)
+	}
+	vals := make(chan [2]uint32, 2)
+	read := func(addr uint32) {
+		v, err := a.RMEMRead(context.Background(), 0, addr)
+		if err != nil {
+			t.Error(err)
+		}
+		vals <- [2]uint32{addr, v}
+	}
+	go read(0x100)
+	<-g.entered // the first read holds B's only context
+	go read(0x200)
+	testutil.Eventually(t, "the second request dropped by the busy responder", func() bool {
+		return b.Stats().DropResponderBusy >= 1 && lb.Stats().Unanswered >= 1
+	})
+	close(g.open)
+	for range 2 {
+		if v := <-vals; v[1] != 1 {
+			t.Errorf("read of %#x returned %d: executed %d times, want once", v[0], v[1], v[1])
+		}
+	}
+	st := lb.Stats()
+	if st.LateAnswers != 0 || st.Unanswered != b.Stats().DropResponderBusy {
+		t.Errorf("B: %d late answers, %d unanswered, %d busy drops; want 0 late and one unanswered per drop",
+			st.LateAnswers, st.Unanswered, b.Stats().DropResponderBusy)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.reads[0x100] != 1 || g.reads[0x200] != 1 {
+		t.Errorf("words read %d and %d times; want once each", g.reads[0x100], g.reads[0x200])
+	}
 }
