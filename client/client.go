@@ -448,7 +448,8 @@ func transfer(res []byte) Transfer {
 }
 
 // ReadBlockTransfer is ReadBlockInto reporting the transfer's progress.
-// dst is written only when the whole block succeeded.
+// On failure dst holds the bytes done (Transfer.Bytes), as after a direct
+// DMA read.
 func (d *Device) ReadBlockTransfer(addr uint32, dst []byte) (Transfer, error) {
 	if len(dst) > proto.MaxBlock {
 		return Transfer{}, &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", len(dst), proto.MaxBlock)}
@@ -458,23 +459,23 @@ func (d *Device) ReadBlockTransfer(addr uint32, dst []byte) (Transfer, error) {
 	c.bigBuffers()
 	defer c.mu.Unlock()
 	o := d.begin("DMA read", addr, len(dst))
-	b := c.begin(proto.ReadBlock, d.handle)
-	b = binary.LittleEndian.AppendUint32(b, addr)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(dst)))
-	res, err := c.roundTrip(b)
-	t := transfer(res)
-	if err != nil {
-		return t, o.end(err)
+	w := sliceWriter{b: dst}
+	t, err := d.readBlockTo(addr, len(dst), &w)
+	return t, o.end(err)
+}
+
+// sliceWriter writes a stream into b from its start.
+type sliceWriter struct {
+	b   []byte
+	off int
+}
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	if len(p) > len(w.b)-w.off {
+		return 0, fmt.Errorf("%d bytes past the %d-byte block", len(p)-(len(w.b)-w.off), len(w.b))
 	}
-	if len(res) != 8+len(dst) {
-		return t, o.end(c.broken(fmt.Errorf("READ_BLOCK reply of %d bytes for %d", len(res), len(dst))))
-	}
-	o.end(nil)
-	copy(dst, res[8:])
-	if cap(c.in) > 1<<20 {
-		c.in = make([]byte, 4096)
-	}
-	return t, nil
+	w.off += copy(w.b[w.off:], p)
+	return len(p), nil
 }
 
 // WriteBlock writes data at addr by DMA.
@@ -543,8 +544,9 @@ func (d *Device) startWriteBlock(addr uint32, n int) error {
 }
 
 // ReadBlockTo reads n bytes at addr by DMA and copies them to w as they
-// come off the socket; nothing is written to w unless the whole block
-// succeeded.
+// come off the socket. The hub streams a large block as its fragments
+// complete, so on failure w has received the bytes done (Transfer.Bytes),
+// as a direct DMA read leaves them in memory.
 func (d *Device) ReadBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) {
 	if n > proto.MaxBlock || n < 0 {
 		return Transfer{}, &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: fmt.Sprintf("a block of %d bytes exceeds %d; split it", n, proto.MaxBlock)}
@@ -558,6 +560,8 @@ func (d *Device) ReadBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) 
 	return t, o.end(err)
 }
 
+// readBlockTo sends a READ_BLOCK and copies its data to w: the PARTIAL
+// replies' pieces (proto.FlagPartial), then the data of the last reply.
 func (d *Device) readBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) {
 	c := d.c
 	if c.err != nil {
@@ -575,59 +579,77 @@ func (d *Device) readBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) 
 		return Transfer{}, c.broken(err)
 	}
 	c.sent = true
-	var h [proto.HeaderLen + 4]byte
-	if _, err := io.ReadFull(c.br, h[:]); err != nil {
-		return Transfer{}, c.broken(err)
-	}
-	hdr, err := proto.ParseHeader(h[:])
-	if err == nil && hdr.Tag == proto.NoticeTag && h[12] != proto.StatusOK && hdr.BodyLen() >= 4 && hdr.BodyLen() < 1<<16 {
-		body := make([]byte, hdr.BodyLen())
-		copy(body, h[proto.HeaderLen:])
-		if _, err := io.ReadFull(c.br, body[4:]); err != nil {
+	got := 0
+	for {
+		var h [proto.HeaderLen + 4]byte
+		if _, err := io.ReadFull(c.br, h[:]); err != nil {
 			return Transfer{}, c.broken(err)
 		}
-		if err := c.notice(hdr, body); err != nil {
-			return Transfer{}, err
+		hdr, err := proto.ParseHeader(h[:])
+		if err == nil && hdr.Tag == proto.NoticeTag && h[12] != proto.StatusOK && hdr.BodyLen() >= 4 && hdr.BodyLen() < 1<<16 {
+			body := make([]byte, hdr.BodyLen())
+			copy(body, h[proto.HeaderLen:])
+			if _, err := io.ReadFull(c.br, body[4:]); err != nil {
+				return Transfer{}, c.broken(err)
+			}
+			if err := c.notice(hdr, body); err != nil {
+				return Transfer{}, err
+			}
 		}
-	}
-	if err != nil || hdr.Tag != tag {
-		return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK reply: tag %d for %d: %v", hdr.Tag, tag, err))
-	}
-	m := int(binary.LittleEndian.Uint16(h[14:]))
-	rest := hdr.BodyLen() - 4
-	if rest < m+8 {
-		return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK reply of %d bytes", hdr.BodyLen()))
-	}
-	if h[12] != proto.StatusOK {
-		// A failure: no data, the reply is small.
-		body := make([]byte, hdr.BodyLen())
-		copy(body, h[proto.HeaderLen:])
-		if _, err := io.ReadFull(c.br, body[4:]); err != nil {
+		if err != nil || hdr.Tag != tag || hdr.Type != proto.ReadBlock|proto.Reply {
+			return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK reply: %s tag %d for tag %d: %v", proto.TypeName(hdr.Type), hdr.Tag, tag, err))
+		}
+		m := int(binary.LittleEndian.Uint16(h[14:]))
+		rest := hdr.BodyLen() - 4
+		if h[12] == proto.StatusOK && h[13] == proto.FlagPartial && m == 0 {
+			// A piece of the data.
+			if got+rest > n {
+				return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK pieces of %d bytes for %d", got+rest, n))
+			}
+			if _, err := io.CopyN(w, c.br, int64(rest)); err != nil {
+				return Transfer{}, c.broken(fmt.Errorf("copying the block: %w", err))
+			}
+			got += rest
+			continue
+		}
+		if h[12] != proto.StatusOK {
+			// A failure: no data, the reply is small (the counters of a
+			// device operation, nothing for a hub error).
+			if hdr.BodyLen() > 1<<20 {
+				return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK error reply of %d bytes", hdr.BodyLen()))
+			}
+			body := make([]byte, hdr.BodyLen())
+			copy(body, h[proto.HeaderLen:])
+			if _, err := io.ReadFull(c.br, body[4:]); err != nil {
+				return Transfer{}, c.broken(err)
+			}
+			st, res, err := proto.ParseReply(body)
+			if err != nil || (len(res) != 8 && len(res) != 0) {
+				return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK error reply: %d result bytes, %v", len(res), err))
+			}
+			return transfer(res), statusError(st)
+		}
+		if rest < m+8 {
+			return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK reply of %d bytes", hdr.BodyLen()))
+		}
+		msg := make([]byte, m)
+		var counts [8]byte
+		if _, err := io.ReadFull(c.br, msg); err != nil {
 			return Transfer{}, c.broken(err)
 		}
-		st, res, err := proto.ParseReply(body)
-		if err != nil || len(res) != 8 {
-			return Transfer{}, c.broken(fmt.Errorf("READ_BLOCK error reply: %d result bytes, %v", len(res), err))
+		if _, err := io.ReadFull(c.br, counts[:]); err != nil {
+			return Transfer{}, c.broken(err)
 		}
-		return transfer(res), statusError(st)
+		t := transfer(counts[:])
+		data := rest - m - 8
+		if got+data != n {
+			return t, c.broken(fmt.Errorf("READ_BLOCK reply of %d data bytes for %d", got+data, n))
+		}
+		if _, err := io.CopyN(w, c.br, int64(data)); err != nil {
+			return t, c.broken(fmt.Errorf("copying the block: %w", err))
+		}
+		return t, nil
 	}
-	msg := make([]byte, m)
-	var counts [8]byte
-	if _, err := io.ReadFull(c.br, msg); err != nil {
-		return Transfer{}, c.broken(err)
-	}
-	if _, err := io.ReadFull(c.br, counts[:]); err != nil {
-		return Transfer{}, c.broken(err)
-	}
-	t := transfer(counts[:])
-	data := rest - m - 8
-	if data != n {
-		return t, c.broken(fmt.Errorf("READ_BLOCK reply of %d data bytes for %d", data, n))
-	}
-	if _, err := io.CopyN(w, c.br, int64(n)); err != nil {
-		return t, c.broken(fmt.Errorf("copying the block: %w", err))
-	}
-	return t, nil
 }
 
 // finishSent flushes a request written directly and reads its reply.

@@ -434,6 +434,12 @@ func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
 			c.h.tooLarge.Add(1)
 			return fail(out, hdr, proto.StatusTooLarge, "READ_BLOCK of %d bytes exceeds the %d-byte limit; split it", n, proto.MaxBlock)
 		}
+		if n >= streamMin && c.bw != nil {
+			var alive bool
+			out, alive = c.streamReadBlock(hdr, d, addr, n, out)
+			c.disconnect = !alive
+			return out
+		}
 		if n > smallBody && !c.hold(int64(n)) {
 			return c.busyReply(out, hdr, int64(n))
 		}

@@ -17,3 +17,6 @@ func HandleMessage(h *Hub, msg []byte) ([]byte, error) {
 	}
 	return c.handle(hdr, body, nil), nil
 }
+
+// StreamRing is the ring a streamed block passes through.
+const StreamRing = streamRing

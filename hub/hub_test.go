@@ -54,6 +54,19 @@ func newTestHubWith(t testing.TB, edit func(*hub.DeviceConfig)) *testHub {
 // newTestHubConfig is newTestHub with its config edited first.
 func newTestHubConfig(t testing.TB, edit func(*hub.Config)) *testHub {
 	t.Helper()
+	return newTestHubSpaces(t, edit)
+}
+
+// testRegion is a region of the board's memory beside newTestHub's.
+type testRegion struct {
+	base uint32
+	size uint64
+	s    memory.Space
+}
+
+// newTestHubSpaces is newTestHubConfig with more regions on the board.
+func newTestHubSpaces(t testing.TB, edit func(*hub.Config), extra ...testRegion) *testHub {
+	t.Helper()
 	sw, err := mem.NewSwitch(mem.Config{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -72,11 +85,7 @@ func newTestHubConfig(t testing.TB, edit func(*hub.Config)) *testHub {
 	fault, _ := memory.NewFault(0x200000, 4096, memory.SLVERR)
 	big, _ := memory.NewRAM(0x1000000, 4<<20)
 	m := memory.NewMap()
-	for _, r := range []struct {
-		base uint32
-		size uint64
-		s    memory.Space
-	}{{0, 64 << 10, regs}, {0x100000, 1 << 20, ram}, {0x200000, 4096, fault}, {0x1000000, 4 << 20, big}} {
+	for _, r := range append([]testRegion{{0, 64 << 10, regs}, {0x100000, 1 << 20, ram}, {0x200000, 4096, fault}, {0x1000000, 4 << 20, big}}, extra...) {
 		if err := m.Add(r.base, r.size, r.s); err != nil {
 			t.Fatal(err)
 		}

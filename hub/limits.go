@@ -73,6 +73,7 @@ type budget struct {
 	mu    sync.Mutex
 	limit int64
 	used  int64
+	peak  int64         // the most held at once
 	freed chan struct{} // closed (and replaced) when bytes are released
 }
 
@@ -89,6 +90,7 @@ func (b *budget) acquire(n int64, wait time.Duration) bool {
 		b.mu.Lock()
 		if b.used+n <= b.limit {
 			b.used += n
+			b.peak = max(b.peak, b.used)
 			b.mu.Unlock()
 			if timer != nil {
 				timer.Stop()
@@ -118,6 +120,13 @@ func (b *budget) release(n int64) {
 	close(b.freed)
 	b.freed = make(chan struct{})
 	b.mu.Unlock()
+}
+
+// maxUsed returns the most bytes held at once.
+func (b *budget) maxUsed() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peak
 }
 
 // inUse returns the bytes held.

@@ -99,6 +99,8 @@ func newMetrics(h *Hub) *metrics {
 		counter("oetp_hub_accept_errors_total", "Errors accepting connections (out of file descriptors).", &h.acceptErrs),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oetp_hub_buffered_bytes", Help: "Bytes of the memory budget held by requests now."},
 			func() float64 { return float64(h.mem.inUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oetp_hub_buffered_bytes_peak", Help: "The most bytes of the memory budget held at once since the hub started."},
+			func() float64 { return float64(h.mem.maxUsed()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oetp_hub_memory_budget_bytes", Help: "The memory budget for buffered request and reply data (memory_budget)."},
 			func() float64 { return float64(h.lim.MemoryBudget) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oetp_hub_max_clients", Help: "The connection cap (max_clients)."},

@@ -62,3 +62,10 @@ func (d *Device) bound() time.Duration {
 	}
 	return t
 }
+
+func (d *Device) readBlockInto(ctx context.Context, addr uint32, dst memory.Space, n uint32) (endpoint.Transfer, error) {
+	t0 := time.Now()
+	t, err := d.eps[KindDMARead].DMAReadInto(ctx, 0, addr, dst, 0, n)
+	d.m.done(opReadBlock, t0, err, t.Bytes)
+	return t, err
+}

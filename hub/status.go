@@ -67,11 +67,12 @@ func (h *Hub) deviceNames() string {
 	return s
 }
 
-// Refused, Busy, Stalls and Buffered are the bounds' counters: connections
-// refused at the cap, requests refused by the memory budget, requests
-// abandoned or blocks aborted at the read deadline, and the bytes of the
-// budget held now.
-func (h *Hub) Refused() uint64 { return h.capRefused.Load() }
-func (h *Hub) Busy() uint64    { return h.busy.Load() }
-func (h *Hub) Stalls() uint64  { return h.stalls.Load() }
-func (h *Hub) Buffered() int64 { return h.mem.inUse() }
+// Refused, Busy, Stalls, Buffered and BufferedPeak are the bounds'
+// counters: connections refused at the cap, requests refused by the memory
+// budget, requests abandoned or blocks aborted at the read deadline, the
+// bytes of the budget held now and the most held at once.
+func (h *Hub) Refused() uint64     { return h.capRefused.Load() }
+func (h *Hub) Busy() uint64        { return h.busy.Load() }
+func (h *Hub) Stalls() uint64      { return h.stalls.Load() }
+func (h *Hub) Buffered() int64     { return h.mem.inUse() }
+func (h *Hub) BufferedPeak() int64 { return h.mem.maxUsed() }

@@ -195,6 +195,13 @@ const NoticeTag uint32 = 0
 // executed at the device (a TIMEOUT, a block that failed part way).
 const FlagMaybeExecuted uint8 = 1
 
+// FlagPartial in a reply's flags says the reply is a piece of a streamed
+// READ_BLOCK's data: its status is OK, its message empty, its result the
+// next bytes of the block, and another reply with the same tag follows.
+// The last reply (without the flag) carries the result: the counters, and
+// on success the data not sent in pieces.
+const FlagPartial uint8 = 4
+
 // Capabilities in OPEN's result.
 const (
 	CapTable uint8 = 1 // the device has an address table

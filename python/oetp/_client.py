@@ -24,6 +24,7 @@ GROUP_WRITE = 0x14
 
 FLAG_MAYBE_EXECUTED = 1
 FLAG_DETAIL = 2
+FLAG_PARTIAL = 4
 MAX_BLOCK = 256 << 20
 
 # A reply with this tag is the hub's notice before it closes the
@@ -387,9 +388,31 @@ class Hub:
         self._tag = (self._tag + 1) & 0xFFFFFFFF or 1
         return self._tag
 
-    def _recv(self, tag):
+    def _recv(self, tag, parts=None):
         """The reply to request ``tag``: its result bytes (a memoryview of a
-        buffer of its own). Raises OpError or HubError for a failure."""
+        buffer of its own). Raises OpError or HubError for a failure. With
+        ``parts`` (a bytearray), the data of the PARTIAL replies of a
+        streamed READ_BLOCK are appended to it until the last reply."""
+        while True:
+            typ, status, flags, mlen, body = self._recv_one(tag)
+            if parts is None or status or flags != FLAG_PARTIAL or mlen:
+                break
+            parts += body[4:]
+        if status:
+            msg = bytes(body[4:4 + mlen]).decode("utf-8", "replace")
+            off = 4 + mlen
+            detail = None
+            if flags & FLAG_DETAIL:
+                detail, off = _detail(body, off)
+            res = body[off:]
+            if status < 16:
+                raise OpError(status, msg, bool(flags & FLAG_MAYBE_EXECUTED), detail=detail)._with(res)
+            raise HubError(status, msg)
+        return memoryview(body)[4 + mlen:]
+
+    def _recv_one(self, tag):
+        """One reply to request ``tag``: type, status, flags, message length
+        and body."""
         sock, mv = self._sock, self._mv
         n = self._pending
         while n < 12:
@@ -437,17 +460,7 @@ class Hub:
         if rtag != tag or not typ & 0x80:
             self._broken()
             raise HubGone("protocol error: reply tag %d to request %d" % (rtag, tag), self._sent)
-        if status:
-            msg = bytes(body[4:4 + mlen]).decode("utf-8", "replace")
-            off = 4 + mlen
-            detail = None
-            if flags & FLAG_DETAIL:
-                detail, off = _detail(body, off)
-            res = body[off:]
-            if status < 16:
-                raise OpError(status, msg, bool(flags & FLAG_MAYBE_EXECUTED), detail=detail)._with(res)
-            raise HubError(status, msg)
-        return memoryview(body)[4 + mlen:]
+        return typ, status, flags, mlen, body
 
     def _call(self, typ, handle, body=b"", deadline=None):
         with self._lock:
@@ -640,10 +653,16 @@ class Device:
                 tag = h._next_tag()
                 h._sock.sendall(_REQ_RBLK.pack(16, READ_BLOCK, 0, self.handle, tag, addr, n))
                 h._sent = True
-                res = h._recv(tag)
+                # A large block comes in pieces as its fragments complete.
+                data = bytearray()
+                res = h._recv(tag, data)
             except OSError as e:
                 raise h._failed(e) from None
-        return bytes(res[8:])
+        data += res[8:]
+        if len(data) != n:
+            h._broken()
+            raise HubGone("protocol error: READ_BLOCK reply of %d bytes for %d" % (len(data), n), True)
+        return bytes(data)
 
     def write_block(self, addr, data):
         """Write the bytes ``data`` at ``addr`` by DMA."""
