@@ -165,6 +165,27 @@ func TestDevicesFileOverVeth(t *testing.T) {
 		}
 	}
 
+	// Python with no hub running: open_device starts a private hub for
+	// the board (the same devices file, the same role MACs), and stops it.
+	if py, err := exec.LookPath("python3"); err != nil {
+		t.Log("python3 is not installed: the Python client's private hub is not run")
+	} else {
+		runDir := t.TempDir()
+		cmd := h2.Command("env", "OETP_DEVICES="+devFile, "OETP_HUB="+filepath.Join(dir, "hub.sock"), "OETP_BIN="+bin,
+			"XDG_RUNTIME_DIR="+runDir, "PYTHONDONTWRITEBYTECODE=1", py, filepath.Join(pythonDir(), "tests", "private_check.py"))
+		if out, err := cmd.CombinedOutput(); err != nil || !bytes.Contains(out, []byte("private_check: ok")) {
+			t.Fatalf("python3 private_check.py: %v\n%s", err, out)
+		}
+		for addr, want := range map[uint32]uint32{0x100: 0xA10000A0, 0x110: 0x11111111, 0x114: 0x600DF00D, 0x120: 0xC0DE0001} {
+			if w := word(addr); w != want {
+				t.Errorf("after private_check.py: word 0x%x = 0x%08X, want 0x%08X", addr, w, want)
+			}
+		}
+		if left, _ := filepath.Glob(filepath.Join(runDir, "oetp-hub-*")); len(left) != 0 {
+			t.Errorf("private hub directories left behind: %v", left)
+		}
+	}
+
 	// Through a hub serving the same devices file: same names, same MACs.
 	sock := filepath.Join(dir, "hub.sock")
 	startReady(t, bin, h2, "hub", "--devices", devFile, "--socket", sock)
@@ -203,8 +224,8 @@ func TestDevicesFileOverVeth(t *testing.T) {
 		t.Log("python3 is not installed: the Python client's devices file is not run")
 		return
 	}
-	cmd := exec.Command(py, filepath.Join(pythonDir(), "tests", "names_check.py"))
-	cmd.Env = append(os.Environ(), "OETP_HUB="+sock, "OETP_DEVICES="+devFile, "PYTHONDONTWRITEBYTECODE=1")
+	// In the board's namespace, as a hub in another one is not used.
+	cmd := h2.Command("env", "OETP_HUB="+sock, "OETP_DEVICES="+devFile, "PYTHONDONTWRITEBYTECODE=1", py, filepath.Join(pythonDir(), "tests", "names_check.py"))
 	if out, err := cmd.CombinedOutput(); err != nil || !bytes.Contains(out, []byte("names_check: ok")) {
 		t.Fatalf("python3 names_check.py: %v\n%s", err, out)
 	}

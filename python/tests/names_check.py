@@ -24,6 +24,7 @@ def check(cond, what):
 
 
 dev = oetp.open_device("board1")
+check(dev.via == "hub" and dev.hub_path == os.environ["OETP_HUB"] and dev.hub_pid is None, "the route is the running hub: %r %r" % (dev.via, dev.hub_path))
 check(dev.local == dev.entry.local, "the hub's local MACs %r are the devices file's %r" % (dev.local, dev.entry.local))
 r = dev.regs.blk
 check(r.ctrl.mode.read() == 0xA, "blk.ctrl.mode reads 0xa")
