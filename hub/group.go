@@ -237,8 +237,8 @@ func (g *Group) write(addr uint32, data []byte, verify bool) (proto.GroupResult,
 	if err != nil {
 		return res, fmt.Errorf("%s; no group frame was sent", g.named(err))
 	}
-	interval, slowest := replicate.Interval(probes)
-	res.Pacing = proto.GroupPacing{Source: "members", IntervalUS: us(interval), Margin: replicate.Margin, Slowest: g.members[slowest].Config.Name}
+	pace := replicate.NewPacing(probes, peers)
+	res.Pacing = proto.GroupPacing{Source: "members", IntervalUS: us(pace.Start), Margin: replicate.Margin, Slowest: g.members[pace.Slowest].Config.Name}
 	for i, p := range probes {
 		gp := proto.GroupProbe{Device: g.members[i].Config.Name, Member: p.Member.String(), PerFragmentUS: us(p.PerFragment)}
 		for _, d := range p.RoundTrips {
@@ -246,12 +246,7 @@ func (g *Group) write(addr uint32, data []byte, verify bool) (proto.GroupResult,
 		}
 		res.Pacing.Probes = append(res.Pacing.Probes, gp)
 	}
-	c := g.ep.Config()
-	c.GroupInterval = interval
-	if err := g.ep.SetConfig(c); err != nil {
-		return res, err
-	}
-	t, err := g.ep.DMAWrite(opCtx, 0, addr, data)
+	t, err := pace.Write(opCtx, g.ep, 0, addr, src, 0, uint64(len(data)), nil)
 	res.Bytes, res.Fragments = t.Bytes, t.Fragments
 	if err != nil {
 		return res, err

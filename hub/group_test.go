@@ -17,6 +17,7 @@ import (
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/replicate"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -130,7 +131,7 @@ func TestGroupWrite(t *testing.T) {
 	if res.Group != "pair" || res.MAC != groupMAC.String() || res.Bytes != uint64(len(data)) || res.Fragments != 6 || res.Delivery != "verified" {
 		t.Fatalf("result %+v", res)
 	}
-	if p := res.Pacing; p.Source != "members" || p.IntervalUS <= 0 || p.Margin != 1.5 || len(p.Probes) != 2 || p.Probes[1].Device != "b2" || len(p.Probes[1].RoundTripsUS) != 3 {
+	if p := res.Pacing; p.Source != "members" || p.IntervalUS <= 0 || p.Margin != 1.5 || len(p.Probes) != 2 || p.Probes[1].Device != "b2" || len(p.Probes[0].RoundTripsUS)+len(p.Probes[1].RoundTripsUS) != 2*replicate.Probes+1 {
 		t.Fatalf("pacing %+v", p)
 	}
 	want := []proto.GroupMember{

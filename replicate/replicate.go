@@ -10,7 +10,9 @@
 // faster than it retires them. Probe measures each member's time per
 // fragment with unicast DMA writes of the block's first fragment (answered,
 // so timed); Interval turns the slowest into endpoint.Config.GroupInterval
-// with a margin. Verify then proves the result member by member.
+// with a margin, and Pacing.Write sends the block at that interval,
+// checking the slowest member between runs of fragments. Verify then
+// proves the result member by member.
 //
 // The functions work on endpoints the caller owns: a writer whose MAC each
 // member has in mode 2 (accept DMA writes), with a peer entry for the group
@@ -31,13 +33,17 @@ import (
 )
 
 // Probes is the number of unicast writes of the first fragment each member
-// is probed with; its time per fragment is their median.
-const Probes = 3
+// is probed with; its time per fragment is the slowest of them.
+const Probes = 5
 
 // Margin is the factor between the slowest member's time per fragment and
 // the group interval: room for a member (or a simulator) that runs slower
 // during the write than during the probes.
 const Margin = 1.5
+
+// Run is how many group fragments Pacing.Write sends between two checks of
+// the slowest member.
+const Run = 16
 
 // Probe is what probing one member measured.
 type Probe struct {
@@ -45,8 +51,8 @@ type Probe struct {
 	// RoundTrips are the probes' times, from handing the request to the
 	// link to its DMA_WRITE_RSP (one DMAWrite of one fragment each).
 	RoundTrips []time.Duration
-	// PerFragment is the median of RoundTrips: the member's time per
-	// fragment, transmission and reply included.
+	// PerFragment is the slowest of RoundTrips: the member's time per
+	// fragment, transmission and reply included, at its worst.
 	PerFragment time.Duration
 }
 
@@ -54,25 +60,38 @@ type Probe struct {
 // min(n, fragment size) bytes of src at local) to remote on each member,
 // Probes times, by unicast DMA writes through peers (the writer's entries
 // for the members, in mode 3), and returns what it measured. The members
-// are probed one after another. The first failure is returned with the
-// probes so far; its error names the member.
+// are probed one after another; then the slowest is probed once more, so
+// that the group write starts only once it has answered everything sent
+// to it before (the copies of the other members' probes that a switch
+// floods while it has not learned their ports included): a member that
+// takes one request at a time is idle when the first group frame comes.
+// The first failure is returned with the probes so far; its error names
+// the member.
 func ProbeMembers(ctx context.Context, ep *endpoint.Endpoint, peers []int, remote uint32, src memory.Space, local uint32, n uint64) ([]Probe, error) {
 	frag := uint32(min(n, uint64(FragmentSize(ep))))
 	var out []Probe
-	for _, i := range peers {
-		p, _ := ep.Peer(i)
-		pr := Probe{Member: p.MAC}
-		for range Probes {
-			t0 := time.Now()
-			if _, err := ep.DMAWriteFrom(ctx, i, remote, src, local, frag); err != nil {
-				return out, fmt.Errorf("probing member %v with a unicast DMA write of the first fragment (%d bytes at %#x): %w", p.MAC, frag, remote, err)
-			}
-			pr.RoundTrips = append(pr.RoundTrips, time.Since(t0))
+	probe := func(i int, pr *Probe) error {
+		t0 := time.Now()
+		if _, err := ep.DMAWriteFrom(ctx, peers[i], remote, src, local, frag); err != nil {
+			return fmt.Errorf("probing member %v with a unicast DMA write of the first fragment (%d bytes at %#x): %w", pr.Member, frag, remote, err)
 		}
-		s := slices.Clone(pr.RoundTrips)
-		slices.Sort(s)
-		pr.PerFragment = s[len(s)/2]
-		out = append(out, pr)
+		pr.RoundTrips = append(pr.RoundTrips, time.Since(t0))
+		pr.PerFragment = slices.Max(pr.RoundTrips)
+		return nil
+	}
+	for i, peer := range peers {
+		p, _ := ep.Peer(peer)
+		out = append(out, Probe{Member: p.MAC})
+		for range Probes {
+			if err := probe(i, &out[i]); err != nil {
+				return out, err
+			}
+		}
+	}
+	if _, slowest := Interval(out); slowest >= 0 {
+		if err := probe(slowest, &out[slowest]); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }
@@ -91,6 +110,124 @@ func Interval(probes []Probe) (time.Duration, int) {
 		return 0, -1
 	}
 	return time.Duration(float64(probes[slowest].PerFragment) * Margin), slowest
+}
+
+// Pacing paces a group write from its members' probes, and follows the
+// slowest member while it writes.
+type Pacing struct {
+	Probes []Probe
+	// Slowest is the index in Probes of the slowest member, and Peer the
+	// writer's entry for it.
+	Slowest int
+	Peer    int
+	// Start is the interval from the probes; Interval the one in use,
+	// raised by a check that found the slowest member slower.
+	Start, Interval time.Duration
+	// Checks are the round trips of the checks between runs, and Raised
+	// how many of them raised Interval.
+	Checks []time.Duration
+	Raised int
+}
+
+// NewPacing paces from probes (from ProbeMembers with the same peers).
+func NewPacing(probes []Probe, peers []int) *Pacing {
+	iv, slowest := Interval(probes)
+	p := &Pacing{Probes: probes, Slowest: slowest, Start: iv, Interval: iv}
+	if slowest >= 0 {
+		p.Peer = peers[slowest]
+	}
+	return p
+}
+
+// Write sends the n bytes of src at local to remote on the group (ep's
+// peer group) in runs of Run fragments, each fragment Interval after the
+// previous one. Between runs it checks the slowest member: Interval after
+// the run's last frame it rewrites that fragment to the member by unicast
+// (the same bytes: nothing changes on a member that has them) and times
+// it. The reply proves the member has taken the run, so a run never
+// starts on a busy member; a slower round trip than the probes' (a member
+// or a simulator that slowed down, its drift) raises Interval to it times
+// Margin, and a check the member does not answer in time doubles Interval
+// and is tried again, up to three times. at, if not nil, gives the context
+// of the run at byte offset off (progress reporting). The Transfer counts
+// the group's frames only.
+func (p *Pacing) Write(ctx context.Context, ep *endpoint.Endpoint, group int, remote uint32, src memory.Space, local uint32, n uint64, at func(ctx context.Context, off uint64) context.Context) (endpoint.Transfer, error) {
+	var total endpoint.Transfer
+	if err := p.apply(ep); err != nil {
+		return total, err
+	}
+	mfs := uint64(FragmentSize(ep))
+	run := mfs * Run
+	for off := uint64(0); off < n; off += run {
+		c := min(run, n-off)
+		rctx := ctx
+		if at != nil {
+			rctx = at(ctx, off)
+		}
+		t, err := ep.DMAWriteFrom(rctx, group, remote+uint32(off), src, local+uint32(off), uint32(c))
+		total.Bytes += t.Bytes
+		total.Fragments += t.Fragments
+		total.Retries += t.Retries
+		if err != nil || off+c >= n || p.Slowest < 0 {
+			return total, err
+		}
+		last := (c - 1) / mfs * mfs
+		if err := p.check(ctx, ep, remote+uint32(off+last), src, local+uint32(off+last), uint32(c-last)); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// checkTries is how many times a check is sent before the write fails.
+const checkTries = 3
+
+// check rewrites one fragment to the slowest member, Interval after the
+// last group frame, and follows its round trip.
+func (p *Pacing) check(ctx context.Context, ep *endpoint.Endpoint, remote uint32, src memory.Space, local, n uint32) error {
+	for try := 1; ; try++ {
+		if err := sleep(ctx, p.Interval); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		_, err := ep.DMAWriteFrom(ctx, p.Peer, remote, src, local, n)
+		if err == nil {
+			rt := time.Since(t0)
+			p.Checks = append(p.Checks, rt)
+			if iv := time.Duration(float64(rt) * Margin); iv > p.Interval {
+				p.Interval = iv
+				p.Raised++
+				return p.apply(ep)
+			}
+			return nil
+		}
+		if endpoint.CodeOf(err) != wire.CodeTimeout || try == checkTries {
+			return fmt.Errorf("checking member %v between group fragments with a unicast DMA write of %d bytes at %#x: %w", p.Probes[p.Slowest].Member, n, remote, err)
+		}
+		// Unanswered: the member was still busy, so slower than paced.
+		p.Interval *= 2
+		p.Raised++
+		if err := p.apply(ep); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *Pacing) apply(ep *endpoint.Endpoint) error {
+	c := ep.Config()
+	c.GroupInterval = p.Interval
+	return ep.SetConfig(c)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // FragmentSize is the size of the fragments ep's DMA blocks use now.

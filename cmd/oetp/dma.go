@@ -131,10 +131,12 @@ group --peer the write is multicast: each fragment completes when it has been
 sent, with no reply (delivery to the members is best effort and unconfirmed).
 
 Group writes (docs/replication.md): --member MAC names each member's unicast
-MAC. Each is probed with three unicast writes of the first fragment (its entry
+MAC. Each is probed with five unicast writes of the first fragment (its entry
 for this MAC accepts DMA writes), and the group's fragments are sent no closer
-together than the slowest member's median round trip plus 50%, so a member
-that takes one request at a time (an openENOC device) loses nothing; --rate
+together than the slowest member's slowest round trip plus 50%, with that
+member checked by a unicast rewrite of the last fragment of every 16 (a
+slower answer raises the interval), so a member that takes one request at a
+time (an openENOC device) loses nothing; --rate
 paces at a fixed rate instead, and with neither the fragments go out back to
 back (a note on stderr says so). --verify then reads each member back from
 --verify-mac (each member's entry for it is mode dma-read), rewrites the
@@ -180,7 +182,7 @@ every member verified, 1 naming the member that did not.`,
 			}
 			ctx, done := progress(ctx, cmd, "dma write", src.size)
 			t0 := time.Now()
-			tr, err := s.dmaWrite(ctx, f.addr.v, src)
+			tr, err := run.dmaWrite(ctx, s, f.addr.v, src)
 			if run != nil && err == nil && g.verify {
 				run.verify(ctx, f, src)
 			}

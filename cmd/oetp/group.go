@@ -29,7 +29,7 @@ type groupFlags struct {
 
 func (g *groupFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.Var(&g.members, "member", "unicast `MAC` of a member of the group --peer (repeatable): each is probed with a unicast DMA write of the first fragment and the group's fragments are paced at the slowest member's time per fragment (plus 50%); its entry for this MAC must accept DMA writes (mode dma-write)")
+	fs.Var(&g.members, "member", "unicast `MAC` of a member of the group --peer (repeatable): each is probed with unicast DMA writes of the first fragment and the group's fragments are paced at the slowest member's time per fragment (plus 50%), checked every 16 fragments; its entry for this MAC must accept DMA writes (mode dma-write)")
 	fs.BoolVar(&g.verify, "verify", false, "after a group write, read each --member back through --verify-mac, rewrite the fragments that differ by unicast, and report per member; exit 0 only when every member verified")
 	fs.Var(&g.verifyMAC, "verify-mac", "own unicast `MAC` the --verify reads are sent from: each member needs an entry for it in mode dma-read (3); a v1 entry has one mode, so it differs from --mac")
 }
@@ -102,6 +102,7 @@ type groupRun struct {
 	s       *localSession // the writer: peer 0 the group, 1.. the members
 	reader  *localSession // --verify: peer i the member i
 	pacing  *pacingResult
+	pace    *replicate.Pacing // paced from the members
 	members []memberResult
 	failed  error // the first member that failed verification
 }
@@ -114,6 +115,10 @@ type pacingResult struct {
 	Margin     float64       `json:"margin,omitempty"`
 	Slowest    string        `json:"slowest,omitempty"`
 	Probes     []probeResult `json:"probes,omitempty"`
+	// ChecksUs are the round trips of the slowest member's checks between
+	// runs of fragments; RaisedUs the interval they raised it to.
+	ChecksUs []float64 `json:"checks_us,omitempty"`
+	RaisedUs float64   `json:"raised_to_us,omitempty"`
 }
 
 type probeResult struct {
@@ -212,8 +217,8 @@ func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags,
 			run.close()
 			return nil, err
 		}
-		interval, slowest := replicate.Interval(probes)
-		p := &pacingResult{Source: "members", IntervalUs: us(interval), Margin: replicate.Margin, Slowest: probes[slowest].Member.String()}
+		run.pace = replicate.NewPacing(probes, peers)
+		p := &pacingResult{Source: "members", IntervalUs: us(run.pace.Start), Margin: replicate.Margin, Slowest: probes[run.pace.Slowest].Member.String()}
 		for _, pr := range probes {
 			e := probeResult{Member: pr.Member.String(), PerFragmentUs: us(pr.PerFragment)}
 			for _, d := range pr.RoundTrips {
@@ -222,14 +227,27 @@ func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags,
 			p.Probes = append(p.Probes, e)
 		}
 		run.pacing = p
-		c := s.ep.Config()
-		c.GroupInterval = interval
-		if err := s.ep.SetConfig(c); err != nil {
-			run.close()
-			return nil, err
-		}
 	}
 	return run, nil
+}
+
+// dmaWrite writes the input to the group: paced from the members and
+// checking the slowest between runs of fragments when they were probed,
+// as any other write otherwise (run may be nil).
+func (run *groupRun) dmaWrite(ctx context.Context, s session, addr uint32, in *dmaInput) (endpoint.Transfer, error) {
+	if run == nil || run.pace == nil {
+		return s.dmaWrite(ctx, addr, in)
+	}
+	p := run.pace
+	defer func() {
+		for _, d := range p.Checks {
+			run.pacing.ChecksUs = append(run.pacing.ChecksUs, us(d))
+		}
+		if p.Raised > 0 {
+			run.pacing.RaisedUs = us(p.Interval)
+		}
+	}()
+	return p.Write(ctx, run.s.ep, 0, addr, fileSpace{f: in.file, base: in.base}, 0, uint64(in.size), withOffset)
 }
 
 // verify reads every member back and repairs it (--verify).
@@ -287,8 +305,11 @@ func (run *groupRun) report(r *opResult, human string) string {
 	r.Pacing = run.pacing
 	switch p := run.pacing; p.Source {
 	case "members":
-		human += fmt.Sprintf("\npaced at one fragment per %.0f us: the slowest member %s takes %.0f us per fragment (median of %d unicast probes), plus %.0f%%",
-			p.IntervalUs, p.Slowest, p.IntervalUs/p.Margin, replicate.Probes, (p.Margin-1)*100)
+		human += fmt.Sprintf("\npaced at one fragment per %.0f us: the slowest member %s takes %.0f us per fragment (the slowest of %d unicast probes), plus %.0f%%",
+			p.IntervalUs, p.Slowest, p.IntervalUs/p.Margin, replicate.Probes+1, (p.Margin-1)*100)
+		if p.RaisedUs > 0 {
+			human += fmt.Sprintf("; raised to %.0f us by the checks between runs of %d fragments", p.RaisedUs, replicate.Run)
+		}
 	case "rate":
 		human += "\npaced by --rate"
 	}

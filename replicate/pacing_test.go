@@ -1,0 +1,125 @@
+package replicate_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link/mem"
+	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/replicate"
+	"github.com/openenoc/oetp/wire"
+)
+
+// slowRAM takes delay per DMA write: a member that needs time per fragment.
+type slowRAM struct {
+	*memory.RAM
+	delay *atomic.Int64 // nanoseconds
+}
+
+func (s slowRAM) WriteAt(p []byte, addr uint32) memory.Resp {
+	time.Sleep(time.Duration(s.delay.Load()))
+	return s.RAM.WriteAt(p, addr)
+}
+func (s slowRAM) Immediate() bool { return false }
+
+// TestPacingSettleAndDrift: the pacing rule. B takes 10 ms per fragment, C
+// nothing. Each member gets Probes unicast writes of the first fragment,
+// and the slowest (B) one more after all the others' (so the group write
+// starts once B has answered everything sent before); a member's time per
+// fragment is the slowest of its round trips and the interval that times
+// Margin. Then B slows down to 30 ms per fragment (drift): the check after
+// the first run of Run fragments, a unicast rewrite of the run's last
+// fragment to B, answers late, and raises the interval to its round trip
+// times Margin; both members end byte-exact and B served exactly the
+// probes, the fragments and the one check.
+func TestPacingSettleAndDrift(t *testing.T) {
+	sw, err := mem.NewSwitch(mem.Config{QueueLen: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const frag = 100
+	src := make([]byte, (replicate.Run+1)*frag-30) // two runs, one check
+	for i := range src {
+		src[i] = byte(i*13 + 1)
+	}
+	srcSpace, err := memory.NewRAM(0, uint64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcSpace.WriteAt(src, 0)
+	w := newEP(t, sw, macW, nil, endpoint.Config{MaxFragment: frag})
+	w.SetPeer(0, endpoint.Peer{MAC: group, Mode: endpoint.ModeDMARead, WindowSize: 1 << 32})
+	macs := []wire.MAC{{0x02, 0, 0, 0, 0, 0x0b}, {0x02, 0, 0, 0, 0, 0x0c}}
+	var delay atomic.Int64
+	delay.Store(int64(10 * time.Millisecond))
+	var rams []*memory.RAM
+	var members []*endpoint.Endpoint
+	for i, m := range macs {
+		ram, err := memory.NewRAM(base, 0x1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var space memory.Space = ram
+		if i == 0 {
+			space = slowRAM{ram, &delay}
+		}
+		ep := newEP(t, sw, m, space, endpoint.Config{Group: group})
+		setPeer(t, ep, 0, macW, endpoint.ModeDMAWrite)
+		setPeer(t, w, i+1, m, endpoint.ModeDMARead)
+		rams, members = append(rams, ram), append(members, ep)
+	}
+	ctx := context.Background()
+	peers := []int{1, 2}
+	probes, err := replicate.ProbeMembers(ctx, w, peers, base, srcSpace, 0, uint64(len(src)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{replicate.Probes + 1, replicate.Probes} {
+		p := probes[i]
+		if p.Member != macs[i] || len(p.RoundTrips) != want || p.PerFragment != slices.Max(p.RoundTrips) {
+			t.Fatalf("member %d: %+v, want %d round trips and the slowest as its time per fragment", i, p, want)
+		}
+		if got := members[i].Stats().ServedDMAWrite; got != uint64(want) {
+			t.Fatalf("member %d served %d probes, want %d", i, got, want)
+		}
+	}
+	pace := replicate.NewPacing(probes, peers)
+	if want := time.Duration(float64(probes[0].PerFragment) * replicate.Margin); pace.Slowest != 0 || pace.Peer != 1 || pace.Start != want || pace.Interval != want {
+		t.Fatalf("pacing %+v; want B (peer 1) the slowest and the interval %v", pace, want)
+	}
+
+	delay.Store(int64(30 * time.Millisecond))
+	tr, err := pace.Write(ctx, w, 0, base, srcSpace, 0, uint64(len(src)), nil)
+	if err != nil || tr.Bytes != uint64(len(src)) || tr.Fragments != replicate.Run+1 {
+		t.Fatalf("Write = %+v, %v", tr, err)
+	}
+	if len(pace.Checks) != 1 || pace.Checks[0] < 30*time.Millisecond || pace.Raised != 1 ||
+		pace.Interval != time.Duration(float64(pace.Checks[0])*replicate.Margin) || pace.Interval <= pace.Start {
+		t.Fatalf("after the drift: checks %v, raised %d, interval %v (from %v); want one check of at least 30ms raising the interval to it times %v",
+			pace.Checks, pace.Raised, pace.Interval, pace.Start, replicate.Margin)
+	}
+	if c := w.Config().GroupInterval; c != pace.Interval {
+		t.Fatalf("the writer's GroupInterval is %v, want %v", c, pace.Interval)
+	}
+	for i, ep := range members {
+		want := uint64(replicate.Probes + replicate.Run + 1)
+		if i == 0 {
+			want += 2 // the settling probe and the check
+		}
+		for deadline := time.Now().Add(10 * time.Second); ep.Stats().ServedDMAWrite != want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d served %d writes, want %d", i, ep.Stats().ServedDMAWrite, want)
+			}
+		}
+		got := make([]byte, len(src))
+		rams[i].ReadAt(got, base)
+		if !bytes.Equal(got, src) {
+			t.Fatalf("member %d's memory differs from the block", i)
+		}
+	}
+}
