@@ -34,6 +34,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -123,6 +124,34 @@ type Client struct {
 	opTimeout time.Duration
 }
 
+// dialReason is why a dial failed, without Go's operation and address
+// ("connection refused", not "dial tcp 127.0.0.1:1: connect: connection
+// refused"): the message names the path.
+func dialReason(err error) error {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		if dns.IsNotFound {
+			return fmt.Errorf("no host is named %s", dns.Name)
+		}
+		return fmt.Errorf("cannot look up the host %s (no name server answers)", dns.Name)
+	}
+	for {
+		var next error
+		switch e := err.(type) {
+		case *net.OpError:
+			next = e.Err
+		case *os.SyscallError:
+			next = e.Err
+		case *fs.PathError:
+			next = e.Err
+		}
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
 // Dial connects to the hub at path (see Options.Path).
 func Dial(path string) (*Client, error) { return DialOptions(Options{Path: path}) }
 
@@ -155,7 +184,7 @@ func DialOptions(o Options) (*Client, error) {
 		nc, err = net.DialTimeout(network, addr, o.Timeout)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("oetp hub: connecting to %s: %w", o.Path, err)
+		return nil, fmt.Errorf("no oetp hub answers at %s: %w", o.Path, dialReason(err))
 	}
 	c := &Client{nc: nc, br: bufio.NewReaderSize(nc, smallBuf), bw: bufio.NewWriterSize(nc, smallBuf), Path: o.Path,
 		out: make([]byte, 0, 4096), in: make([]byte, 4096), opTimeout: o.OpTimeout}

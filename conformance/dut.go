@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -181,11 +182,21 @@ func (l *stringList) UnmarshalTOML(v any) error {
 	return nil
 }
 
+// pathless is the OS's reason without Go's operation and path: the
+// message names the file.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // LoadDUT reads a DUT file; see ParseDUT.
 func LoadDUT(path string) (*DUT, error) {
 	b, err := tomlin.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("conformance: DUT file: %w", err)
+		return nil, fmt.Errorf("cannot read %s: %w", path, pathless(err))
 	}
 	d, err := parseDUT(path, string(b))
 	if err != nil {
@@ -205,32 +216,32 @@ func parseDUT(name, text string) (*DUT, error) {
 	md, err := tomlin.Decode(name, []byte(text), &f)
 	var le *tomlin.LimitError
 	if errors.As(err, &le) {
-		return nil, fmt.Errorf("conformance: %w", err)
+		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("conformance: DUT file: %w", err)
+		return nil, err
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return nil, fmt.Errorf("conformance: DUT file: unknown key %q; the keys are max_frame, group, unknown_mac, slverr, decerr, [[peer]] tables with mac, mode and window, and a [trigger] table with set_peer, rmem_read, rmem_write, dma_write, dma_read, status, setup, timeout_off, timeout_on, mac, timeout and wait", und[0].String())
+		return nil, fmt.Errorf("unknown key %q; the keys are max_frame, group, unknown_mac, slverr, decerr, [[peer]] tables with mac, mode and window, and a [trigger] table with set_peer, rmem_read, rmem_write, dma_write, dma_read, status, setup, timeout_off, timeout_on, mac, timeout and wait", und[0].String())
 	}
 	d := &DUT{}
 	if f.MaxFrame != nil {
 		if err := wire.CheckMaxFrame(int(*f.MaxFrame)); err != nil || *f.MaxFrame > wire.MaxFrameLen {
-			return nil, fmt.Errorf("conformance: DUT file: max_frame %d: use the device's MAX_RAW_FRAME_SIZE, %d..%d bytes without FCS", *f.MaxFrame, wire.MinMaxFrameLen, wire.MaxFrameLen)
+			return nil, fmt.Errorf("max_frame %d: use the device's MAX_RAW_FRAME_SIZE, %d..%d bytes without FCS", *f.MaxFrame, wire.MinMaxFrameLen, wire.MaxFrameLen)
 		}
 		d.MaxFrame = int(*f.MaxFrame)
 	}
 	if f.Group != "" {
 		g, err := wire.ParseMAC(f.Group)
 		if err != nil || !g.IsGroup() {
-			return nil, fmt.Errorf("conformance: DUT file: group %q is not a group MAC: set bit 0 of the first octet, e.g. \"03:0e:0c:00:00:01\", or leave group out", f.Group)
+			return nil, fmt.Errorf("group %q is not a group MAC: set bit 0 of the first octet, e.g. \"03:0e:0c:00:00:01\", or leave group out", f.Group)
 		}
 		d.Group = g
 	}
 	if f.UnknownMAC != "" {
 		m, err := wire.ParseMAC(f.UnknownMAC)
 		if err != nil || m.IsGroup() || m.IsZero() {
-			return nil, fmt.Errorf("conformance: DUT file: unknown_mac %q is not a unicast MAC, e.g. \"02:0e:0c:00:00:77\"", f.UnknownMAC)
+			return nil, fmt.Errorf("unknown_mac %q is not a unicast MAC, e.g. \"02:0e:0c:00:00:77\"", f.UnknownMAC)
 		}
 		d.UnknownMAC = m
 	}
@@ -253,7 +264,7 @@ func parseDUT(name, text string) (*DUT, error) {
 		where := fmt.Sprintf("[[peer]] #%d", i+1)
 		m, err := wire.ParseMAC(fp.MAC)
 		if err != nil || m.IsGroup() || m.IsZero() {
-			return nil, fmt.Errorf("conformance: DUT file: %s: mac %q is not a unicast MAC: the runner sends this peer's requests from it, e.g. \"02:0e:0c:00:00:a0\"", where, fp.MAC)
+			return nil, fmt.Errorf("%s: mac %q is not a unicast MAC: the runner sends this peer's requests from it, e.g. \"02:0e:0c:00:00:a0\"", where, fp.MAC)
 		}
 		if _, dup := seen[m]; !dup {
 			seen[m] = i // several entries may share a MAC, as in the hardware's table
@@ -269,7 +280,7 @@ func parseDUT(name, text string) (*DUT, error) {
 		case "dma-read", "3":
 			p.Mode = ModeDMARead
 		default:
-			return nil, fmt.Errorf("conformance: DUT file: %s: mode %q: use none, rmem, dma-write or dma-read", where, fp.Mode)
+			return nil, fmt.Errorf("%s: mode %q: use none, rmem, dma-write or dma-read", where, fp.Mode)
 		}
 		if fp.Window != "" {
 			if p.Window, err = parseRange(where+": window", fp.Window); err != nil {
@@ -284,7 +295,7 @@ func parseDUT(name, text string) (*DUT, error) {
 	if tr.MAC != "" {
 		m, err := wire.ParseMAC(tr.MAC)
 		if err != nil || m.IsGroup() || m.IsZero() {
-			return nil, fmt.Errorf("conformance: DUT file: [trigger] mac %q is not a unicast MAC: the address the device's requests go to, e.g. \"02:0e:0c:00:00:a0\"", tr.MAC)
+			return nil, fmt.Errorf("[trigger] mac %q is not a unicast MAC: the address the device's requests go to, e.g. \"02:0e:0c:00:00:a0\"", tr.MAC)
 		}
 		d.Trigger.MAC = m
 	} else if p, ok := d.peer(ModeRMEM); ok {
@@ -299,13 +310,13 @@ func parseDUT(name, text string) (*DUT, error) {
 		}
 		v, err := time.ParseDuration(x.v)
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("conformance: DUT file: [trigger] %s %q: give a positive duration such as \"2s\"", x.key, x.v)
+			return nil, fmt.Errorf("[trigger] %s %q: give a positive duration such as \"2s\"", x.key, x.v)
 		}
 		*x.dst = v
 	}
 	if !d.UnknownMAC.IsZero() {
 		if _, known := seen[d.UnknownMAC]; known {
-			return nil, fmt.Errorf("conformance: DUT file: unknown_mac %v is a [[peer]]: give a MAC the device does not know", d.UnknownMAC)
+			return nil, fmt.Errorf("unknown_mac %v is a [[peer]]: give a MAC the device does not know", d.UnknownMAC)
 		}
 	}
 	return d, nil
@@ -317,7 +328,7 @@ func parseRange(key, s string) (Range, error) {
 		err = fmt.Errorf("has a third part %q", r.Path)
 	}
 	if err != nil {
-		return Range{}, fmt.Errorf("conformance: DUT file: %s %q: write \"BASE:SIZE\", e.g. \"0x100000:1M\": %v", key, s, err)
+		return Range{}, fmt.Errorf("%s %q: write \"BASE:SIZE\", e.g. \"0x100000:1M\": %v", key, s, err)
 	}
 	return Range{Base: r.Base, Size: r.Size}, nil
 }

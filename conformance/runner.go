@@ -142,7 +142,7 @@ func Select(prefixes []string) ([]Case, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("conformance: --only %q selects no case; list them with `oetp conformance list`", p)
+			return nil, fmt.Errorf("--only %q selects no case; list them with `oetp conformance list`", p)
 		}
 	}
 	for _, c := range Cases() {
@@ -172,11 +172,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer o.Link.Close()
 	if o.Target.IsZero() || o.Target.IsGroup() {
-		return nil, fmt.Errorf("conformance: target %v is not a unicast MAC: give the device's own address", o.Target)
+		return nil, fmt.Errorf("target %v is not a unicast MAC: give the device's own address", o.Target)
 	}
 	for _, p := range o.DUT.Peers {
 		if p.MAC == o.Target {
-			return nil, fmt.Errorf("conformance: peer %v is the target itself: the runner sends from the peers' MACs", p.MAC)
+			return nil, fmt.Errorf("[[peer]] %v is the target itself: the runner sends from the peers' MACs", p.MAC)
 		}
 	}
 	cases, err := Select(o.Only)
@@ -188,7 +188,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if f, ok := o.Link.(link.Filter); ok && !o.Receives {
 		if err := f.SetPromiscuous(true); err != nil {
-			return nil, fmt.Errorf("conformance: the runner receives the replies to its peers' MACs in promiscuous mode: %w", err)
+			return nil, fmt.Errorf("the runner receives the replies to its peers' MACs in promiscuous mode: %w", err)
 		}
 	}
 	if o.Exec == nil {

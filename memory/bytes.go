@@ -30,10 +30,10 @@ func toHost(v uint32) uint32 {
 // space for the constructor named by what.
 func checkRange(what string, base uint32, size uint64) error {
 	if size == 0 {
-		return fmt.Errorf("memory: %s at %#x has size 0; give a size of at least 1 byte", what, base)
+		return fmt.Errorf("%s at %#x has size 0; give a size of at least 1 byte", what, base)
 	}
 	if uint64(base)+size > addrSpaceEnd {
-		return fmt.Errorf("memory: %s at %#x with size %#x ends at %#x, past the 32-bit address space; base+size must be at most 0x100000000", what, base, size, uint64(base)+size)
+		return fmt.Errorf("%s at %#x with size %#x ends at %#x, past the 32-bit address space; base+size must be at most 0x100000000", what, base, size, uint64(base)+size)
 	}
 	return nil
 }
@@ -45,7 +45,7 @@ func checkStorage(what string, base uint32, size uint64) error {
 		return err
 	}
 	if size > uint64(maxInt) {
-		return fmt.Errorf("memory: %s at %#x with size %#x does not fit in this platform's memory (max %#x bytes)", what, base, size, uint64(maxInt))
+		return fmt.Errorf("%s at %#x with size %#x does not fit in this platform's memory (max %#x bytes)", what, base, size, uint64(maxInt))
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func NewFault(base uint32, size uint64, resp Resp) (*Fault, error) {
 		return nil, err
 	}
 	if resp != SLVERR && resp != DECERR {
-		return nil, fmt.Errorf("memory: fault region %#x:%#x answers %v; a fault must answer SLVERR or DECERR", base, size, resp)
+		return nil, fmt.Errorf("fault region %#x:%#x answers %v; a fault must answer SLVERR or DECERR", base, size, resp)
 	}
 	return &Fault{base: base, end: uint64(base) + size, resp: resp}, nil
 }

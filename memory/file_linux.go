@@ -29,7 +29,7 @@ func allocate(fd *os.File, path string, size, cur uint64) error {
 		if unix.Fstatfs(int(fd.Fd()), &st) == nil {
 			free = sizeWords(uint64(st.Bavail) * uint64(st.Bsize))
 		}
-		return fmt.Errorf("memory: %s: the region needs %s of storage but its filesystem has %s free (%v); free space there, give a smaller SIZE, or put the file on a larger filesystem", path, sizeWords(size), free, err)
+		return fmt.Errorf("%s: the region needs %s of storage but its filesystem has %s free (%v); free space there, give a smaller SIZE, or put the file on a larger filesystem", path, sizeWords(size), free, err)
 	}
-	return fmt.Errorf("memory: %w", &os.PathError{Op: "allocate", Path: path, Err: err})
+	return fmt.Errorf("cannot allocate the storage of %s: %w", path, err)
 }

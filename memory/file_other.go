@@ -10,7 +10,7 @@ import (
 // OpenFile would map path as a shared Space; shared file mappings are only
 // implemented on Unix systems, so it always fails here.
 func OpenFile(path string, base uint32, size uint64) (*File, error) {
-	return nil, errors.New("memory: shared file regions are not supported on " + runtime.GOOS + "; use a RAM region (omit :PATH)")
+	return nil, errors.New("shared file regions are not supported on " + runtime.GOOS + "; use a RAM region (omit :PATH)")
 }
 
 // Sync does nothing: a File cannot be opened on this system.

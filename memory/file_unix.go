@@ -28,17 +28,17 @@ func OpenFile(path string, base uint32, size uint64) (*File, error) {
 		return nil, err
 	}
 	if base%4 != 0 {
-		return nil, fmt.Errorf("memory: file region base %#x is not a multiple of 4; a shared file mapping must start on a word boundary so word accesses stay atomic, e.g. base %#x", base, base&^3)
+		return nil, fmt.Errorf("file region base %#x is not a multiple of 4; a shared file mapping must start on a word boundary so word accesses stay atomic, e.g. base %#x", base, base&^3)
 	}
 	_, statErr := os.Stat(path)
 	fd, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("memory: %w", err)
+		return nil, openError(path, err)
 	}
 	defer fd.Close() // the mapping outlives the descriptor
 	fi, err := fd.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("memory: %w", err)
+		return nil, fmt.Errorf("cannot read the status of %s: %w", path, syscallErr(err))
 	}
 	if fi.Mode().IsRegular() {
 		if err := allocate(fd, path, size, uint64(fi.Size())); err != nil {
@@ -50,7 +50,7 @@ func OpenFile(path string, base uint32, size uint64) (*File, error) {
 	}
 	m, err := unix.Mmap(int(fd.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("memory: %w", &os.PathError{Op: "mmap", Path: path, Err: err})
+		return nil, fmt.Errorf("cannot map %s into memory: %w", path, err)
 	}
 	return &File{bytesSpace: bytesSpace{base: base, b: m[:size:size]}, path: path, mapped: m}, nil
 }
@@ -65,7 +65,7 @@ func (f *File) Sync() error {
 		return nil
 	}
 	if err := unix.Msync(f.mapped, unix.MS_SYNC); err != nil {
-		return fmt.Errorf("memory: %w", &os.PathError{Op: "msync", Path: f.path, Err: err})
+		return fmt.Errorf("cannot flush %s to its storage: %w", f.path, err)
 	}
 	return nil
 }
@@ -80,7 +80,7 @@ func (f *File) Close() error {
 	m := f.mapped
 	f.mapped, f.b = nil, nil
 	if err := unix.Munmap(m); err != nil {
-		return fmt.Errorf("memory: %w", &os.PathError{Op: "munmap", Path: f.path, Err: err})
+		return fmt.Errorf("cannot unmap %s: %w", f.path, err)
 	}
 	return nil
 }
@@ -92,9 +92,34 @@ func extend(fd *os.File, path string, size, cur uint64) error {
 		return nil
 	}
 	if err := fd.Truncate(int64(size)); err != nil {
-		return fmt.Errorf("memory: extend %s to %d bytes: %w", path, size, err)
+		return fmt.Errorf("cannot extend %s to %d bytes: %w", path, size, syscallErr(err))
 	}
 	return nil
+}
+
+// openError is the failure to open or create the file of a region, in the
+// words of the path: the OS's reason and what to do.
+func openError(path string, err error) error {
+	reason := syscallErr(err)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot create %s: %w (its directory must exist)", path, reason)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("cannot open %s for reading and writing: %w (give a file you may write, or a path in a directory of yours)", path, reason)
+	case errors.Is(err, unix.EISDIR):
+		return fmt.Errorf("%s is a directory: give a file's path", path)
+	}
+	return fmt.Errorf("cannot open %s: %w", path, reason)
+}
+
+// syscallErr is the OS's reason of err without Go's operation and path
+// ("no such file or directory", not "open /x: no such file or directory").
+func syscallErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // sizeWords writes n bytes for a message: "67108864 bytes (64 MiB)".

@@ -46,7 +46,7 @@ func (m *Map) Add(base uint32, size uint64, s Space) error {
 		return err
 	}
 	if s == nil {
-		return fmt.Errorf("memory: region %#x:%#x has a nil Space; pass a RAM, File, Fault or Map", base, size)
+		return fmt.Errorf("region %#x:%#x has a nil Space; pass a RAM, File, Fault or Map", base, size)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -71,7 +71,7 @@ func (m *Map) Add(base uint32, size uint64, s Space) error {
 }
 
 func overlapErr(base uint32, end uint64, r region) error {
-	return fmt.Errorf("memory: region [%#x, %#x) overlaps region [%#x, %#x); regions must be disjoint", base, end, r.base, r.end)
+	return fmt.Errorf("[%#x, %#x) overlaps region [%#x, %#x)", base, end, r.base, r.end)
 }
 
 // after returns the index of the first region whose base is above a.

@@ -55,7 +55,7 @@ func (e *SpecError) Error() string {
 	if e.Part != "" {
 		part = " " + e.Part
 	}
-	return fmt.Sprintf("memory: %s %q:%s %s; example: %s", e.Flag, e.Input, part, e.Reason, e.Example)
+	return fmt.Sprintf("%s %q:%s %s; example: %s", e.Flag, e.Input, part, e.Reason, e.Example)
 }
 
 // ParseRegion parses "BASE:SIZE[:PATH]", the argument of `oetp serve

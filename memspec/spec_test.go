@@ -143,7 +143,7 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 	_, err := ParseRegion("0x1000:64Q")
-	const want = `memory: --region "0x1000:64Q": SIZE "64Q" is not a number; write decimal, 0x hex, optionally with K, M, G or KiB, MiB, GiB (powers of two), e.g. 4096, 0x1000, 64K, 16MiB; example: --region "0x1000:64K" or --region "0x1000:64K:/dev/shm/oetp.mem"`
+	const want = `--region "0x1000:64Q": SIZE "64Q" is not a number; write decimal, 0x hex, optionally with K, M, G or KiB, MiB, GiB (powers of two), e.g. 4096, 0x1000, 64K, 16MiB; example: --region "0x1000:64K" or --region "0x1000:64K:/dev/shm/oetp.mem"`
 	if err.Error() != want {
 		t.Errorf("message\n%s\nwant\n%s", err, want)
 	}
@@ -164,7 +164,7 @@ func FuzzParseRegion(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		r, err := ParseRegion(in)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "memory: --region ") {
+			if !strings.HasPrefix(err.Error(), "--region ") {
 				t.Fatalf("error %q lacks the flag", err)
 			}
 			return
@@ -183,7 +183,7 @@ func FuzzParseFault(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		fs, err := ParseFault(in)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "memory: --fault ") {
+			if !strings.HasPrefix(err.Error(), "--fault ") {
 				t.Fatalf("error %q lacks the flag", err)
 			}
 			return

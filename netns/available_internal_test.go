@@ -19,9 +19,9 @@ func TestAvailableReasons(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{[]uint{unix.CAP_NET_ADMIN}, "netns: needs CAP_NET_ADMIN to build test networks: run as root"},
-		{[]uint{unix.CAP_SYS_ADMIN}, "netns: needs CAP_SYS_ADMIN to build test networks: run as root"},
-		{[]uint{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}, "netns: needs CAP_SYS_ADMIN and CAP_NET_ADMIN to build test networks: run as root"},
+		{[]uint{unix.CAP_NET_ADMIN}, "building network namespaces needs CAP_NET_ADMIN: run as root"},
+		{[]uint{unix.CAP_SYS_ADMIN}, "building network namespaces needs CAP_SYS_ADMIN: run as root"},
+		{[]uint{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}, "building network namespaces needs CAP_SYS_ADMIN and CAP_NET_ADMIN: run as root"},
 	} {
 		var got error
 		err := onNewThread(func() error {

@@ -418,9 +418,9 @@ func checkAvailable() error {
 	}
 	switch len(missing) {
 	case 1:
-		return fmt.Errorf("netns: needs %s to build test networks: run as root", missing[0])
+		return fmt.Errorf("building network namespaces needs %s: run as root", missing[0])
 	case 2:
-		return fmt.Errorf("netns: needs %s and %s to build test networks: run as root", missing[0], missing[1])
+		return fmt.Errorf("building network namespaces needs %s and %s: run as root", missing[0], missing[1])
 	}
 	ns, err := newNS("probe")
 	if err != nil {
@@ -429,7 +429,7 @@ func checkAvailable() error {
 	defer ns.close()
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"}
 	if err := ns.nl.LinkAdd(veth); err != nil {
-		return fmt.Errorf("netns: cannot create a veth pair (load the veth module: modprobe veth): %w", err)
+		return fmt.Errorf("cannot create a veth pair (load the veth module: modprobe veth): %w", err)
 	}
 	return nil
 }

@@ -525,12 +525,12 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 	}
 	if f.RMEMTimeout != nil {
 		if s.RMEMTimeout, err = time.ParseDuration(*f.RMEMTimeout); err != nil {
-			return usagef("%s: %v (write a Go duration such as \"1s\" or \"250ms\"; \"0\" waits forever)", where("rmem_timeout"), err)
+			return usagef("%s: %q is not a duration: write one such as \"1s\" or \"250ms\" (\"0\" waits forever)", where("rmem_timeout"), *f.RMEMTimeout)
 		}
 	}
 	if f.DMATimeout != nil {
 		if s.DMATimeout, err = time.ParseDuration(*f.DMATimeout); err != nil {
-			return usagef("%s: %v (write a Go duration such as \"1s\" or \"250ms\"; \"0\" waits forever)", where("dma_timeout"), err)
+			return usagef("%s: %q is not a duration: write one such as \"1s\" or \"250ms\" (\"0\" waits forever)", where("dma_timeout"), *f.DMATimeout)
 		}
 	}
 	if f.Pcap != nil {
@@ -543,7 +543,7 @@ func (f *serveFile) apply(s *serveSettings, where func(string) string) error {
 	}
 	if f.BusyPoll != nil {
 		if s.BusyPoll, err = time.ParseDuration(*f.BusyPoll); err != nil {
-			return usagef("%s: %v (write a Go duration such as \"50us\"; \"0\" never spins)", where("busy_poll"), err)
+			return usagef("%s: %q is not a duration: write one such as \"50us\" (\"0\" never spins)", where("busy_poll"), *f.BusyPoll)
 		}
 	}
 	if f.Placement != nil {

@@ -119,9 +119,12 @@ func dumpFile(cmd *cobra.Command, path string, o *dumpOptions) error {
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return usagef("%v", err)
+			return usagef("cannot open %s: %v", path, osError(err))
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return usagef("%s is a directory: give a capture file (pcap or pcapng), or - for standard input", path)
+		}
 		in, name = f, path
 	}
 	r, err := pcap.NewReader(in)
@@ -129,7 +132,7 @@ func dumpFile(cmd *cobra.Command, path string, o *dumpOptions) error {
 		return usagef("%s: %v", name, err)
 	}
 	if lt := r.LinkType(); r.Format() == pcap.Classic && !lt.CarriesEthernet() {
-		return usagef("%s: %v: link type %v; oetp reads EN10MB (1), LINUX_SLL (113) and LINUX_SLL2 (276)", name, pcap.ErrLinkType, lt)
+		return usagef("%s: link type %v does not carry Ethernet; oetp reads EN10MB (1), LINUX_SLL (113) and LINUX_SLL2 (276)", name, lt)
 	}
 	d := newDumper(cmd.OutOrStdout(), o)
 	d.live = path == "-" // a pipe from a running capture: print each frame as it comes

@@ -139,7 +139,7 @@ func TestDumpUsage(t *testing.T) {
 		{[]string{"dump", "a", "b"}, "takes one argument"},
 		{[]string{"dump", filepath.Join(dir, "missing.pcap")}, "missing.pcap"},
 		{[]string{"dump", notPcap}, "not a pcap or pcapng file: the file starts with 68 65 6c 6c"},
-		{[]string{"dump", wifi}, "unsupported link type: link type LINKTYPE 105; oetp reads EN10MB (1), LINUX_SLL (113) and LINUX_SLL2 (276)"},
+		{[]string{"dump", wifi}, "link type LINKTYPE 105 does not carry Ethernet; oetp reads EN10MB (1), LINUX_SLL (113) and LINUX_SLL2 (276)"},
 		{[]string{"dump", "--max-frame", "20", notPcap}, "--max-frame"},
 		{[]string{"dump", "--count", "3", notPcap}, "--count, --promisc and --write belong to a live view"},
 		{[]string{"dump", "--write", "x.pcapng", notPcap}, "--count, --promisc and --write belong to a live view: add --iface IF"},

@@ -324,7 +324,7 @@ func newHubStatusCmd() *cobra.Command {
 				if errors.As(err, &ue) {
 					return usagef("%v", err)
 				}
-				return err
+				return fmt.Errorf("%v%s", err, hubDialHint(err))
 			}
 			defer c.Close()
 			st, raw, err := c.Status()

@@ -98,7 +98,7 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*hubSession
 			return nil, usagef("the hub socket this command would use: %v; or run without a hub: --no-hub", err)
 		}
 		if explicit {
-			return nil, usagef("--hub %s: %v", path, err)
+			return nil, usagef("--hub %s: %v%s; or run this command's own endpoint: --no-hub instead of --hub", path, err, hubDialHint(err))
 		}
 		// No hub answers there (one that died leaves its socket): run our
 		// own endpoint, and say so.

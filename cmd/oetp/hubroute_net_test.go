@@ -70,7 +70,7 @@ func routeJSON(t *testing.T, out, via, hub string) map[string]any {
 // only the command's own endpoint has).
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	s, _, _ = strings.Cut(s, "; link: ")
+	s, _, _ = strings.Cut(s, "; link figures: ")
 	return s
 }
 

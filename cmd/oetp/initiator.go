@@ -429,7 +429,7 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 	}
 	if r.Link != nil && (r.Link.RTTSamples > 0 || r.Link.Retries > 0) {
 		// The figures of one unanswered try say nothing the code does not.
-		msg += "; link: " + r.Link.text
+		msg += "; link figures: " + r.Link.text
 	}
 	err := fmt.Errorf("%s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Addr, msg)
 	if r.Interrupted != "" {

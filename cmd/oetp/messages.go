@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
@@ -132,4 +134,14 @@ func (s *localSession) transportNote(r *opResult) string {
 	return fmt.Sprintf("the reliable transport's retransmission timeout is %v (it grows under loss, up to %v): --timeout %v leaves it no room to resend a lost frame twice, "+
 		"so the operation timed out while the transport was still recovering; raise --timeout (such as --timeout %v)",
 		pi.RTO.Round(time.Millisecond), node.MaxRTO, timeout, max(10*pi.RTO, 10*time.Second).Round(time.Second))
+}
+
+// hubDialHint is what to do when no hub answers at the socket or address a
+// command was given: empty for other failures (a refused token, an
+// untrusted socket), whose messages say it themselves.
+func hubDialHint(err error) string {
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		return "; start a hub there (oetp hub --config FILE), or give the socket of a running one"
+	}
+	return ""
 }

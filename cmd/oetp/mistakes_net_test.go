@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,6 +31,7 @@ type mistake struct {
 	name string
 	tiny bool // needs the 64 KiB file system
 	host int  // 0: the client's host, 1: the server's
+	env  []string
 	args []string
 	code int
 	want []string
@@ -98,6 +102,26 @@ func TestMistakes(t *testing.T) {
 	// DMA read requests were never answered.
 	nested := filepath.Join(dir, "nested.toml")
 	writeFile(t, nested, []byte("a = "+strings.Repeat("[", 50<<10)+strings.Repeat("]", 50<<10)+"\n"))
+	typed := filepath.Join(dir, "typed.toml")
+	writeFile(t, typed, []byte("iface = 5\n"))
+	badDur := filepath.Join(dir, "baddur.toml")
+	writeFile(t, badDur, []byte("rmem_timeout = \"soon\"\n"))
+	broken := filepath.Join(dir, "broken.toml")
+	writeFile(t, broken, []byte("garbage = ["))
+	hubTyped := filepath.Join(dir, "hubtyped.toml")
+	writeFile(t, hubTyped, []byte("socket = 5\n"))
+	badDUT := filepath.Join(dir, "dut.toml")
+	writeFile(t, badDUT, []byte("max_frame = 5\n"))
+	typedTable := filepath.Join(dir, "table.toml")
+	writeFile(t, typedTable, []byte("[[node]]\nname = 5\naddress = 0\n"))
+	// A socket nobody listens on (a hub that ended leaves one).
+	dead := filepath.Join(dir, "dead.sock")
+	ln, err := net.Listen("unix", dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
 	late := filepath.Join(dir, "late.pcap")
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	writePcapAt(t, late, []time.Time{t0, t0.Add(2 * readMaxAge)},
@@ -178,6 +202,49 @@ func TestMistakes(t *testing.T) {
 		// --max-read-rate takes bytes per second.
 		{name: "serve: bad --max-read-rate", args: []string{"serve", "--iface", "lo", "--max-read-rate", "fast"},
 			code: 2, want: []string{"--max-read-rate"}},
+
+		// Errors from below the command in the user's words: no package
+		// names, no Go shapes (every row is checked against goWords).
+		{name: "serve: file region in a missing directory", host: 1, args: []string{"serve", "--iface", sv.IfName(), "--region", "0x10000000:1M:" + filepath.Join(dir, "nodir", "ddr.bin")},
+			code: 2, want: []string{"--region 0x10000000:0x100000:" + filepath.Join(dir, "nodir", "ddr.bin") + ": cannot create " + filepath.Join(dir, "nodir", "ddr.bin") + ": no such file or directory (its directory must exist)"}},
+		{name: "serve: directory as file region", host: 1, args: []string{"serve", "--iface", sv.IfName(), "--region", "0x10000000:1M:" + dir},
+			code: 2, want: []string{dir + " is a directory: give a file's path"}},
+		{name: "serve: unaligned file region", host: 1, args: []string{"serve", "--iface", sv.IfName(), "--region", "0x10000002:1M:" + filepath.Join(dir, "u.bin")},
+			code: 2, want: []string{"file region base 0x10000002 is not a multiple of 4"}},
+		{name: "serve: overlapping regions", host: 1, args: []string{"serve", "--iface", sv.IfName(), "--region", "0:1M", "--region", "0x1000:4K"},
+			code: 2, want: []string{"--region 0x1000:0x1000: [0x1000, 0x2000) overlaps region [0x0, 0x100000): regions and faults must not overlap"}},
+		{name: "serve: empty region", host: 1, args: []string{"serve", "--iface", sv.IfName(), "--region", "0:0"},
+			code: 2, want: []string{`--region "0:0": SIZE is 0`}},
+		{name: "serve: a key of the wrong type", args: []string{"serve", "--config", typed},
+			code: 2, want: []string{"--config " + typed + `: line 1 (key "iface"): the value is an integer; this key takes a string (in quotes)`}},
+		{name: "serve: a duration that is none", args: []string{"serve", "--config", badDur},
+			code: 2, want: []string{`rmem_timeout: "soon" is not a duration: write one such as "1s"`}},
+		{name: "serve: TOML syntax", args: []string{"serve", "--config", broken},
+			code: 2, want: []string{"--config " + broken + `: line 1 (key "garbage"): `}},
+		{name: "hub: a key of the wrong type", args: []string{"hub", "--config", hubTyped},
+			code: 2, want: []string{"hub config " + hubTyped + `: line 1 (key "socket"): the value is an integer; this key takes a string (in quotes)`}},
+		{name: "dump: not a capture", args: []string{"dump", in},
+			code: 2, want: []string{in + ": not a pcap or pcapng file: the file starts with 30 31 32 33"}},
+		{name: "dump: a directory", args: []string{"dump", dir},
+			code: 2, want: []string{dir + " is a directory: give a capture file"}},
+		{name: "dump: missing file", args: []string{"dump", filepath.Join(dir, "nope.pcap")},
+			code: 2, want: []string{"cannot open " + filepath.Join(dir, "nope.pcap") + ": no such file or directory"}},
+		{name: "--hub: no socket", args: []string{"rmem", "read", "--iface", cl.IfName(), "--hub", filepath.Join(dir, "nohub.sock"), "--peer", "{peer}", "--addr", "0"},
+			code: 2, want: []string{"--hub " + filepath.Join(dir, "nohub.sock") + ": no oetp hub answers at " + filepath.Join(dir, "nohub.sock") + ": no such file or directory", "oetp hub --config FILE", "--no-hub"}},
+		{name: "--hub: nobody listens", args: []string{"rmem", "read", "--iface", cl.IfName(), "--hub", "tcp://127.0.0.1:1", "--peer", "{peer}", "--addr", "0"},
+			code: 2, want: []string{"no oetp hub answers at tcp://127.0.0.1:1: connection refused"}},
+		{name: "OETP_HUB: a socket nobody serves", env: []string{"OETP_HUB=" + dead}, args: []string{"rmem", "read", "--iface", cl.IfName(), "--peer", nobody, "--addr", "0", "--json"},
+			code: 1, want: []string{"no hub answers at " + dead + " (connection refused): this command runs its own endpoint", "TIMEOUT (8)"}},
+		{name: "hub status: no socket", args: []string{"hub", "status", "--hub", filepath.Join(dir, "nohub.sock")},
+			code: 1, want: []string{"no oetp hub answers at " + filepath.Join(dir, "nohub.sock") + ": no such file or directory; start a hub there"}},
+		{name: "conformance: bad DUT file", args: []string{"conformance", "run", "--iface", cl.IfName(), "--target", "{peer}", "--dut", badDUT},
+			code: 2, want: []string{"--dut: " + badDUT + ": max_frame 5: use the device's MAX_RAW_FRAME_SIZE"}},
+		{name: "conformance: missing DUT file", args: []string{"conformance", "run", "--iface", cl.IfName(), "--target", "{peer}", "--dut", filepath.Join(dir, "nodut.toml")},
+			code: 2, want: []string{"--dut: cannot read " + filepath.Join(dir, "nodut.toml") + ": no such file or directory"}},
+		{name: "regs: a key of the wrong type", args: []string{"regs", "list", "--table", typedTable},
+			code: 2, want: []string{`line 2 (key "node.name"): the value is an integer; this key takes a string (in quotes)`}},
+		{name: "retries: the link's figures", args: op("rmem", "read", "--peer", nobody, "--addr", "0", "--timeout", "20ms", "--retries", "1"),
+			code: 1, want: []string{"TIMEOUT (8)", "; link figures: no round trip measured, 1 retries"}},
 	}
 	expand := strings.NewReplacer("{peer}", sv.MAC().String(), "{own}", cl.MAC().String(), "{dir}", dir)
 	for _, m := range rows {
@@ -193,7 +260,7 @@ func TestMistakes(t *testing.T) {
 			if m.host == 1 {
 				h = sv
 			}
-			out, errOut, code := oetpIn(t, bin, h, args...)
+			out, errOut, code := oetpInEnv(t, bin, h, m.env, args...)
 			all := out + errOut
 			if code != m.code {
 				t.Errorf("oetp %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, m.code, out, errOut)
@@ -207,6 +274,9 @@ func TestMistakes(t *testing.T) {
 				if strings.Contains(all, w) {
 					t.Errorf("oetp %s: output holds %q\nstdout: %s\nstderr: %s", strings.Join(args, " "), w, out, errOut)
 				}
+			}
+			if w := goWords(all); w != "" {
+				t.Errorf("oetp %s: output holds %q, a package's name or Go's words\nstdout: %s\nstderr: %s", strings.Join(args, " "), w, out, errOut)
 			}
 			checkSuggestedFlags(t, args, errOut)
 		})
@@ -255,6 +325,37 @@ func TestMistakes(t *testing.T) {
 		!strings.Contains(res.stdout, `"failed_addr":`) || strings.Contains(res.stdout, `"bytes":0,`) || strings.Contains(res.stdout+res.stderr, "context canceled") {
 		t.Errorf("dma write after SIGINT: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
+}
+
+// goWordsRe matches what a user must not read: a Go package's name as a
+// message's prefix (at the start of a line or after another message's
+// ": "), the shapes of Go's net, os and context errors, the
+// names of Go types and struct fields, a runtime crash.
+var goWordsRe = regexp.MustCompile(`(?:^|\n|: |; |\(|")(?:memory|memspec|pcap|link|afpacket|rlink|mem|endpoint|hub|node|addrtable|netns|toml|tomlin|conformance|transport|role|relay|client|rundir|devices|wire|reliable|placement|affinity|pace|bench|demo|proto|os|net|time|strconv): ` +
+	`|context canceled|context deadline exceeded|route ip\+net|use of closed network connection|dial (?:unix|tcp|udp)|connect: |\bConfig\.[A-Z]|\b(?:u?int(?:8|16|32|64)|float64)\b|destination has type` +
+	`|(?:^|: )EOF(?:$|[\n;])|goroutine \d|panic: |fatal error: `)
+
+// goWords returns the first thing in s a user must not read, or "". The
+// hub's own name ("oetp hub: ...") is the program's, not a package's.
+func goWords(s string) string {
+	return goWordsRe.FindString(strings.ReplaceAll(s, "oetp hub: ", "oetp-hub "))
+}
+
+// oetpInEnv is oetpIn with extra environment variables.
+func oetpInEnv(t testing.TB, bin string, h *netns.Host, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	if len(env) == 0 {
+		return oetpIn(t, bin, h, args...)
+	}
+	cmd := h.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("running oetp %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
 type interruptResult struct {

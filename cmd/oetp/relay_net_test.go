@@ -164,7 +164,7 @@ func TestRelayCommandRetries(t *testing.T) {
 	if code != 1 || got["outcome_unknown"] != true || got["retries"] != float64(2) || link["expired_tries"] != float64(3) || link["timeouts"] != float64(1) {
 		t.Fatalf("plain read: exit %d %v; %s", code, got, errOut)
 	}
-	if !strings.Contains(errOut, "link: no round trip measured, 2 retries, 3 expired tries, 1 timeouts") {
+	if !strings.Contains(errOut, "link figures: no round trip measured, 2 retries, 3 expired tries, 1 timeouts") {
 		t.Fatalf("stderr %q does not give the link's figures", errOut)
 	}
 	st = r.stop(t)

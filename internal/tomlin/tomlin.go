@@ -9,9 +9,13 @@
 package tomlin
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 )
@@ -95,7 +99,83 @@ func Decode(file string, data []byte, v any) (toml.MetaData, error) {
 	if err := Check(file, data); err != nil {
 		return toml.MetaData{}, err
 	}
-	return toml.Decode(string(data), v)
+	md, err := toml.Decode(string(data), v)
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return md, &SyntaxError{Line: pe.Position.Line, Key: pe.LastKey, Msg: userWords(pe.Message), Err: pe}
+	}
+	if err != nil {
+		// A value of the wrong type: "toml: line 1 (last key "k"): ...".
+		if m := parserError.FindStringSubmatch(err.Error()); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return md, &SyntaxError{Line: line, Key: m[2], Msg: userWords(m[3]), Err: err}
+		}
+	}
+	return md, err
+}
+
+// parserError is the shape of the parser's errors that are not a
+// toml.ParseError.
+var parserError = regexp.MustCompile(`^toml: (?:line (\d+) )?(?:\(last key "(.*?)"\): )?(.*)$`)
+
+// SyntaxError is a TOML file the parser refused, or a value whose type is
+// not the key's: the line, the key and the reason in a user's words (the
+// parser's types are Go's). It unwraps to the parser's toml.ParseError.
+type SyntaxError struct {
+	Line int
+	Key  string // the last key read before the error; may be empty
+	Msg  string
+	Err  error
+}
+
+func (e *SyntaxError) Error() string {
+	if e.Line == 0 {
+		if e.Key == "" {
+			return e.Msg
+		}
+		return fmt.Sprintf("key %q: %s", e.Key, e.Msg)
+	}
+	if e.Key == "" {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return fmt.Sprintf("line %d (key %q): %s", e.Line, e.Key, e.Msg)
+}
+
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// tomlTypes names the parser's TOML and Go types as a user writes them.
+var tomlTypes = map[string]string{
+	"int64": "an integer", "float64": "a number", "string": "a string (in quotes)", "bool": "true or false",
+	"boolean": "true or false", "slice": "an array [...]", "array": "an array [...]", "map": "a table",
+	"struct": "a table", "time.Time": "a date", "integer": "an integer", "float": "a number",
+	"datetime": "a date", "table": "a table", "int": "an integer", "uint": "an integer",
+}
+
+// userWords rewrites the parser's type mismatch ("incompatible types: TOML
+// value has type int64; destination has type string") as "the value is
+// an integer; this key takes a string (in quotes)".
+func userWords(msg string) string {
+	if d, ok := strings.CutPrefix(msg, "time: invalid duration "); ok {
+		return d + " is not a duration: write one such as \"1s\", \"250ms\" or \"2m\""
+	}
+	rest, ok := strings.CutPrefix(msg, "incompatible types: TOML value has type ")
+	if !ok {
+		return msg
+	}
+	got, want, ok := strings.Cut(rest, "; destination has type ")
+	if !ok {
+		return msg
+	}
+	name := func(t string) string {
+		if w, ok := tomlTypes[strings.TrimSpace(t)]; ok {
+			return w
+		}
+		if strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint") {
+			return "an integer"
+		}
+		return "another type"
+	}
+	return fmt.Sprintf("the value is %s; this key takes %s", name(got), name(want))
 }
 
 // DecodeFile reads the file at path with ReadFile and decodes it with

@@ -109,11 +109,11 @@ const (
 // Errors wrapped by Reader's and Ethernet's errors, to test with errors.Is.
 var (
 	// ErrMagic: the input is neither a classic pcap nor a pcapng file.
-	ErrMagic = errors.New("pcap: not a pcap or pcapng file")
+	ErrMagic = errors.New("not a pcap or pcapng file")
 	// ErrLinkType: the record's link type does not carry Ethernet.
-	ErrLinkType = errors.New("pcap: unsupported link type")
+	ErrLinkType = errors.New("a link type that does not carry Ethernet")
 	// ErrTruncated: the file ends inside a header or a record.
-	ErrTruncated = errors.New("pcap: truncated file")
+	ErrTruncated = errors.New("truncated capture file")
 	// ErrFrame: the record is too short for its link-layer headers.
-	ErrFrame = errors.New("pcap: malformed link-layer header")
+	ErrFrame = errors.New("malformed link-layer header")
 )

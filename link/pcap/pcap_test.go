@@ -242,11 +242,11 @@ func TestReaderErrors(t *testing.T) {
 			is     error
 			want   string
 		}{
-			{"empty", nil, true, pcap.ErrTruncated, "pcap: truncated file: empty input, no file header"},
-			{"3 bytes", good[:3], true, pcap.ErrTruncated, "pcap: truncated file: the input ends after 3 bytes, inside the file header"},
-			{"short header", good[:20], true, pcap.ErrTruncated, "pcap: truncated file: the " + f.String() + " file header is incomplete"},
-			{"bad magic", []byte("GET / HTTP/1.1\r\nHost: example\r\n"), true, pcap.ErrMagic, "pcap: not a pcap or pcapng file: the file starts with 47 45 54 20; want a classic pcap magic (a1 b2 c3 d4 or a1 b2 3c 4d, either byte order) or a pcapng Section Header Block (0a 0d 0d 0a)"},
-			{"record", good[:len(good)-1], false, pcap.ErrTruncated, "pcap: truncated file: record 2 is incomplete"},
+			{"empty", nil, true, pcap.ErrTruncated, "truncated capture file: empty input, no file header"},
+			{"3 bytes", good[:3], true, pcap.ErrTruncated, "truncated capture file: the input ends after 3 bytes, inside the file header"},
+			{"short header", good[:20], true, pcap.ErrTruncated, "truncated capture file: the " + f.String() + " file header is incomplete"},
+			{"bad magic", []byte("GET / HTTP/1.1\r\nHost: example\r\n"), true, pcap.ErrMagic, "not a pcap or pcapng file: the file starts with 47 45 54 20; want a classic pcap magic (a1 b2 c3 d4 or a1 b2 3c 4d, either byte order) or a pcapng Section Header Block (0a 0d 0d 0a)"},
+			{"record", good[:len(good)-1], false, pcap.ErrTruncated, "truncated capture file: record 2 is incomplete"},
 		} {
 			r, err := pcap.NewReader(bytes.NewReader(tc.data))
 			if !tc.header {
@@ -281,13 +281,13 @@ func (f *failWriter) Write(b []byte) (int, error) {
 func TestWriterErrors(t *testing.T) {
 	for _, snaplen := range []int{-1, 262145} {
 		_, err := pcap.NewWriter(io.Discard, snaplen)
-		if want := fmt.Sprintf("pcap: snaplen %d: use 1 through 262144 bytes, or 0 for 262144", snaplen); err == nil || err.Error() != want {
+		if want := fmt.Sprintf("snaplen %d: use 1 through 262144 bytes, or 0 for 262144", snaplen); err == nil || err.Error() != want {
 			t.Errorf("NewWriter(snaplen %d) = %v, want %s", snaplen, err, want)
 		}
 	}
 	disk := errors.New("disk full")
 	for _, f := range formats {
-		if _, err := pcap.NewWriterFormat(&failWriter{err: disk}, f, 0); !errors.Is(err, disk) || err.Error() != "pcap: write "+f.String()+" file header: disk full" {
+		if _, err := pcap.NewWriterFormat(&failWriter{err: disk}, f, 0); !errors.Is(err, disk) || err.Error() != "cannot write the "+f.String()+" file header: disk full" {
 			t.Errorf("NewWriter on a failing writer = %v", err)
 		}
 		fw := &failWriter{n: 2, err: disk}
@@ -300,7 +300,7 @@ func TestWriterErrors(t *testing.T) {
 			t.Fatalf("%v: first WritePacket = %v, Err %v", f, err, w.Err())
 		}
 		err = w.WritePacket(base, []byte{2})
-		if !errors.Is(err, disk) || err.Error() != "pcap: write record: disk full" || w.Err() != err {
+		if !errors.Is(err, disk) || err.Error() != "cannot write a record: disk full" || w.Err() != err {
 			t.Fatalf("%v: failing WritePacket = %v, Err %v", f, err, w.Err())
 		}
 		fw.n = 10 // the writer works again, but the file is already broken

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -39,7 +40,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 	case len(head) < 4 && (err == io.EOF || err == io.ErrUnexpectedEOF):
 		return nil, fmt.Errorf("%w: the input ends after %d bytes, inside the file header", ErrTruncated, len(head))
 	case err != nil:
-		return nil, fmt.Errorf("pcap: read file header: %w", err)
+		return nil, fmt.Errorf("cannot read the file header: %w", pathless(err))
 	}
 	rd := &Reader{}
 	magic := binary.LittleEndian.Uint32(head)
@@ -62,9 +63,20 @@ func NewReader(r io.Reader) (*Reader, error) {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("%w: the %v file header is incomplete", ErrTruncated, rd.format)
 		}
-		return nil, fmt.Errorf("pcap: %v file header: %w", rd.format, err)
+		return nil, fmt.Errorf("bad %v file header: %w", rd.format, err)
 	}
 	return rd, nil
+}
+
+// pathless is the OS's reason of a read error without Go's operation and
+// path ("is a directory", not "read /x: is a directory"): the caller names
+// the file.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func swap32(v uint32) uint32 { return v>>24 | v>>8&0xff00 | v<<8&0xff0000 | v<<24 }
@@ -90,12 +102,12 @@ func (r *Reader) Next() (ts time.Time, data []byte, err error) {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return time.Time{}, nil, fmt.Errorf("%w: record %d is incomplete", ErrTruncated, rec)
 	case err != nil:
-		return time.Time{}, nil, fmt.Errorf("pcap: record %d: %w", rec, err)
+		return time.Time{}, nil, fmt.Errorf("record %d: %w", rec, pathless(err))
 	}
 	if r.ng != nil {
 		intf, err := r.ng.Interface(ci.InterfaceIndex)
 		if err != nil {
-			return time.Time{}, nil, fmt.Errorf("pcap: record %d: %w", rec, err)
+			return time.Time{}, nil, fmt.Errorf("record %d: %w", rec, err)
 		}
 		r.linkType = LinkType(intf.LinkType)
 	}

@@ -42,7 +42,7 @@ func NewWriterFormat(w io.Writer, f Format, snaplen int) (*Writer, error) {
 		snaplen = MaxSnaplen
 	}
 	if snaplen < 0 || snaplen > MaxSnaplen {
-		return nil, fmt.Errorf("pcap: snaplen %d: use 1 through %d bytes, or 0 for %d", snaplen, MaxSnaplen, MaxSnaplen)
+		return nil, fmt.Errorf("snaplen %d: use 1 through %d bytes, or 0 for %d", snaplen, MaxSnaplen, MaxSnaplen)
 	}
 	// Large enough for any record, and at least bufio's default size so
 	// that pcapgo's own bufio.NewWriter returns it as is: each record is
@@ -64,13 +64,13 @@ func NewWriterFormat(w io.Writer, f Format, snaplen int) (*Writer, error) {
 			Application: "oetp", OS: runtime.GOOS, Hardware: runtime.GOARCH,
 		}})
 	default:
-		return nil, fmt.Errorf("pcap: unknown format %d", f)
+		return nil, fmt.Errorf("unknown capture format %d", f)
 	}
 	if err == nil {
 		err = pw.flush()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pcap: write %v file header: %w", f, err)
+		return nil, fmt.Errorf("cannot write the %v file header: %w", f, err)
 	}
 	return pw, nil
 }
@@ -95,7 +95,7 @@ func (w *Writer) Snaplen() int { return w.snaplen }
 // error, it and every later call return that error.
 func (w *Writer) WritePacket(ts time.Time, frame []byte) error {
 	if sec := ts.Unix(); w.format == Classic && (sec < 0 || sec > math.MaxUint32) {
-		return fmt.Errorf("pcap: timestamp %v: classic pcap holds 1970-01-01 through 2106-02-07 UTC", ts)
+		return fmt.Errorf("timestamp %v: classic pcap holds 1970-01-01 through 2106-02-07 UTC", ts)
 	}
 	incl := min(len(frame), w.snaplen)
 	ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: incl, Length: len(frame)}
@@ -114,7 +114,7 @@ func (w *Writer) WritePacket(ts time.Time, frame []byte) error {
 		err = w.flush()
 	}
 	if err != nil {
-		w.err = fmt.Errorf("pcap: write record: %w", err)
+		w.err = fmt.Errorf("cannot write a record: %w", err)
 		return w.err
 	}
 	return nil
