@@ -4,8 +4,10 @@ package hub_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/hub"
@@ -53,6 +56,36 @@ func TestAccessHelper(t *testing.T) {
 	fmt.Printf("read batch: %#x %v\n", r.Value, err)
 	v, err = d.Read(0x10)
 	fmt.Printf("read after: %#x %v\n", v, err)
+	// Large bodies announced and never sent: refused from the header (a
+	// group write from its group's name), without waiting for the body.
+	for _, r := range []struct {
+		name   string
+		typ    uint8
+		handle uint16
+		prefix []byte
+	}{
+		{"big batch", proto.Batch, 1, nil},
+		{"big group_write", proto.GroupWrite, 0, append([]byte{0, 3, 0}, "all"...)},
+	} {
+		rc, err := net.Dial("unix", sock)
+		if err != nil {
+			fmt.Printf("%s: %v\n", r.name, err)
+			continue
+		}
+		req := proto.AppendHeader(nil, r.typ, r.handle, 2)
+		binary.LittleEndian.PutUint32(req, uint32(len(req)-4+8<<20))
+		rc.Write(append(req, r.prefix...))
+		rc.SetReadDeadline(time.Now().Add(3 * time.Second))
+		hdr, body, _, err := proto.ReadMessage(rc, nil)
+		if err != nil {
+			fmt.Printf("%s: %v\n", r.name, err)
+			rc.Close()
+			continue
+		}
+		st, _, _ := proto.ParseReply(body)
+		fmt.Printf("%s: tag %d %s: %s\n", r.name, hdr.Tag, proto.StatusName(st.Status), st.Message)
+		rc.Close()
+	}
 }
 
 // A device with read = ["nobody"] and write = ["@staff"]: uid 65534
@@ -63,8 +96,9 @@ func TestAccessHelper(t *testing.T) {
 // connect at all.
 func TestAccessRules(t *testing.T) {
 	hostile.NeedRoot(t)
-	th := newTestHubWith(t, func(d *hub.DeviceConfig) {
-		d.Access = hub.Access{Read: []string{"nobody"}, Write: []string{"@staff"}}
+	th := newTestHubConfig(t, func(c *hub.Config) {
+		c.Devices[0].Access = hub.Access{Read: []string{"nobody"}, Write: []string{"@staff"}}
+		c.Groups = []hub.GroupConfig{{Name: "all", MAC: groupMAC, Devices: []string{"board1"}}}
 	})
 	dir := hostile.Dir(t)
 	sock := filepath.Join(dir, "run", "hub.sock")
@@ -108,13 +142,15 @@ func TestAccessRules(t *testing.T) {
 		`batch: oetp hub: DENIED: BATCH with a write: write on device "board1" refused: uid 65534 (nobody)`,
 		"read batch: 0xc0ffee01 <nil>",
 		"read after: 0xc0ffee01 <nil>",
+		`big batch: tag 2 DENIED: BATCH with a write: write on device "board1" refused: uid 65534 (nobody)`,
+		`big group_write: tag 2 DENIED: group_write all: write on device "board1" refused: uid 65534 (nobody)`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("as nobody: no %q", want)
 		}
 	}
-	if strings.Count(out, rule) != 4 {
-		t.Errorf("as nobody: %d refusals name the rule, want 4", strings.Count(out, rule))
+	if strings.Count(out, rule) != 6 {
+		t.Errorf("as nobody: %d refusals name the rule, want 6", strings.Count(out, rule))
 	}
 	// Nothing the refused writes asked for ran.
 	if v, err := root.Read(0x10); err != nil || v != 0xC0FFEE01 {

@@ -112,10 +112,18 @@ func (c *conn) serve() {
 		if err != nil && !errors.Is(err, errRefused) {
 			var de *deniedError
 			if errors.As(err, &de) {
-				// Refused by the device's rules; its body was skipped.
+				// Refused by the device's rules from the header: the
+				// refusal goes first, then the body is read and dropped
+				// (never held), so the connection goes on.
 				c.bw.Write(fail(c.out[:0], hdr, proto.StatusDenied, "%s", de.why))
-				if c.br.Buffered() == 0 {
-					c.bw.Flush()
+				if c.bw.Flush() != nil {
+					return
+				}
+				if _, err := io.CopyN(io.Discard, c.br, int64(hdr.BodyLen())); err != nil {
+					if isTimeout(err) {
+						c.h.stalls.Add(1)
+					}
+					return
 				}
 				continue
 			}
@@ -243,8 +251,18 @@ func (c *conn) readRequest() (proto.Header, []byte, error) {
 		return hdr, nil, fmt.Errorf("%w: a HELLO of %d bytes, more than the %d-byte limit", proto.ErrFraming, n, proto.MaxHello)
 	}
 	if d := c.device(hdr); d != nil && d.Config.Access.Restricted() && deviceType(hdr.Type) {
-		if why := c.denied(d, writeType(hdr.Type)); why != "" {
-			if _, err := io.CopyN(io.Discard, c.br, int64(n)); err != nil {
+		// A BATCH longer than any batch of reads holds a write.
+		write := writeType(hdr.Type) || hdr.Type == proto.Batch && n > maxReadBatch
+		if why := c.denied(d, write); why != "" {
+			if hdr.Type == proto.Batch && write {
+				why = "BATCH with a write: " + why
+			}
+			return hdr, nil, &deniedError{why}
+		}
+	}
+	if hdr.Type == proto.GroupWrite && (!c.needAuth || c.authed) {
+		if why, err := c.groupDenied(n); err != nil || why != "" {
+			if err != nil {
 				return hdr, nil, err
 			}
 			return hdr, nil, &deniedError{why}
@@ -282,8 +300,43 @@ func (c *conn) readRequest() (proto.Header, []byte, error) {
 	return hdr, body, nil
 }
 
+// maxReadBatch is the longest BATCH body that holds no write: the count
+// and MaxBatch READ_BLOCKs (9 bytes each, the longest read).
+const maxReadBatch = 4 + 9*proto.MaxBatch
+
+// groupDenied checks a GROUP_WRITE of an n-byte body against the rules of
+// its group's members before its data is read: it peeks at the flags and
+// the group's name (at most 3+MaxName bytes), leaving them to be read.
+func (c *conn) groupDenied(n int) (string, error) {
+	if n < 3 {
+		return "", nil
+	}
+	b, err := c.br.Peek(3)
+	if err != nil {
+		return "", err
+	}
+	k := int(binary.LittleEndian.Uint16(b[1:]))
+	if k > proto.MaxName || 3+k > n {
+		return "", nil // malformed: refused once decoded
+	}
+	if b, err = c.br.Peek(3 + k); err != nil {
+		return "", err
+	}
+	name := string(b[3:])
+	g := c.h.groups[name]
+	if g == nil {
+		return "", nil
+	}
+	for _, d := range g.members {
+		if why := c.denied(d, true); why != "" {
+			return fmt.Sprintf("group_write %s: %s", name, why), nil
+		}
+	}
+	return "", nil
+}
+
 // deniedError is readRequest's error for a request the device's rules
-// refuse (Access); its body has been skipped.
+// refuse (Access), from its header: its body has not been read.
 type deniedError struct{ why string }
 
 func (e *deniedError) Error() string { return e.why }
