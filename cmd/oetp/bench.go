@@ -17,20 +17,21 @@ func init() { register("bench", newBenchCmd) }
 
 func newBenchCmd() *cobra.Command {
 	var (
-		scenarios string
-		duration  time.Duration
-		rounds    int
-		maxOps    int64
-		blocks    string
-		asJSON    bool
-		svg       string
-		linkIO    string
-		anyCPU    bool
-		busyPoll  time.Duration
-		quiet     bool
-		rawEcho   string
-		floorEcho string
-		floorWays bool
+		scenarios  string
+		duration   time.Duration
+		rounds     int
+		maxOps     int64
+		blocks     string
+		asJSON     bool
+		svg        string
+		linkIO     string
+		anyCPU     bool
+		busyPoll   time.Duration
+		quiet      bool
+		rawEcho    string
+		floorEcho  string
+		windowEcho string
+		floorWays  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -112,6 +113,10 @@ Every measurement also stops after --max-ops operations.`,
 				// The proc scenario's floor echo process (hidden).
 				return bench.FloorEcho(rawEcho, floorEcho, cmd.InOrStdin(), cmd.OutOrStdout())
 			}
+			if windowEcho != "" {
+				// The reliable scenario's windowed echo process (hidden).
+				return bench.WindowEcho(windowEcho, cmd.InOrStdin(), cmd.OutOrStdout())
+			}
 			if rawEcho != "" {
 				// The proc scenario's raw echo process (hidden).
 				return bench.RawEcho(rawEcho, cmd.InOrStdin(), cmd.OutOrStdout())
@@ -189,6 +194,8 @@ Every measurement also stops after --max-ops operations.`,
 	// the raw ping-pong's echo as a process of its own.
 	f.StringVar(&rawEcho, bench.RawEchoFlag, "", "run the raw ping-pong's echo on interface `IF` (the proc scenario's own use)")
 	_ = f.MarkHidden(bench.RawEchoFlag)
+	f.StringVar(&windowEcho, bench.WindowEchoFlag, "", "run the windowed raw exchange's echo on interface `IF` (the reliable scenario's own use)")
+	_ = f.MarkHidden(bench.WindowEchoFlag)
 	// With it, the echo is the floor rows' (a region of the size given).
 	f.StringVar(&floorEcho, bench.FloorFlag, "", "with --"+bench.RawEchoFlag+", the floor rows' echo with a region `SPEC` (the proc scenario's own use)")
 	_ = f.MarkHidden(bench.FloorFlag)

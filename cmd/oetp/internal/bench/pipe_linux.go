@@ -29,59 +29,38 @@ type rawPipe struct {
 	near, far *rawSock
 	req, rsp  []byte
 	stop      []byte
+	// depth is the requests kept in flight; 0 selects pipeDepth.
+	depth int
+	// external: the far side is an echo process (WindowEcho) that the
+	// caller starts and stops; far and stop are unused.
+	external bool
+	// cpu is the CPU time of the near thread, over all rounds.
+	cpu time.Duration
 }
 
 // round runs the exchange for about d and returns the replies received
 // and the time taken.
 func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
+	depth := p.depth
+	if depth == 0 {
+		depth = pipeDepth
+	}
 	p.near.drain()
-	p.far.drain()
 	echoDone := make(chan error, 1)
 	ready := make(chan error, 1)
-	go func() {
-		if err := lockThread(-1); err != nil {
-			ready <- err
-			return
-		}
-		in, bufs := newRecvBatch()
-		out := newSendBatch(p.rsp, streamBatch)
+	if p.external {
 		ready <- nil
-		for {
-			n, err := in.recvmmsg(p.far.fd)
-			if err == errRawTimeout {
-				continue // the near side's stop frame ends the loop
-			}
-			if err != nil {
-				echoDone <- err
-				return
-			}
-			k := 0
-			for i := range n {
-				switch {
-				case int(in.msgs[i].Len) >= wire.ParamOffset && bufs[i][15] == stopCmd:
-					echoDone <- nil
-					return
-				case int(in.msgs[i].Len) == len(p.req):
-					k++
-				}
-			}
-			// One sendmmsg of k replies (from message streamBatch-k on).
-			for i := streamBatch - k; i < streamBatch; {
-				m, err := out.sendmmsg(p.far.fd, i)
-				if err != nil {
-					echoDone <- err
-					return
-				}
-				i += m
-			}
-		}
-	}()
+	} else {
+		p.far.drain()
+		go p.echo(ready, echoDone)
+	}
 	if err := <-ready; err != nil {
 		return 0, 0, err
 	}
 	type result struct {
 		n   int64
 		el  time.Duration
+		cpu time.Duration
 		err error
 	}
 	res := make(chan result, 1)
@@ -90,10 +69,11 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 			res <- result{err: err}
 			return
 		}
+		cpu0 := threadCPU()
 		in, _ := newRecvBatch()
-		out := newSendBatch(p.req, pipeDepth)
+		out := newSendBatch(p.req, depth)
 		send := func(k int) error {
-			for i := pipeDepth - k; i < pipeDepth; {
+			for i := depth - k; i < depth; {
 				m, err := out.sendmmsg(p.near.fd, i)
 				if err != nil {
 					return err
@@ -105,7 +85,7 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 		var got int64
 		start := time.Now()
 		deadline := start.Add(d)
-		if err := send(pipeDepth); err != nil {
+		if err := send(depth); err != nil {
 			res <- result{err: err}
 			return
 		}
@@ -113,7 +93,7 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 			n, err := in.recvmmsg(p.near.fd)
 			if err == errRawTimeout {
 				// Frames lost (a full queue): fill the pipe again.
-				err = send(pipeDepth)
+				err = send(depth)
 				n = 0
 			}
 			if err != nil {
@@ -127,14 +107,22 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 				}
 			}
 			got += int64(k)
-			if err := send(k); err != nil {
+			if err := send(min(k, depth)); err != nil {
 				res <- result{err: err}
 				return
 			}
 		}
-		res <- result{n: got, el: time.Since(start)}
+		res <- result{n: got, el: time.Since(start), cpu: time.Duration(threadCPU() - cpu0)}
 	}()
 	r := <-res
+	p.cpu += r.cpu
+	if p.external {
+		p.near.drain()
+		if r.err != nil {
+			return 0, 0, fmt.Errorf("bench: raw windowed exchange: %w", r.err)
+		}
+		return r.n, r.el, nil
+	}
 	// The stop frame ends the echo; resent should a copy be lost.
 	var eerr error
 	for i := 0; ; i++ {
@@ -157,4 +145,46 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 		return 0, 0, fmt.Errorf("bench: raw pipelined exchange: %w", r.err)
 	}
 	return r.n, r.el, nil
+}
+
+// echo is the far side of an in-process pipelined exchange: it reads
+// requests in recvmmsg batches and answers each batch with one sendmmsg,
+// until the stop frame.
+func (p *rawPipe) echo(ready, echoDone chan<- error) {
+	if err := lockThread(-1); err != nil {
+		ready <- err
+		return
+	}
+	in, bufs := newRecvBatch()
+	out := newSendBatch(p.rsp, streamBatch)
+	ready <- nil
+	for {
+		n, err := in.recvmmsg(p.far.fd)
+		if err == errRawTimeout {
+			continue // the near side's stop frame ends the loop
+		}
+		if err != nil {
+			echoDone <- err
+			return
+		}
+		k := 0
+		for i := range n {
+			switch {
+			case int(in.msgs[i].Len) >= wire.ParamOffset && bufs[i][15] == stopCmd:
+				echoDone <- nil
+				return
+			case int(in.msgs[i].Len) == len(p.req):
+				k++
+			}
+		}
+		// One sendmmsg of k replies (from message streamBatch-k on).
+		for i := streamBatch - k; i < streamBatch; {
+			m, err := out.sendmmsg(p.far.fd, i)
+			if err != nil {
+				echoDone <- err
+				return
+			}
+			i += m
+		}
+	}
 }

@@ -26,3 +26,11 @@ const FloorFlag = "raw-echo-floor"
 func FloorEcho(ifname, spec string, stdin io.Reader, ready io.Writer) error {
 	return errors.New("bench: the floor echo needs Linux (AF_PACKET)")
 }
+
+// WindowEchoFlag is the hidden flag of `oetp bench` that runs WindowEcho.
+const WindowEchoFlag = "raw-window-echo"
+
+// WindowEcho needs AF_PACKET (Linux).
+func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
+	return errors.New("bench: the windowed echo needs Linux (AF_PACKET)")
+}

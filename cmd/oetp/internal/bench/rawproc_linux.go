@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -87,8 +88,14 @@ func (p *procEnv) startRawEcho(cpu int) (*rawProc, error) { return p.startEchoPr
 // startEchoProc starts the raw echo process with more arguments (the
 // floor echo's), as startRawEcho.
 func (p *procEnv) startEchoProc(cpu int, args ...string) (*rawProc, error) {
-	hb := p.n.Host(1)
-	cmd := hb.Command(p.bin, append([]string{"bench", "--" + RawEchoFlag, hb.IfName()}, args...)...)
+	return startEchoCmd(p.bin, p.n.Host(1), cpu, append([]string{"--" + RawEchoFlag, p.n.Host(1).IfName()}, args...)...)
+}
+
+// startEchoCmd starts `bin bench ARGS` on host hb (an echo process that
+// prints "ready" once its socket is bound), pinned to cpu or with the CPUs
+// the bench started with when cpu is negative, and waits until it is ready.
+func startEchoCmd(bin string, hb *netns.Host, cpu int, args ...string) (*rawProc, error) {
+	cmd := hb.Command(bin, append([]string{"bench"}, args...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -35,14 +35,18 @@ var tcpAddrs = [2]string{"10.213.0.1/30", "10.213.0.2/30"}
 const tcpPort = 7213
 
 type reliableEnv struct {
+	bin      string // the oetp binary, for the windowed exchange's echo process ("": no such row)
 	maxBlock int
-	n        *netns.Net
-	rel      *pair // through rlink, peers reliable
-	la       *rlink.Link
-	lb       *rlink.Link
-	raw      *vethRaw
-	tcp      *tcpPair
-	cpu      int
+	// cpu of the reliable DMA rows, by name and block: the process's CPU
+	// time and the fragments moved.
+	relCPU map[string]*cpuUse
+	n      *netns.Net
+	rel    *pair // through rlink, peers reliable
+	la     *rlink.Link
+	lb     *rlink.Link
+	raw    *vethRaw
+	tcp    *tcpPair
+	cpu    int
 }
 
 func runReliable(o *Options) ([]Result, error) {
@@ -50,6 +54,7 @@ func runReliable(o *Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.bin = o.Binary
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: the engine through the reliable transport (link/rlink: PSN, ACK/NAK, CRC32C, replay cache; fragments of %d bytes, %d requests in flight) on a veth pair, next to the same engine and wrapper with the peer set to v1, the raw ping-pong and TCP bulk transfers (one connection, 10.213.0.0/30) over the same veth pair; every thread free on any CPU",
 		ScenarioReliable, node.FragmentCeiling(wire.MaxFrameLen), node.Window))
@@ -72,7 +77,7 @@ func newReliableEnv(maxBlock int, io string) (_ *reliableEnv, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &reliableEnv{n: n, cpu: lastCPU(), maxBlock: maxBlock}
+	e := &reliableEnv{n: n, cpu: lastCPU(), maxBlock: maxBlock, relCPU: map[string]*cpuUse{}}
 	defer func() {
 		if err != nil {
 			e.close()
@@ -143,6 +148,9 @@ func (e *reliableEnv) bases(op string) []*step {
 	out := []*step{e.raw.step(ScenarioReliable, op, -1)}
 	if op != opRMEMRead {
 		out = append(out, e.tcp.step(op, e.maxBlock), e.raw.stream(ScenarioReliable, op))
+		if e.bin != "" {
+			out = append(out, e.window(op))
+		}
 	}
 	return out
 }
@@ -164,13 +172,35 @@ func (e *reliableEnv) compare(o *Options, op string, bases, engines []*step) {
 		compare(op, bases, engines)
 		return
 	}
-	var tcp, stream *Result
+	var tcp, stream, win *Result
 	for _, b := range bases {
 		switch {
 		case strings.HasPrefix(b.res.Name, "tcp bulk"):
 			tcp = &b.res
 		case strings.HasPrefix(b.res.Name, "raw stream"):
 			stream = &b.res
+		case isWindowRow(&b.res):
+			win = &b.res
+		}
+	}
+	if win != nil && win.MBps > 0 {
+		for _, s := range engines {
+			r := &s.res
+			if !strings.HasSuffix(r.Name, " reliable") {
+				continue
+			}
+			x, goal := r.MBps/win.MBps, windowGoal(r.Block)
+			verdict := "met"
+			if x < goal {
+				verdict = "missed"
+			}
+			cpu := ""
+			if u := e.relCPU[fmt.Sprint(r.Name, r.Block)]; u != nil && u.frags > 0 {
+				cpu = fmt.Sprintf("; CPU per fragment, both endpoints (the bench process): %.2f µs", float64(u.cpu)/float64(u.frags)/1e3)
+			}
+			o.report.Notes = append(o.report.Notes, fmt.Sprintf(
+				"%s: %s %s: %.1f MB/s, %.3f× the windowed raw exchange (%.1f MB/s, goal ≥ %.1f: %s)%s",
+				ScenarioReliable, r.Name, sizeOrDash(r.Block), r.MBps, x, win.MBps, goal, verdict, cpu))
 		}
 	}
 	for _, s := range engines {
@@ -206,7 +236,28 @@ func (e *reliableEnv) compare(o *Options, op string, bases, engines []*step) {
 func (e *reliableEnv) engine(op string, n int) *step {
 	s := engineStep(ScenarioReliable, e.rel, op, n)
 	s.res.Name += " reliable"
+	if op != opRMEMRead {
+		// Both endpoints are this process: its CPU time per fragment.
+		u := &cpuUse{}
+		e.relCPU[fmt.Sprint(s.res.Name, s.res.Block)] = u
+		round := s.round
+		s.round = func(d time.Duration, maxOps int64) error {
+			// The fragments the initiator sent, warm-up included, as
+			// the CPU time is.
+			c0, f0 := processCPU(), e.la.Stats().Sent
+			err := round(d, maxOps)
+			u.cpu += processCPU() - c0
+			u.frags += int64(e.la.Stats().Sent - f0)
+			return err
+		}
+	}
 	return e.withMode(s, rlink.Reliable)
+}
+
+// cpuUse is CPU time and the fragments it moved.
+type cpuUse struct {
+	cpu   time.Duration
+	frags int64
 }
 
 func (e *reliableEnv) extra(op string, blocks []int64) []*step {

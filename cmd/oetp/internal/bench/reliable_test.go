@@ -3,6 +3,8 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"github.com/openenoc/oetp/internal/testutil"
 )
 
 func TestRunReliable(t *testing.T) {
@@ -11,6 +13,8 @@ func TestRunReliable(t *testing.T) {
 	}
 	o := shortOptions(ScenarioReliable)
 	o.Blocks = []int64{64 << 10}
+	// The windowed raw exchange's echo is a process of this binary.
+	o.Binary = testutil.BuildCommand(t, "../..")
 	rep, err := Run(o)
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +37,13 @@ func TestRunReliable(t *testing.T) {
 			}
 			continue
 		}
+		if strings.HasPrefix(r.Name, windowRowPrefix) {
+			// Exchanges in a window: no per-exchange latencies.
+			if r.MBps <= 0 || r.Ops <= 0 || r.FrameCount != 2*r.Ops || !r.Baseline || !strings.Contains(r.Note, "CPU per exchange, both sides") {
+				t.Errorf("%s: %+v", r.Name, r)
+			}
+			continue
+		}
 		if strings.HasPrefix(r.Name, "dma-") && strings.HasSuffix(r.Name, " reliable") {
 			if !strings.HasPrefix(r.Versus, "tcp bulk") || r.Target != "≥1.00" || !strings.Contains(r.Note, "× the raw one-way stream (target ≥ 0.60)") {
 				t.Errorf("%s: compared with %q, target %q, note %q; want TCP bulk, ≥1.00 and the raw stream's ratio", r.Name, r.Versus, r.Target, r.Note)
@@ -51,7 +62,19 @@ func TestRunReliable(t *testing.T) {
 	for _, r := range rep.Results {
 		names[r.Name] = true
 	}
-	for _, want := range []string{"rmem-read reliable", "rmem-read v1", "dma-write reliable", "dma-write v1", "dma-read reliable", "dma-read v1", "tcp bulk 64KiB", "raw stream near→far ×64", "raw stream far→near ×64", "fan-in 1 sender", "fan-in 3 senders"} {
+	for _, op := range []string{"dma-write", "dma-read"} {
+		want := op + " reliable 64KiB: "
+		found := false
+		for _, n := range rep.Notes {
+			if strings.Contains(n, want) && strings.Contains(n, "× the windowed raw exchange") && strings.Contains(n, "CPU per fragment") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no note of %s against the windowed raw exchange in %q", op, rep.Notes)
+		}
+	}
+	for _, want := range []string{"raw window 8192↔20 ×32 in flight", "raw window 28↔8192 ×32 in flight", "rmem-read reliable", "rmem-read v1", "dma-write reliable", "dma-write v1", "dma-read reliable", "dma-read v1", "tcp bulk 64KiB", "raw stream near→far ×64", "raw stream far→near ×64", "fan-in 1 sender", "fan-in 3 senders"} {
 		if !names[want] {
 			t.Errorf("no %q row in %v", want, names)
 		}

@@ -1,0 +1,236 @@
+//go:build linux
+
+package bench
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openenoc/oetp/node"
+	"github.com/openenoc/oetp/wire"
+)
+
+// The windowed raw exchange: the medium's limit for the reliable
+// transport's DMA rows. The near side (a locked OS thread of the bench)
+// keeps windowDepth requests in flight with the frame sizes of a reliable
+// DMA fragment (8192-byte requests and 20-byte replies for writes, 28-byte
+// requests and 8192-byte replies for reads), sending with sendmmsg(2) and
+// receiving with blocking recvmmsg(2) in batches of up to streamBatch: each
+// batch of replies is answered by as many new requests in one call. The far
+// side is a process of its own (WindowEcho, as `oetp serve` is) that reads
+// requests in recvmmsg batches and answers each batch with one sendmmsg,
+// one reply per request. No protocol, no goroutine per frame, no copy
+// beyond the kernel's: what two processes and the kernel's per-packet path
+// allow for the exchange a reliable DMA block makes.
+
+// WindowEchoFlag is the hidden flag of `oetp bench` that runs WindowEcho:
+// the reliable scenario starts the binary with it in the far namespace.
+const WindowEchoFlag = "raw-window-echo"
+
+// windowDepth is the requests the windowed exchange keeps in flight: the
+// reliable transport's window.
+const windowDepth = node.Window
+
+// windowFrameLen is the length of the windowed exchange's large frames: a
+// reliable frame carrying a full fragment.
+const windowFrameLen = wire.MaxFrameLen
+
+// windowFrames returns the request and reply of the windowed exchange in
+// op's direction, with the baseline's EtherType: a DMA_WRITE_REQ of
+// windowFrameLen bytes and its 20-byte DMA_WRITE_RSP, or a 28-byte
+// DMA_READ_REQ and its DMA_READ_RSP padded to windowFrameLen bytes.
+func windowFrames(op string, near, far wire.MAC) (req, rsp []byte) {
+	payload := make([]byte, wire.MaxFragment)
+	switch op {
+	case opDMAWrite:
+		req = wire.AppendDMAWriteReq(nil, far, near, 1, remoteBase, payload)
+		rsp = wire.AppendDMAWriteRsp(nil, near, far, 1)
+	case opDMARead:
+		req = wire.AppendDMAReadReq(nil, far, near, 1, remoteBase, wire.MaxFragment)
+		rsp = wire.AppendDMAReadRsp(nil, near, far, 1, payload)
+		rsp = append(rsp, make([]byte, windowFrameLen-len(rsp))...)
+	default:
+		panic("bench: no windowed exchange for " + op)
+	}
+	return retype(req), retype(rsp)
+}
+
+// WindowEcho runs the far side of the windowed raw exchange on interface
+// ifname of this process's network namespace: it reads requests in
+// recvmmsg batches and answers each batch with one sendmmsg, a reply per
+// request chosen by its Cmd octet and addressed to its source. It writes
+// "ready" to ready once its socket is bound, and returns at the stop frame,
+// or within the read timeout once stdin reaches its end (the parent is
+// gone).
+func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return fmt.Errorf("bench: windowed echo on %s: %w: list the interfaces with `ip link`", ifname, err)
+	}
+	var far wire.MAC
+	copy(far[:], ifi.HardwareAddr)
+	s, err := openRaw(ifi.Index)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	var replies [256][]byte
+	for _, op := range []string{opDMAWrite, opDMARead} {
+		req, rsp := windowFrames(op, wire.MAC{}, far)
+		replies[req[15]] = rsp
+	}
+	if err := lockThread(-1); err != nil {
+		return err
+	}
+	s.drain()
+	if _, err := fmt.Fprintln(ready, "ready"); err != nil {
+		return err
+	}
+	gone := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		close(gone)
+	}()
+	in, bufs := newRecvBatch()
+	out := &mmsgBatch{msgs: make([]unix.Mmsghdr, streamBatch), iov: make([]unix.Iovec, streamBatch)}
+	for i := range out.msgs {
+		out.msgs[i].Hdr.Iov = &out.iov[i]
+		out.msgs[i].Hdr.SetIovlen(1)
+	}
+	for {
+		n, err := in.recvmmsg(s.fd)
+		if err == errRawTimeout {
+			select {
+			case <-gone:
+				return nil
+			default:
+				continue
+			}
+		}
+		if err != nil {
+			return err
+		}
+		k, stop := 0, false
+		for i := range n {
+			b := bufs[i][:in.msgs[i].Len]
+			if len(b) < wire.ParamOffset {
+				continue
+			}
+			if b[15] == stopCmd {
+				stop = true
+				break
+			}
+			r := replies[b[15]]
+			if r == nil {
+				continue
+			}
+			copy(r[0:6], b[6:12])
+			out.iov[k].Base = &r[0]
+			out.iov[k].SetLen(len(r))
+			k++
+		}
+		for i := 0; i < k; {
+			m, err := out.sendmmsgN(s.fd, i, k)
+			if err != nil {
+				return err
+			}
+			i += m
+		}
+		if stop {
+			return nil
+		}
+	}
+}
+
+// sendmmsgN sends messages i..k-1 of the batch; it returns how many went.
+func (b *mmsgBatch) sendmmsgN(fd, i, k int) (int, error) {
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.msgs[i])), uintptr(k-i), 0, 0, 0)
+		switch e {
+		case 0:
+			return int(r), nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, os.NewSyscallError("sendmmsg", e)
+	}
+}
+
+// processCPU returns the CPU time this process has used.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// windowRowPrefix starts the name of a windowed exchange row.
+const windowRowPrefix = "raw window"
+
+// window returns the windowed raw exchange in op's direction, its echo a
+// process of its own: a baseline, the limit of the reliable DMA rows. MB/s
+// counts a reliable fragment's payload per exchange, as the DMA rows count
+// their blocks; the note gives the CPU time of both sides per exchange.
+func (e *reliableEnv) window(op string) *step {
+	ha, hb := e.n.Host(0), e.n.Host(1)
+	req, rsp := windowFrames(op, ha.MAC(), hb.MAC())
+	pipe := &rawPipe{near: e.raw.near, req: req, rsp: rsp, depth: windowDepth, external: true}
+	label := frameLabel(len(req), len(rsp))
+	m := newMeter(false)
+	m.noAllocs = true
+	s := &step{m: m}
+	s.res = Result{Scenario: ScenarioReliable, Name: fmt.Sprintf("%s %s ×%d in flight", windowRowPrefix, label, windowDepth),
+		Frames: label, Baseline: true}
+	frag := int64(node.FragmentCeiling(wire.MaxFrameLen))
+	var echoCPU time.Duration
+	s.round = func(d time.Duration, _ int64) error {
+		echo, err := startEchoCmd(e.bin, hb, -1, "--"+WindowEchoFlag, hb.IfName())
+		if err != nil {
+			return err
+		}
+		n, el, err := pipe.round(d)
+		if serr := echo.stop(e.raw.near, stopFrame(hb.MAC(), ha.MAC())); err == nil {
+			err = serr
+		}
+		if ps := echo.cmd.ProcessState; ps != nil {
+			echoCPU += ps.UserTime() + ps.SystemTime()
+		}
+		if err != nil {
+			return err
+		}
+		m.ops += n
+		m.frames += 2 * n
+		m.bytes += n * frag
+		m.elapsed += el
+		return nil
+	}
+	s.after = func() error {
+		if m.ops > 0 {
+			s.res.Note = fmt.Sprintf("%d requests in flight, sendmmsg/recvmmsg batches of up to %d, blocking receive, the echo a process of its own answering each batch with one sendmmsg; MB/s counts %d payload bytes per exchange; CPU per exchange, both sides: %.2f µs (near thread %.2f, echo process %.2f)",
+				windowDepth, streamBatch, frag, float64(pipe.cpu+echoCPU)/float64(m.ops)/1e3,
+				float64(pipe.cpu)/float64(m.ops)/1e3, float64(echoCPU)/float64(m.ops)/1e3)
+		}
+		return nil
+	}
+	return s
+}
+
+// windowGoal is the goal of a reliable DMA row against the windowed raw
+// exchange: 0.8 from 64 MiB blocks, 0.6 below.
+func windowGoal(block int64) float64 {
+	if block >= 64<<20 {
+		return 0.8
+	}
+	return 0.6
+}
+
+// isWindowRow reports whether r is a windowed exchange row.
+func isWindowRow(r *Result) bool { return strings.HasPrefix(r.Name, windowRowPrefix) }
