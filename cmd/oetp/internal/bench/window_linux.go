@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -172,9 +171,6 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// windowRowPrefix starts the name of a windowed exchange row.
-const windowRowPrefix = "raw window"
-
 // window returns the windowed raw exchange in op's direction, its echo a
 // process of its own: a baseline, the limit of the reliable DMA rows. MB/s
 // counts a reliable fragment's payload per exchange, as the DMA rows count
@@ -222,15 +218,3 @@ func (e *reliableEnv) window(op string) *step {
 	}
 	return s
 }
-
-// windowGoal is the goal of a reliable DMA row against the windowed raw
-// exchange: 0.8 from 64 MiB blocks, 0.6 below.
-func windowGoal(block int64) float64 {
-	if block >= 64<<20 {
-		return 0.8
-	}
-	return 0.6
-}
-
-// isWindowRow reports whether r is a windowed exchange row.
-func isWindowRow(r *Result) bool { return strings.HasPrefix(r.Name, windowRowPrefix) }
