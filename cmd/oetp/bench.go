@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -157,7 +158,16 @@ Every measurement also stops after --max-ops operations.`,
 			if !quiet {
 				o.Log = cmd.ErrOrStderr()
 			}
-			rep, runErr := bench.Run(o)
+			var rep *bench.Report
+			var runErr error
+			// bench.Run does not watch a context: a signal stops its
+			// processes and removes its files at once (atexit).
+			if err := runInterruptible(cmd, "oetp bench", 0, func(context.Context) error {
+				rep, runErr = bench.Run(o)
+				return nil
+			}); err != nil {
+				return err
+			}
 			if rep == nil {
 				return runErr
 			}

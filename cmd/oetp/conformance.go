@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,7 +158,11 @@ an interface the runner cannot use.`,
 				}
 				o.Pcap = pw
 			}
-			rep, err := conformance.Run(cmd.Context(), o)
+			var rep *conformance.Report
+			err = runInterruptible(cmd, "oetp conformance run", interruptGrace, func(ctx context.Context) (err error) {
+				rep, err = conformance.Run(ctx, o)
+				return err
+			})
 			if pf != nil {
 				if werr := pw.Err(); werr != nil && err == nil {
 					err = fmt.Errorf("--pcap: %w", werr)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,7 +70,15 @@ usage (or --netns without the privileges it needs).`,
 			if !asJSON {
 				opt.Log = out
 			}
-			rep, err := demo.Run(cmd.Context(), opt)
+			var rep *demo.Report
+			err := runInterruptible(cmd, "oetp demo", interruptGrace, func(ctx context.Context) (err error) {
+				rep, err = demo.Run(ctx, opt)
+				return err
+			})
+			var ie *interruptError
+			if errors.As(err, &ie) {
+				return err
+			}
 			var oe *demo.OptionError
 			switch {
 			case errors.As(err, &oe):
@@ -89,7 +98,7 @@ usage (or --netns without the privileges it needs).`,
 				return err
 			}
 			if !rep.OK {
-				return fmt.Errorf("demo: not every step had its expected outcome")
+				return fmt.Errorf("not every step of the demo had its expected outcome (see the table)")
 			}
 			return nil
 		},

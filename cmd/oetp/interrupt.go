@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/openenoc/oetp/cmd/oetp/internal/atexit"
 )
 
 // This file makes SIGINT (Ctrl-C) and SIGTERM interrupt a one-shot
@@ -116,4 +118,35 @@ func interruptedError(err error) error {
 		return err
 	}
 	return &interruptError{sig: sig, err: err}
+}
+
+// runInterruptible runs a long command's work (bench, demo, conformance
+// run) until it returns or SIGINT/SIGTERM arrives. On the signal, the
+// work's context is cancelled and it has grace to return, undoing what it
+// made itself; if it has not (or grace is 0: the work does not watch the
+// context), the registered undos run (atexit: its processes stopped, its
+// scratch files removed; its namespaces go with its processes). Either way
+// the command returns an interrupted error naming what, exit status 128 +
+// the signal's number, within a second of the signal.
+func runInterruptible(cmd *cobra.Command, what string, grace time.Duration, work func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	go func() { done <- work(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case sig := <-sigs:
+		interrupted.Store(&sig)
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(grace):
+			atexit.Run()
+		}
+		return &interruptError{sig: sig, err: fmt.Errorf("%s interrupted by %s: stopped, and its processes, namespaces and scratch files removed; its results are incomplete", what, signalName(sig))}
+	}
 }

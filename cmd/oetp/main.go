@@ -117,7 +117,8 @@ against the medium's own limit (bench), exactly as the oETP v1 engine
 specification lays the protocol out.
 
 Exit status: 0 success, 1 the operation failed, 2 bad usage or configuration;
-130 or 143 a one-shot command (rmem, dma, regs) interrupted by SIGINT or SIGTERM.`,
+130 or 143 a command interrupted by SIGINT or SIGTERM (rmem, dma and regs keep how
+far they got; bench, demo and conformance run remove what they made).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       readBuildInfo().String(),

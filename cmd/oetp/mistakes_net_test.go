@@ -367,7 +367,14 @@ type interruptResult struct {
 // checks that the process ends within a second of it.
 func interrupt(t *testing.T, h *netns.Host, bin string, sig os.Signal, ready func() bool, args ...string) interruptResult {
 	t.Helper()
-	cmd := h.Command(bin, args...)
+	return interruptCmd(t, h.Command(bin, args...), sig, func(*exec.Cmd, *syncBuffer) bool { return ready() })
+}
+
+// interruptCmd is interrupt for a prepared command; ready also sees the
+// process and its standard output.
+func interruptCmd(t *testing.T, cmd *exec.Cmd, sig os.Signal, ready func(*exec.Cmd, *syncBuffer) bool) interruptResult {
+	t.Helper()
+	args := cmd.Args
 	var out, errOut syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
@@ -376,7 +383,7 @@ func interrupt(t *testing.T, h *netns.Host, bin string, sig os.Signal, ready fun
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(20 * time.Second)
-	for !ready() {
+	for !ready(cmd, &out) {
 		select {
 		case <-done:
 			t.Fatalf("oetp %v ended before the signal: %v\nstdout: %s\nstderr: %s", args, cmd.ProcessState, out.String(), errOut.String())

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/atexit"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/netns"
@@ -71,6 +72,7 @@ type procEnv struct {
 	raw     *vethRaw
 	cpu     int
 	dir     string
+	undoDir func() // unregisters the removal of dir on a signal (atexit)
 	srv     *exec.Cmd
 	srvDone chan struct{}
 	srvErr  *syncBuf
@@ -109,6 +111,8 @@ func newProcEnv(o *Options) (_ *procEnv, err error) {
 	if p.dir, err = os.MkdirTemp("", "oetp-bench-proc-"); err != nil {
 		return nil, err
 	}
+	dir := p.dir
+	p.undoDir = atexit.Add(func() { os.RemoveAll(dir) })
 	src := make([]byte, o.maxBlock())
 	for i := range src {
 		src[i] = procPattern(i)
@@ -564,6 +568,7 @@ func (p *procEnv) close() error {
 	}
 	if p.dir != "" {
 		errs = append(errs, os.RemoveAll(p.dir))
+		p.undoDir()
 	}
 	errs = append(errs, p.n.Close())
 	return errors.Join(errs...)

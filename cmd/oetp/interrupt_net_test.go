@@ -1,0 +1,177 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/openenoc/oetp/conformance"
+	"github.com/openenoc/oetp/internal/testutil"
+	"github.com/openenoc/oetp/netns"
+)
+
+// TestLongCommandsInterrupted: SIGINT or SIGTERM ends oetp bench, oetp
+// demo and oetp conformance run within a second (interruptCmd checks it),
+// with exit status 130 or 143 and "interrupted" on stderr, and leaves none
+// of what they made: no process of theirs, no network namespace, no
+// scratch directory. Each is signalled once its run is under way: bench's
+// proc scenario once its scratch directory and its oetp serve exist, the
+// demo once it holds its namespaces, the conformance run once its target
+// logged a refused request.
+func TestLongCommandsInterrupted(t *testing.T) {
+	bin := testutil.BuildCommand(t, ".")
+	tn := netns.NewPair(t)
+	cl, sv := tn.Host(0), tn.Host(1)
+
+	t.Run("bench", func(t *testing.T) {
+		tmp := t.TempDir()
+		cmd := cl.Command(bin, "bench", "--scenario", "proc", "--duration", "5s", "--rounds", "1")
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		var made made
+		res := interruptCmd(t, cmd, os.Interrupt, func(c *exec.Cmd, _ *syncBuffer) bool {
+			scratch, _ := filepath.Glob(filepath.Join(tmp, "oetp-bench-proc-*"))
+			return len(scratch) > 0 && made.note(c.Process.Pid, "serve")
+		})
+		if res.code != 130 || !strings.Contains(res.stderr, "oetp bench interrupted by SIGINT") {
+			t.Errorf("bench after SIGINT: exit %d\nstderr: %s", res.code, res.stderr)
+		}
+		if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) > 0 {
+			t.Errorf("bench left %v", left)
+		}
+		made.gone(t, bin)
+	})
+
+	t.Run("demo", func(t *testing.T) {
+		var made made
+		res := interruptCmd(t, cl.Command(bin, "demo", "--netns", "--size", "16M"), syscall.SIGTERM, func(c *exec.Cmd, out *syncBuffer) bool {
+			return strings.Contains(out.String(), "oetp demo:") && made.note(c.Process.Pid, "")
+		})
+		if res.code != 143 || !strings.Contains(res.stderr, "oetp demo interrupted by SIGTERM") {
+			t.Errorf("demo after SIGTERM: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+		}
+		made.gone(t, bin)
+	})
+
+	t.Run("conformance", func(t *testing.T) {
+		srv := startServe(t, bin, sv, append([]string{"--iface", sv.IfName()}, conformance.TemplateServeArgs...)...)
+		dut := filepath.Join(t.TempDir(), "dut.toml")
+		writeFile(t, dut, []byte(conformance.Template))
+		res := interruptCmd(t, cl.Command(bin, "conformance", "run", "--iface", cl.IfName(), "--target", sv.MAC().String(), "--dut", dut), os.Interrupt,
+			func(*exec.Cmd, *syncBuffer) bool { return strings.Contains(srv.stderr.String(), "LOCAL_INVALID") })
+		if res.code != 130 || !strings.Contains(res.stderr, "oetp conformance run interrupted by SIGINT") {
+			t.Errorf("conformance run after SIGINT: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+		}
+	})
+}
+
+// made records the processes and network namespaces an interrupted
+// command made, to check that none is left.
+type made struct {
+	pids []int
+	nets map[string]bool // "net:[inode]"
+}
+
+// note records the descendants of pid and the network namespaces they are
+// in or hold open, other than pid's own; it reports whether a descendant
+// whose command line holds want ran ("": any namespace was found).
+func (m *made) note(pid int, want string) bool {
+	own, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	m.pids, m.nets = nil, map[string]bool{}
+	found := false
+	for _, p := range append([]int{pid}, procDescendants(pid)...) {
+		if p != pid {
+			m.pids = append(m.pids, p)
+			cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
+			if want != "" && strings.Contains(string(cmdline), want) {
+				found = true
+			}
+		}
+		for _, n := range procNets(p) {
+			if n != own {
+				m.nets[n] = true
+			}
+		}
+	}
+	return found || (want == "" && len(m.nets) > 0)
+}
+
+// gone checks that none of the recorded processes runs and no process
+// is in or holds one of the recorded namespaces.
+func (m *made) gone(t *testing.T, bin string) {
+	t.Helper()
+	if len(m.nets) == 0 {
+		t.Fatal("no namespace was recorded: the check proves nothing")
+	}
+	for _, p := range m.pids {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline"); err == nil && strings.Contains(string(b), bin) {
+			t.Errorf("process %d (%s) still runs", p, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		for _, n := range procNets(p) {
+			if m.nets[n] {
+				t.Errorf("process %d still holds the namespace %s", p, n)
+			}
+		}
+	}
+}
+
+// procNets lists the network namespaces process p is in or holds open.
+func procNets(p int) []string {
+	dir := "/proc/" + strconv.Itoa(p)
+	var nets []string
+	if n, err := os.Readlink(dir + "/ns/net"); err == nil {
+		nets = append(nets, n)
+	}
+	fds, _ := os.ReadDir(dir + "/fd")
+	for _, fd := range fds {
+		if n, err := os.Readlink(dir + "/fd/" + fd.Name()); err == nil && strings.HasPrefix(n, "net:[") {
+			nets = append(nets, n)
+		}
+	}
+	return nets
+}
+
+// procDescendants lists the processes below pid.
+func procDescendants(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	children := map[int][]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			if f := strings.Fields(s[i+1:]); len(f) > 1 {
+				pp, _ := strconv.Atoi(f[1])
+				children[pp] = append(children[pp], p)
+			}
+		}
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(pid)
+	return out
+}
