@@ -1,7 +1,7 @@
 // Package addrtable loads register address tables, so that users name their
 // board's registers ("ctrl.reset") instead of giving addresses. It reads the
 // formats FPGA projects already have: IPbus uHAL XML, LiteX csr.csv and
-// csr.json, IP-XACT (IEEE 1685-2014 and 1685-2022) component XML, and a
+// csr.json, IP-XACT (IEEE 1685-2009, 1685-2014 and 1685-2022) component XML, and a
 // native TOML format of oetp's own.
 //
 // Every format becomes the same list of [Node]s: a dotted name, an oETP byte

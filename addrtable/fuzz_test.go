@@ -95,6 +95,18 @@ func FuzzNative(f *testing.F) {
 
 func FuzzIPXACT(f *testing.F) {
 	addFiles(f, "testdata/ipxact/*.xml")
+	// Expressions over parameters: references, a cycle, an overflow.
+	head := `<ipxact:component xmlns:ipxact="` + IPXACT2014 + `"><ipxact:parameters>`
+	tail := `<ipxact:memoryMaps><ipxact:memoryMap><ipxact:name>m</ipxact:name><ipxact:addressBlock><ipxact:name>b</ipxact:name><ipxact:baseAddress>A</ipxact:baseAddress>` +
+		`<ipxact:register><ipxact:name>r</ipxact:name><ipxact:addressOffset>(B + 1) * 4</ipxact:addressOffset><ipxact:size>32</ipxact:size></ipxact:register></ipxact:addressBlock></ipxact:memoryMap></ipxact:memoryMaps></ipxact:component>`
+	param := func(id, v string) string {
+		return `<ipxact:parameter parameterId="` + id + `"><ipxact:name>` + id + `</ipxact:name><ipxact:value>` + v + `</ipxact:value></ipxact:parameter>`
+	}
+	f.Add([]byte(head + param("A", "32'h1000") + param("B", "A >> 10") + `</ipxact:parameters>` + tail))
+	f.Add([]byte(head + param("A", "B") + param("B", "A") + `</ipxact:parameters>` + tail))
+	f.Add([]byte(head + param("A", "1 &lt;&lt; 62") + param("B", "A * A") + `</ipxact:parameters>` + tail))
+	f.Add([]byte(`<spirit:component xmlns:spirit="` + spirit2009 + `"><spirit:memoryMaps><spirit:memoryMap><spirit:name>m</spirit:name><spirit:addressBlock><spirit:name>b</spirit:name>` +
+		`<spirit:baseAddress spirit:id="base">16</spirit:baseAddress><spirit:range spirit:dependency="id('base') * 2"></spirit:range></spirit:addressBlock></spirit:memoryMap></spirit:memoryMaps></spirit:component>`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if tab, err := Parse(IPXACT, "map.xml", data); err == nil {
 			checkTable(t, tab)

@@ -28,6 +28,7 @@ const (
 
 // xel is one element of an IP-XACT document.
 type xel struct {
+	ns    string // the root's: the schema's namespace
 	name  string // local name; the namespace was checked when read
 	line  int
 	text  string
@@ -116,11 +117,9 @@ func readIPXACT(file string, data []byte) (*xel, error) {
 			}
 			if root == nil && len(stack) == 0 && skip == 0 {
 				switch t.Name.Space {
-				case IPXACT2014, IPXACT2022:
-				case spirit2009:
-					return nil, &Error{File: file, Line: line, Msg: "IP-XACT 1685-2009 (SPIRIT) is not read: save the component as IEEE 1685-2014 or 1685-2022 (Kactus2 and PeakRDL-ipxact write both)"}
+				case IPXACT2014, IPXACT2022, spirit2009:
 				default:
-					return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("the top element <%s> is not in an IP-XACT namespace: an IP-XACT file's top element is <ipxact:component> with xmlns:ipxact=%q or %q", qname(t.Name), IPXACT2014, IPXACT2022)}
+					return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("the top element <%s> is not in an IP-XACT namespace: an IP-XACT file's top element is <ipxact:component> with xmlns:ipxact=%q or %q (or 2009's <spirit:component>, xmlns:spirit=%q)", qname(t.Name), IPXACT2014, IPXACT2022, spirit2009)}
 				}
 				if t.Name.Local != "component" {
 					return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("the top element is <%s>: oetp reads register maps from an IP-XACT <component>", t.Name.Local)}
@@ -167,6 +166,7 @@ func readIPXACT(file string, data []byte) (*xel, error) {
 	if root == nil {
 		return nil, &Error{File: file, Msg: "no <ipxact:component> element"}
 	}
+	root.ns = ns
 	return root, nil
 }
 
@@ -178,6 +178,12 @@ type ipx struct {
 	// expanded counts the array elements walked: nested arrays of
 	// register files multiply, and an empty one adds no node to stop them.
 	expanded int
+	// The component's parameters by name and id (ipexpr.go), the chain of
+	// parameters being evaluated and its depth; spirit is set for 2009.
+	params map[string]*ipParam
+	chain  []string
+	depth  int
+	spirit bool
 }
 
 // expand counts one more array element at x.
@@ -197,7 +203,10 @@ func parseIPXACT(b *builder, file string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	p := &ipx{b: b, file: file}
+	p := &ipx{b: b, file: file, spirit: root.ns == spirit2009}
+	if err := p.collectParams(root); err != nil {
+		return err
+	}
 	maps := root.all("memoryMaps")
 	var mms []*xel
 	for _, m := range maps {
@@ -264,13 +273,20 @@ func (p *ipx) name(x *xel, parent string) (string, error) {
 	return s, nil
 }
 
-// number parses x's text as an IP-XACT number (see parseIPNumber).
+// number reads x's value: a literal (see parseIPNumber) or an expression
+// over the component's parameters (ipexpr.go), 0..2^48.
 func (p *ipx) number(x *xel, node, field string) (uint64, error) {
-	v, err := parseIPNumber(x.text)
+	v, err := p.value(x, node, field)
 	if err != nil {
-		return 0, p.errf(x, node, field, "%v", err)
+		return 0, err
 	}
-	return v, nil
+	if v < 0 {
+		return 0, p.errf(x, node, field, "%q is %d: negative", strings.TrimSpace(x.text), v)
+	}
+	if v > 1<<48 {
+		return 0, p.errf(x, node, field, "%q is 0x%X: too large", strings.TrimSpace(x.text), v)
+	}
+	return uint64(v), nil
 }
 
 // bytesOf converts a count of address units to bytes.
@@ -579,12 +595,41 @@ func (p *ipx) register(r *xel, prefix string, base uint64, perm Permission) erro
 		}
 		fields = append(fields, f)
 	}
+	// 2009 gives the reset on the register (<reset><value>, <mask> the bits
+	// it covers): a field without its own takes its bits.
+	var regReset, resetMask uint32
+	hasRegReset := false
+	if rv := r.path("reset", "value"); rv != nil {
+		v, err := p.number(rv, full, "reset")
+		if err != nil {
+			return err
+		}
+		if v > uint64(regMask) {
+			return p.errf(rv, full, "reset", "0x%X does not fit the register's %d bits", v, width)
+		}
+		regReset, resetMask, hasRegReset = uint32(v), regMask, true
+		if m := r.path("reset", "mask"); m != nil {
+			mv, err := p.number(m, full, "reset")
+			if err != nil {
+				return err
+			}
+			resetMask &= uint32(mv)
+		}
+		for i := range fields {
+			if f := &fields[i]; !f.hasReset && f.mask&resetMask == f.mask {
+				f.reset, f.hasReset = (regReset&f.mask)>>f.shift(), true
+			}
+		}
+	}
 	// The register's permission is its fields' union; its reset is known if
 	// every field's is.
 	rperm := perm
 	var reset uint32
 	hasReset := len(fields) > 0
 	side := false
+	if len(fields) == 0 && hasRegReset && resetMask == regMask {
+		reset, hasReset = regReset, true
+	}
 	if len(fields) > 0 {
 		rperm = 0
 		for _, f := range fields {
@@ -683,8 +728,8 @@ func (p *ipx) field(fx *xel, reg string, width uint64, perm Permission) (ipField
 // parseIPNumber parses the literal forms IP-XACT files carry: decimal,
 // 0x hex, Verilog-style 'h/'d/'b/'o with an optional width (32'h1000),
 // #hex, and the K, M, G, T suffixes of scaledNonNegativeInteger; '_'
-// separators are allowed. Expressions and parameter references are not
-// evaluated.
+// separators are allowed. A sized literal must fit its width. Expressions
+// and parameter references are ipexpr.go's.
 func parseIPNumber(s string) (uint64, error) {
 	t := strings.ReplaceAll(strings.TrimSpace(s), "_", "")
 	if t == "" {
@@ -692,6 +737,7 @@ func parseIPNumber(s string) (uint64, error) {
 	}
 	base := uint64(10)
 	scale := uint64(1)
+	width := uint64(0) // a sized literal's bits (32'h...), 0 if unsized
 	switch {
 	case len(t) > 2 && (t[:2] == "0x" || t[:2] == "0X"):
 		base, t = 16, t[2:]
@@ -700,9 +746,11 @@ func parseIPNumber(s string) (uint64, error) {
 	case strings.Contains(t, "'"):
 		i := strings.IndexByte(t, '\'')
 		if i > 0 {
-			if _, err := parseIPNumber(t[:i]); err != nil {
+			w, err := parseIPNumber(t[:i])
+			if err != nil {
 				return 0, fmt.Errorf("%q is not a number", s)
 			}
+			width = w
 		}
 		r := t[i+1:]
 		if r != "" && (r[0] == 's' || r[0] == 'S') {
@@ -746,7 +794,7 @@ func parseIPNumber(s string) (uint64, error) {
 	for _, c := range t {
 		d := digit(c)
 		if d >= base {
-			return 0, fmt.Errorf("%q is not a number: oetp reads literals (4096, 0x1000, 'h1000, 4K), not expressions or parameters; write the value", s)
+			return 0, fmt.Errorf("%q is not a number", s)
 		}
 		v = v*base + d
 		if v > 1<<48 {
@@ -755,6 +803,9 @@ func parseIPNumber(s string) (uint64, error) {
 	}
 	if v > (1<<48)/scale {
 		return 0, fmt.Errorf("%q is too large", s)
+	}
+	if width > 0 && width < 64 && v >= 1<<width {
+		return 0, fmt.Errorf("%q does not fit its %d bits", strings.TrimSpace(s), width)
 	}
 	return v * scale, nil
 }

@@ -45,7 +45,11 @@ func ipxactSummary(t *Table) string {
 }
 
 func TestIPXACTFixtures(t *testing.T) {
-	for f, line := range map[string]int{"testdata/ipxact/board-2014.xml": 16, "testdata/ipxact/board-2022.xml": 15} {
+	// The same map in the 2014, 2022 and 2009 schemas, and in 2014 with its
+	// numbers written as expressions over parameters (2009's fixture has
+	// parameters too, as spirit:id and spirit:dependency).
+	for f, line := range map[string]int{"testdata/ipxact/board-2014.xml": 16, "testdata/ipxact/board-2022.xml": 15,
+		"testdata/ipxact/board-2009.xml": 16, "testdata/ipxact/params-2014.xml": 26} {
 		t.Run(f, func(t *testing.T) {
 			tab := mustLoad(t, f)
 			if tab.Format() != IPXACT {
@@ -155,8 +159,17 @@ func TestIPXACTErrors(t *testing.T) {
 	reg := func(body string) string {
 		return head + `<ipxact:register><ipxact:name>r</ipxact:name>` + body + `</ipxact:register>` + tail
 	}
+	// params: a component with parameters (from line 2) whose register r's
+	// offset (line 4 after the parameters' lines) is off.
+	params := func(ps, off string) string {
+		h := strings.Replace(head, ">\n<ipxact:memoryMaps>", ">\n<ipxact:parameters>"+ps+"</ipxact:parameters><ipxact:memoryMaps>", 1)
+		for strings.Count(h, "\n") < 3 {
+			h = strings.Replace(h, "<ipxact:memoryMaps>", "\n<ipxact:memoryMaps>", 1)
+		}
+		return h + `<ipxact:register><ipxact:name>r</ipxact:name><ipxact:addressOffset>` + off + `</ipxact:addressOffset><ipxact:size>32</ipxact:size></ipxact:register>` + tail
+	}
 	for _, tc := range []struct{ name, doc, want string }{
-		{"2009", `<spirit:component xmlns:spirit="` + spirit2009 + `"/>`, `x.xml:1: IP-XACT 1685-2009 (SPIRIT) is not read: save the component as IEEE 1685-2014 or 1685-2022`},
+		{"2009 without a map", `<spirit:component xmlns:spirit="` + spirit2009 + `"/>`, `x.xml:1: memoryMaps: the component has no <ipxact:memoryMap>`},
 		{"no namespace", `<component/>`, `x.xml:1: the top element <component> is not in an IP-XACT namespace`},
 		{"not a component", `<ipxact:abstractionDefinition xmlns:ipxact="` + IPXACT2014 + `"/>`, `the top element is <abstractionDefinition>: oetp reads register maps from an IP-XACT <component>`},
 		{"no memory map", `<ipxact:component xmlns:ipxact="` + IPXACT2014 + `"><ipxact:name>c</ipxact:name></ipxact:component>`, `x.xml:1: memoryMaps: the component has no <ipxact:memoryMap>`},
@@ -165,7 +178,31 @@ func TestIPXACTErrors(t *testing.T) {
 		{"no size", reg(`<ipxact:addressOffset>0</ipxact:addressOffset>`), `x.xml:4: node "b.r": size: missing`},
 		{"wide", reg(`<ipxact:addressOffset>0</ipxact:addressOffset><ipxact:size>64</ipxact:size>`), `size: 64 bits: oetp reads registers of 1 to 32 bits`},
 		{"unaligned", reg(`<ipxact:addressOffset>2</ipxact:addressOffset><ipxact:size>32</ipxact:size>`), `node "b.r": addressOffset: byte address 0x2 is not a multiple of 4`},
-		{"expression", reg(`<ipxact:addressOffset>BASE+4</ipxact:addressOffset><ipxact:size>32</ipxact:size>`), `addressOffset: "BASE+4" is not a number: oetp reads literals`},
+		{"unknown parameter", reg(`<ipxact:addressOffset>BASE+4</ipxact:addressOffset><ipxact:size>32</ipxact:size>`),
+			`x.xml:4: node "b.r": addressOffset: "BASE+4": unknown parameter "BASE": declare it in the component's <parameters> (by name or parameterId), or write its value`},
+		{"unknown in a parameter", params(`<ipxact:parameter parameterId="A"><ipxact:name>A</ipxact:name>`+"\n"+`<ipxact:value>B * 2</ipxact:value></ipxact:parameter>`, "A"),
+			`x.xml:3: parameter A: "B * 2": unknown parameter "B"`},
+		{"cycle", params(`<ipxact:parameter parameterId="A"><ipxact:name>A</ipxact:name><ipxact:value>B + 1</ipxact:value></ipxact:parameter>`+"\n"+
+			`<ipxact:parameter parameterId="B"><ipxact:name>B</ipxact:name><ipxact:value>A - 1</ipxact:value></ipxact:parameter>`, "A"),
+			`x.xml:2: parameters: parameter "A" refers to itself (through A -> B -> A): give one of them a value`},
+		{"self", params(`<ipxact:parameter parameterId="A"><ipxact:name>A</ipxact:name><ipxact:value>A</ipxact:value></ipxact:parameter>`, "A"),
+			`parameter "A" refers to itself (through A -> A)`},
+		{"overflow", params(`<ipxact:parameter parameterId="A"><ipxact:name>A</ipxact:name><ipxact:value>1 &lt;&lt; 40</ipxact:value></ipxact:parameter>`, "A * A"),
+			`x.xml:4: node "b.r": addressOffset: "A * A": overflows 64 bits: check the parameters' values`},
+		{"shift overflow", reg(`<ipxact:addressOffset>1 &lt;&lt; 64</ipxact:addressOffset><ipxact:size>32</ipxact:size>`), `"1 << 64": overflows 64 bits`},
+		{"too large", reg(`<ipxact:addressOffset>1 &lt;&lt; 50</ipxact:addressOffset><ipxact:size>32</ipxact:size>`), `addressOffset: "1 << 50" is 0x4000000000000: too large`},
+		{"negative", reg(`<ipxact:addressOffset>4 - 8</ipxact:addressOffset><ipxact:size>32</ipxact:size>`), `addressOffset: "4 - 8" is -4: negative`},
+		{"divide by zero", reg(`<ipxact:addressOffset>4 / (2 - 2)</ipxact:addressOffset><ipxact:size>32</ipxact:size>`), `"4 / (2 - 2)": divides by zero`},
+		{"sized literal too wide", reg(`<ipxact:addressOffset>4'h1F + 0</ipxact:addressOffset><ipxact:size>32</ipxact:size>`), `"4'h1F" does not fit its 4 bits`},
+		{"unbalanced", reg(`<ipxact:addressOffset>(4 + 4</ipxact:addressOffset><ipxact:size>32</ipxact:size>`), `"(4 + 4": a ( without its ) at column 7`},
+		{"trailing", reg(`<ipxact:addressOffset>4 4</ipxact:addressOffset><ipxact:size>32</ipxact:size>`), `"4 4": unexpected "4" at column 3`},
+		{"deep", reg(`<ipxact:addressOffset>` + strings.Repeat("(", 100) + "1" + strings.Repeat(")", 100) + `</ipxact:addressOffset><ipxact:size>32</ipxact:size>`), `nested more than 64 deep`},
+		{"duplicate parameter", params(`<ipxact:parameter parameterId="A"><ipxact:name>A</ipxact:name><ipxact:value>1</ipxact:value></ipxact:parameter>`+"\n"+
+			`<ipxact:parameter parameterId="A2"><ipxact:name>A</ipxact:name><ipxact:value>2</ipxact:value></ipxact:parameter>`, "A"),
+			`x.xml:3: parameters: two parameters are called "A" (the first at line 2)`},
+		{"2009 disagreement", `<spirit:component xmlns:spirit="` + spirit2009 + `"><spirit:parameters><spirit:parameter><spirit:name>N</spirit:name><spirit:value spirit:id="n">8</spirit:value></spirit:parameter></spirit:parameters>` + "\n" +
+			`<spirit:memoryMaps><spirit:memoryMap><spirit:name>m</spirit:name><spirit:addressBlock><spirit:name>b</spirit:name><spirit:baseAddress spirit:dependency="id('n') * 2">8</spirit:baseAddress><spirit:range>4</spirit:range></spirit:addressBlock></spirit:memoryMap></spirit:memoryMaps></spirit:component>`,
+			`x.xml:2: node "b": baseAddress: the value 8 and its dependency "id('n') * 2" (= 16) disagree: fix one`},
 		{"bad access", reg(`<ipxact:addressOffset>0</ipxact:addressOffset><ipxact:size>32</ipxact:size><ipxact:accessPolicies><ipxact:accessPolicy><ipxact:access>rw</ipxact:access></ipxact:accessPolicy></ipxact:accessPolicies>`), `access: "rw" is not one of read-only, write-only, read-write`},
 		{"field outside", reg("<ipxact:addressOffset>0</ipxact:addressOffset><ipxact:size>8</ipxact:size>\n<ipxact:field><ipxact:name>f</ipxact:name><ipxact:bitOffset>4</ipxact:bitOffset><ipxact:bitWidth>8</ipxact:bitWidth></ipxact:field>"), `x.xml:5: node "b.r.f": bitWidth: bits 4..11 do not fit the 8-bit register "b.r"`},
 		{"overlapping fields", reg("<ipxact:addressOffset>0</ipxact:addressOffset><ipxact:size>32</ipxact:size><ipxact:field><ipxact:name>f</ipxact:name><ipxact:bitOffset>0</ipxact:bitOffset><ipxact:bitWidth>8</ipxact:bitWidth></ipxact:field>\n<ipxact:field><ipxact:name>g</ipxact:name><ipxact:bitOffset>4</ipxact:bitOffset><ipxact:bitWidth>8</ipxact:bitWidth></ipxact:field>"), `x.xml:5: node "b.r.g": bitOffset: bits 0x000000F0 overlap another field`},
@@ -203,9 +240,37 @@ func TestIPNumber(t *testing.T) {
 			t.Errorf("parseIPNumber(%q) = %d, %v; want %d", s, v, err, want)
 		}
 	}
-	for _, s := range []string{"", "x", "'h", "'q1", "12'", "0x", "1+1", "'b102", "0xFFFFFFFFFFFFFFFFFF"} {
+	for _, s := range []string{"", "x", "'h", "'q1", "12'", "0x", "1+1", "'b102", "0xFFFFFFFFFFFFFFFFFF", "4'h1F", "1'b10"} {
 		if v, err := parseIPNumber(s); err == nil {
 			t.Errorf("parseIPNumber(%q) = %d, want an error", s, v)
+		}
+	}
+}
+
+// TestIPExpr: the evaluator's precedence (SystemVerilog's), literals and
+// parameter references by name, by id and as 2009's id('...').
+func TestIPExpr(t *testing.T) {
+	base := &ipParam{name: "BASE", id: "uuid_1", val: &xel{text: "'h100"}}
+	n := &ipParam{name: "N", val: &xel{text: "BASE >> 7 | 1"}}
+	p := &ipx{file: "x.xml", params: map[string]*ipParam{"BASE": base, "uuid_1": base, "N": n}}
+	for s, want := range map[string]int64{
+		"BASE + 4*N": 0x10C, "uuid_1 - 1": 0xFF, "id('uuid_1')": 0x100, `id("BASE") + N`: 0x103,
+		"'h10": 16, "32'h0000_0010": 16, "8'd255": 255, "4'b1010": 10, "'o17": 15, "4K + 1": 4097,
+		"1 + 2 * 3": 7, "(1 + 2) * 3": 9, "10 - 4 - 3": 3, "100 / 7 % 5": 4, "8 >> 1 << 2": 16,
+		"1 << 2 + 1": 8, "6 & 3 | 8": 10, "5 ^ 1 & 3": 4, "~0 & 'hFF": 255, "-4 + 8": 4, "-(2 - 5)": 3, "+7": 7,
+	} {
+		v, err := p.eval(s, &xel{line: 1}, "n", "f")
+		if err != nil || v != want {
+			t.Errorf("eval(%q) = %d, %v; want %d", s, v, err, want)
+		}
+	}
+	for s, want := range map[string]string{
+		"": "it ends where a value is expected", "1 +": "it ends where a value is expected", "1 ** 2": `unexpected "** 2" at column 3`,
+		"1 && 2": `unexpected "&& 2" at column 3`, "M": `unknown parameter "M"`, "id(BASE)": "id( takes a quoted name", "$clog2(8)": "functions are not evaluated",
+		"3'b1111": `"3'b1111" does not fit its 3 bits`, "'hZZ": `"'hZZ" is not a number`, "(1 << 62) * 2": "overflows 64 bits", "1 << 63": "overflows 64 bits", "281474976710657 + 0": "is too large",
+	} {
+		if v, err := p.eval(s, &xel{line: 1}, "n", "f"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("eval(%q) = %d, %v; want an error with %q", s, v, err, want)
 		}
 	}
 }

@@ -26,7 +26,7 @@ func newRegsCmd() *cobra.Command {
 		Use:   "regs",
 		Short: "List, read and write a board's registers by name from an address table",
 		Long: `regs names registers through an address table: IPbus uHAL XML (.xml), IP-XACT
-(IEEE 1685-2014 or -2022 component XML, .xml: told from uHAL by its namespace),
+(IEEE 1685-2009, -2014 or -2022 component XML, .xml: told from uHAL by its namespace),
 LiteX csr.csv (.csv) or csr.json (.json), or oetp's TOML (.toml, see
 examples/regs.toml). docs/address-tables.md describes them.
 
