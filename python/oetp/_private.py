@@ -111,9 +111,12 @@ class PrivateHub:
             with os.fdopen(fd, "wb") as f:
                 f.write(_toml_device(entry))
             self.argv = [self.binary, "hub", "--devices", devfile, "--socket", self.path]
-            self._proc = subprocess.Popen([sys.executable, "-I", "-c", _WATCHDOG, self.dir] + self.argv,
-                                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                          start_new_session=True, close_fds=True)
+            try:
+                self._proc = subprocess.Popen([sys.executable, "-I", "-c", _WATCHDOG, self.dir] + self.argv,
+                                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                              start_new_session=True, close_fds=True)
+            except OSError as e:
+                raise Error("cannot start the private hub's watchdog (%s): %s" % (sys.executable or "no Python interpreter path", e)) from None
         except BaseException:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise

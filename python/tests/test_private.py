@@ -93,6 +93,14 @@ class PrivateHubTest(unittest.TestCase):
         self.assertIn("started", str(cm.exception))
         self.assertNothingLeft()
 
+    def test_no_interpreter(self):
+        bin = self.fake("exit 0\n")
+        with mock.patch.object(_private.sys, "executable", os.path.join(self.tmp.name, "no-python")):
+            with self.assertRaises(oetp.Error) as cm:
+                oetp.open_device("board1", devices=self.devfile, oetp=bin)
+        self.assertIn("cannot start the private hub's watchdog", str(cm.exception))
+        self.assertNothingLeft()
+
     def test_private_false(self):
         with self.assertRaises(oetp.Error) as cm:
             oetp.open_device("board1", devices=self.devfile, private=False)
