@@ -75,6 +75,14 @@ type HubError struct {
 
 func (e *HubError) Error() string { return fmt.Sprintf("oetp hub: %s: %s", e.Name, e.Message) }
 
+// ErrDenied matches (errors.Is) a HubError with the status DENIED: the
+// device's access rules refuse this client the operation; the message
+// names the client and the rule. Nothing ran.
+var ErrDenied = errors.New("refused by the device's access rules")
+
+// Is reports whether target is ErrDenied and e a DENIED refusal.
+func (e *HubError) Is(target error) bool { return target == ErrDenied && e.Status == proto.StatusDenied }
+
 // IsNoDevice reports whether err says the hub has no such device.
 func IsNoDevice(err error) bool {
 	var he *HubError

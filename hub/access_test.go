@@ -176,7 +176,8 @@ func TestAccessRules(t *testing.T) {
 		pout, err := cmd.CombinedOutput()
 		out := string(pout)
 		if err != nil || !strings.Contains(out, "read 0xc0ffee01") ||
-			!strings.Contains(out, `write DENIED write on device "board1" refused: uid 65534 (nobody)`) || !strings.Contains(out, rule) {
+			!strings.Contains(out, `write DENIED write on device "board1" refused: uid 65534 (nobody)`) || !strings.Contains(out, rule) ||
+			!strings.Contains(out, "maybe_executed=False True") {
 			t.Errorf("Python client as nobody: %v\n%s", err, out)
 		}
 	}
@@ -205,8 +206,8 @@ print("read %#x" % d.read(0x10))
 try:
     d.write(0x10, 0x11111111)
     print("write ok")
-except oetp.HubError as e:
-    print("write %s %s" % (e.name, e.message))
+except oetp.Denied as e:
+    print("write %s %s maybe_executed=%s %s" % (e.name, e.message, e.maybe_executed, isinstance(e, oetp.Error)))
 `
 
 // Unknown names in a rule are configuration errors naming the key.

@@ -5,12 +5,14 @@ package main
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -491,23 +493,49 @@ func TestHubReadOnlyUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, string, int) {
-		cmd := hostile.As(exec.Command(bin, append(args, "--hub", sock, "--iface", "eth0", "--peer", netServer, "--json")...))
+		cmd := hostile.As(exec.Command(bin, append(args, "--hub", sock, "--iface", "eth0", "--peer", netServer)...))
 		cmd.Env = clientEnv(dir)
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		cmd.Run()
 		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 	}
-	out, errOut, code := run("rmem", "read", "--addr", "0x10")
+	out, errOut, code := run("rmem", "read", "--addr", "0x10", "--json")
 	if code != 0 || !strings.Contains(out, `"ok":true`) || !strings.Contains(out, fmt.Sprintf(`"data":%d`, 0xC0FFEE01)) {
 		t.Errorf("read as nobody: exit %d\n%s%s", code, out, errOut)
 	}
-	out, errOut, code = run("rmem", "write", "--addr", "0x10", "--data", "0x11111111")
-	if code == 0 || strings.Contains(out, `"ok":true`) || !strings.Contains(out+errOut, `uid 65534 (nobody)`) ||
-		!strings.Contains(out+errOut, `write = [\"@staff\"]`) && !strings.Contains(out+errOut, `write = ["@staff"]`) {
-		t.Errorf("write as nobody: exit %d\n%s%s", code, out, errOut)
+	// A write refused by the rules: DENIED naming the rule, nothing
+	// executed, exit 2 (a permission: nothing was sent), the same words in
+	// JSON and text, for RMEM and DMA.
+	const rule = `write on device \"board1\" refused: uid 65534 (nobody), pid `
+	in := filepath.Join(dir, "block.bin")
+	if err := os.WriteFile(in, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("write as nobody: exit %d: %s%s", code, out, errOut)
+	for _, args := range [][]string{{"rmem", "write", "--addr", "0x10", "--data", "0x11111111"}, {"dma", "write", "--addr", "0x100000", "--in", in}} {
+		out, errOut, code = run(append(args, "--json")...)
+		var r struct {
+			OK             bool   `json:"ok"`
+			Code           int    `json:"error_code"`
+			Error, Message string
+			OutcomeUnknown *bool `json:"outcome_unknown"`
+			Via            string
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%s as nobody: %v\n%s%s", args[0], err, out, errOut)
+		}
+		if code != 2 || r.OK || r.Code != 136 || r.Error != "DENIED" || r.OutcomeUnknown == nil || *r.OutcomeUnknown || r.Via != "hub" ||
+			!strings.HasPrefix(r.Message, "DENIED: "+strings.ReplaceAll(rule, `\"`, `"`)) || !strings.Contains(r.Message, `is not in its write = ["@staff"]`) {
+			t.Errorf("%s write as nobody: exit %d\n%s%s", args[0], code, out, errOut)
+		}
+		out, errOut, code = run(args...)
+		pid := regexp.MustCompile(`pid [0-9]+`)
+		if code != 2 || out != "" || !strings.Contains(pid.ReplaceAllString(errOut, "pid N"), "failed: "+pid.ReplaceAllString(r.Message, "pid N")) ||
+			strings.Contains(errOut, "execute") || strings.Contains(errOut, "--help") {
+			t.Errorf("%s write as nobody, text: exit %d\n%s%s", args[0], code, out, errOut)
+		}
+		t.Logf("%s write as nobody: exit %d: %s", args[0], code, errOut)
+	}
 	if v, err := d.Read(0x10); err != nil || v != 0xC0FFEE01 {
 		t.Errorf("0x10 = %#x %v after the refused write", v, err)
 	}

@@ -142,6 +142,9 @@ func hubOpError(op string, addr uint32, err error) error {
 		return err
 	}
 	var he *client.HubError
+	if errors.Is(err, client.ErrDenied) {
+		return err // its own result: DENIED, naming the rule (newResult)
+	}
 	if errors.As(err, &he) {
 		return &endpoint.OpError{Op: op, Addr: addr, Code: wire.CodeLocalAXIS, Err: he}
 	}

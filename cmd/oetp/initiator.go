@@ -266,9 +266,11 @@ func (s *localSession) close() error { return s.node.Close() }
 // apply to the operation are absent.
 type opResult struct {
 	OK bool `json:"ok"`
-	// ErrorCode is the CSR error code the operation completed with, 0..15.
+	// ErrorCode is the CSR error code the operation completed with, 0..15,
+	// or the hub's status 136 (DENIED) when its access rules refused it.
 	ErrorCode uint8 `json:"error_code"`
 	// Error is its mnemonic: NONE, LOCAL_INVALID, TIMEOUT, REMOTE_AXI_WR_SLVERR...
+	// or DENIED.
 	Error string `json:"error"`
 	// Message is the full error message when the operation failed.
 	Message string `json:"message,omitempty"`
@@ -377,6 +379,11 @@ func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult
 		r.OutcomeUnknown = &unknown
 		var he *handshakeError
 		r.notSent = errors.As(err, &he)
+		var de *client.HubError
+		if errors.Is(err, client.ErrDenied) && errors.As(err, &de) {
+			// The hub's access rules refused it: nothing was sent.
+			r.ErrorCode, r.Error, r.Message = de.Status, de.Name, de.Name+": "+de.Message
+		}
 		if sig := interruptSignal(); sig != nil {
 			// The operation's context was cancelled by the signal: the
 			// engine's TIMEOUT "context canceled" is no timeout.
@@ -449,6 +456,9 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 		}
 	}
 	var ue *usageError
+	if errors.Is(r.err, client.ErrDenied) {
+		return &deniedError{err}
+	}
 	if errors.Is(r.err, endpoint.ErrInvalid) || errors.As(r.err, &ue) {
 		// Refused by a local check before anything was sent (a group
 		// read, a --fragment out of range, ...): bad usage, exit 2.
@@ -456,6 +466,13 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 	}
 	return err
 }
+
+// deniedError is an operation the hub's access rules refused: a matter of
+// configuration (exit 2) whose message names the rule, with no usage hint.
+type deniedError struct{ err error }
+
+func (e *deniedError) Error() string { return e.err.Error() }
+func (e *deniedError) Unwrap() error { return e.err }
 
 // executed says whether the failed operation may have executed: sent and
 // not answered; certainly not, when nothing was sent; partly, when a DMA

@@ -206,6 +206,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oetp: %v\n", err)
 		return ie.exitCode()
 	}
+	var de *deniedError
+	if errors.As(err, &de) {
+		fmt.Fprintf(stderr, "oetp: %v\n", err)
+		return exitUsage
+	}
 	var ue *usageError
 	if errors.As(err, &ue) || !ran {
 		fmt.Fprintf(stderr, "oetp: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())

@@ -23,7 +23,8 @@ Addresses are the device's oETP byte addresses. Every error is an
 at the device): a failed operation raises :class:`OpError` with ``.code``
 (the CSR code 0..15), ``.name`` (its mnemonic), ``.addr`` (the failed
 address) and ``.bytes`` (a block's bytes done); a failure of the hub itself
-(unknown device, malformed request, busy) raises :class:`HubError`; a lost
+(unknown device, malformed request, busy) raises :class:`HubError`, and a
+refusal by the device's access rules its subclass :class:`Denied`; a lost
 connection :class:`HubGone`; no reply within the operation's deadline
 (derived from the device's timeout and retries, or ``connect(timeout=S)``)
 :class:`Timeout`; a call refused before anything is sent
@@ -35,6 +36,7 @@ import os
 
 from ._client import (
     Batch,
+    Denied,
     Device,
     Error,
     Hub,
@@ -57,6 +59,7 @@ from ._regs import Regs
 
 __all__ = [
     "Batch",
+    "Denied",
     "Device",
     "Error",
     "Hub",

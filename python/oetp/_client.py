@@ -53,6 +53,8 @@ HUB_ERRORS = {
     0x88: "DENIED", 0x89: "BUSY", 0x8A: "IDLE", 0x8B: "STALLED",
 }
 
+DENIED = 0x88
+
 PERMISSIONS = {1: "r", 2: "w", 3: "rw"}
 MODES = {0: "single", 1: "block", 2: "incremental", 3: "non-incremental", 4: "port"}
 
@@ -300,6 +302,17 @@ class HubError(Error):
         super().__init__("%s: %s" % (self.name, message))
 
 
+class Denied(HubError):
+    """The device's access rules (the hub config's ``read`` and ``write``
+    lists) refuse this client the operation: the message names the client
+    and the rule. Nothing ran (``maybe_executed`` is False); ask the hub's
+    administrator to add you to the rule."""
+
+
+def _hub_error(status, message):
+    return (Denied if status == DENIED else HubError)(status, message)
+
+
 def _detail(body, off):
     """The error detail at ``body[off:]``: the OpError fields and the offset
     after it."""
@@ -407,7 +420,7 @@ class Hub:
             res = body[off:]
             if status < 16:
                 raise OpError(status, msg, bool(flags & FLAG_MAYBE_EXECUTED), detail=detail)._with(res)
-            raise HubError(status, msg)
+            raise _hub_error(status, msg)
         return memoryview(body)[4 + mlen:]
 
     def _recv_one(self, tag):
@@ -456,7 +469,7 @@ class Hub:
             # was not read.
             self._sent = False
             self._broken()
-            raise HubError(status, bytes(body[4:4 + mlen]).decode("utf-8", "replace"))
+            raise _hub_error(status, bytes(body[4:4 + mlen]).decode("utf-8", "replace"))
         if rtag != tag or not typ & 0x80:
             self._broken()
             raise HubGone("protocol error: reply tag %d to request %d" % (rtag, tag), self._sent)
