@@ -81,7 +81,9 @@ func (e *HubError) Error() string { return fmt.Sprintf("oetp hub: %s: %s", e.Nam
 var ErrDenied = errors.New("refused by the device's access rules")
 
 // Is reports whether target is ErrDenied and e a DENIED refusal.
-func (e *HubError) Is(target error) bool { return target == ErrDenied && e.Status == proto.StatusDenied }
+func (e *HubError) Is(target error) bool {
+	return target == ErrDenied && e.Status == proto.StatusDenied
+}
 
 // IsNoDevice reports whether err says the hub has no such device.
 func IsNoDevice(err error) bool {

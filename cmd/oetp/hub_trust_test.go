@@ -515,8 +515,8 @@ func TestHubReadOnlyUser(t *testing.T) {
 	for _, args := range [][]string{{"rmem", "write", "--addr", "0x10", "--data", "0x11111111"}, {"dma", "write", "--addr", "0x100000", "--in", in}} {
 		out, errOut, code = run(append(args, "--json")...)
 		var r struct {
-			OK             bool   `json:"ok"`
-			Code           int    `json:"error_code"`
+			OK             bool `json:"ok"`
+			Code           int  `json:"error_code"`
 			Error, Message string
 			OutcomeUnknown *bool `json:"outcome_unknown"`
 			Via            string
