@@ -891,7 +891,7 @@ var allCases = []Case{
 		}},
 	// A frame that ends before a whole Request ID.
 	{sec: "access", Needs: []string{KeyPeerRMEM, KeyShortFrames},
-		Rule: "Unparseable frames are discarded.",
+		Rule: "Recognized unicast requests from known peers with a trustworthy Request ID receive ERROR_RSP when command, length, or access validation fails, including an operation prohibited by that peer’s mode. A group write never receives an error reply. Unparseable frames are discarded.",
 		run: func(t *T) {
 			p := t.Peer(ModeRMEM)
 			full := t.rmemReadReq(p, t.RID(), t.scratch(p, 4, 4))

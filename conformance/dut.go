@@ -118,6 +118,14 @@ type Triggers struct {
 	// forever) and TimeoutOn sets them back (timeout_off, timeout_on).
 	TimeoutOff string
 	TimeoutOn  string
+	// TimeoutShort sets the device's DMA response timeout shorter than
+	// sending one DMA_WRITE_REQ of the largest fragment takes, yet longer
+	// than the runner needs to answer (timeout_short; timeout_on sets it
+	// back).
+	TimeoutShort string
+	// SetRequestID presets the device's Request ID counter to {rid}
+	// (set_request_id), for the wrap from 0xffffffff to 0.
+	SetRequestID string
 	// MAC is the address the device's requests go to: the runner plays
 	// that peer (mac; default the first rmem peer's MAC).
 	MAC wire.MAC
@@ -140,18 +148,20 @@ type dutFile struct {
 }
 
 type dutTrigger struct {
-	SetPeer    string `toml:"set_peer"`
-	RMEMRead   string `toml:"rmem_read"`
-	RMEMWrite  string `toml:"rmem_write"`
-	DMAWrite   string `toml:"dma_write"`
-	DMARead    string `toml:"dma_read"`
-	Status     string `toml:"status"`
-	Setup      string `toml:"setup"`
-	TimeoutOff string `toml:"timeout_off"`
-	TimeoutOn  string `toml:"timeout_on"`
-	MAC        string `toml:"mac"`
-	Timeout    string `toml:"timeout"`
-	Wait       string `toml:"wait"`
+	SetPeer      string `toml:"set_peer"`
+	RMEMRead     string `toml:"rmem_read"`
+	RMEMWrite    string `toml:"rmem_write"`
+	DMAWrite     string `toml:"dma_write"`
+	DMARead      string `toml:"dma_read"`
+	Status       string `toml:"status"`
+	Setup        string `toml:"setup"`
+	TimeoutOff   string `toml:"timeout_off"`
+	TimeoutOn    string `toml:"timeout_on"`
+	TimeoutShort string `toml:"timeout_short"`
+	SetRequestID string `toml:"set_request_id"`
+	MAC          string `toml:"mac"`
+	Timeout      string `toml:"timeout"`
+	Wait         string `toml:"wait"`
 }
 
 type dutPeer struct {
@@ -222,7 +232,7 @@ func parseDUT(name, text string) (*DUT, error) {
 		return nil, err
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return nil, fmt.Errorf("unknown key %q; the keys are max_frame, group, unknown_mac, slverr, decerr, [[peer]] tables with mac, mode and window, and a [trigger] table with set_peer, rmem_read, rmem_write, dma_write, dma_read, status, setup, timeout_off, timeout_on, mac, timeout and wait", und[0].String())
+		return nil, fmt.Errorf("unknown key %q; the keys are max_frame, group, unknown_mac, slverr, decerr, [[peer]] tables with mac, mode and window, and a [trigger] table with set_peer, rmem_read, rmem_write, dma_write, dma_read, status, setup, timeout_off, timeout_on, timeout_short, set_request_id, mac, timeout and wait", und[0].String())
 	}
 	d := &DUT{}
 	if f.MaxFrame != nil {
@@ -291,7 +301,8 @@ func parseDUT(name, text string) (*DUT, error) {
 	}
 	tr := f.Trigger
 	d.Trigger = Triggers{SetPeer: tr.SetPeer, RMEMRead: tr.RMEMRead, RMEMWrite: tr.RMEMWrite, DMAWrite: tr.DMAWrite, DMARead: tr.DMARead,
-		Status: tr.Status, Setup: tr.Setup, TimeoutOff: tr.TimeoutOff, TimeoutOn: tr.TimeoutOn, Timeout: time.Second, Wait: time.Minute}
+		Status: tr.Status, Setup: tr.Setup, TimeoutOff: tr.TimeoutOff, TimeoutOn: tr.TimeoutOn,
+		TimeoutShort: tr.TimeoutShort, SetRequestID: tr.SetRequestID, Timeout: time.Second, Wait: time.Minute}
 	if tr.MAC != "" {
 		m, err := wire.ParseMAC(tr.MAC)
 		if err != nil || m.IsGroup() || m.IsZero() {

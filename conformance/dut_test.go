@@ -92,7 +92,8 @@ func TestRTLSimDUT(t *testing.T) {
 	}
 	tr := d.Trigger
 	for k, v := range map[string]string{"set_peer": tr.SetPeer, "rmem_read": tr.RMEMRead, "rmem_write": tr.RMEMWrite, "dma_write": tr.DMAWrite,
-		"dma_read": tr.DMARead, "status": tr.Status, "setup": tr.Setup, "timeout_off": tr.TimeoutOff, "timeout_on": tr.TimeoutOn} {
+		"dma_read": tr.DMARead, "status": tr.Status, "setup": tr.Setup, "timeout_off": tr.TimeoutOff, "timeout_on": tr.TimeoutOn,
+		"timeout_short": tr.TimeoutShort} {
 		if !strings.Contains(v, "$OETP_RTLSIM/ctl.sh") {
 			t.Errorf("%s %q does not use the kit's ctl.sh", k, v)
 		}

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/openenoc/oetp/wire"
@@ -20,7 +21,13 @@ const (
 	KeyTrigDMAWrite   = "[trigger] dma_write"
 	KeyTrigDMARead    = "[trigger] dma_read"
 	KeyTrigTimeoutOff = "[trigger] timeout_off and timeout_on"
+	// KeyTrigTimeoutShort names what the timer-start case needs.
+	KeyTrigTimeoutShort = "[trigger] timeout_short (a DMA response timeout shorter than sending one DMA_WRITE_REQ of the largest fragment) and timeout_on"
 )
+
+// wrapWalk is how many requests the Request ID wrap case makes to reach
+// the wrap when the DUT file cannot preset the counter.
+const wrapWalk = 64
 
 // initAddr is the runner-side address of the RMEM initiator cases: a
 // word every device can reach (the openENOC CSR window is 0..0x3fc).
@@ -65,7 +72,7 @@ var initiatorCases = []Case{
 				t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), rid, uint32(i)))
 				t.wantOutcome(fmt.Sprintf("read %d", i+1), op, 0, uint32(i), true)
 			}
-			t.Notef("three requests carry consecutive Request IDs (the wrap from 0xffffffff to 0 cannot be reached from outside)")
+			t.Notef("three requests carry consecutive Request IDs (oetp/rid/3 checks the wrap)")
 		}},
 	{sec: "error", Role: Initiator, Needs: []string{KeyTrigRMEMRead},
 		Rule: "The initiator validates the full 32-bit value and maps it to CSR code = 8 + wire code. Wire values outside 1..7 are invalid response parameters and terminate the matching request with local invalid-parameter error code 1.",
@@ -150,6 +157,37 @@ var initiatorCases = []Case{
 			}
 			t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), wire.Frame(req).RequestID(), 0x0F0F0F0F))
 			t.wantOutcome(fmt.Sprintf("RMEM read answered after %v with timeout 0", wait), op, 0, 0x0F0F0F0F, true)
+		}},
+	{sec: "rid", Role: Initiator, Needs: []string{KeyTrigRMEMRead},
+		Rule: "The engine maintains one unsigned 32-bit allocation counter. Allocating any locally initiated RMEM operation or DMA fragment, including a multicast write, uses the current counter value and increments it modulo 2^32.",
+		run: func(t *T) {
+			tr := t.DUT().Trigger
+			if tr.SetRequestID != "" {
+				t.initSetup()
+				t.runConfig("set_request_id", tr.SetRequestID, map[string]string{"rid": hex32(0xFFFF_FFFE)})
+			}
+			// read makes the device read; its Request ID must follow prev
+			// (when i > 0).
+			read := func(i int, prev uint32) uint32 {
+				op := t.startRMEMRead(initAddr)
+				req := t.expectRMEMRead(initAddr)
+				rid := wire.Frame(req).RequestID()
+				if i > 0 && rid != prev+1 {
+					t.Fatalf("after Request ID %#08x the device sent %#08x, want %#08x (the counter wraps at 32 bits)", prev, rid, prev+1)
+				}
+				t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), rid, uint32(i)))
+				t.wantOutcome(fmt.Sprintf("read %d", i+1), op, 0, uint32(i), true)
+				return rid
+			}
+			rid := read(0, 0)
+			if gap := 0xFFFF_FFFF - rid; gap >= wrapWalk {
+				t.Skipf("the device's Request ID is %#08x, %d requests before the wrap: needs DUT key [trigger] set_request_id to preset its counter near 0xffffffff (the openENOC RTL has no such control; only a hard reset sets it, to 0)", rid, uint64(gap)+1)
+			}
+			first := rid
+			for i := 1; rid != 1; i++ {
+				rid = read(i, rid)
+			}
+			t.Notef("Request IDs %#08x through 0xffffffff, then 0 and 1", first)
 		}},
 	{sec: "txn", Role: Initiator, Needs: []string{KeyTrigDMAWrite, KeyPeerDMAWrite},
 		Rule: "A unicast block completes only after every issued fragment’s local work and remote reply succeed, one fragment at a time.",
@@ -246,6 +284,44 @@ var initiatorCases = []Case{
 				t.Errorf("DMA read from group %v: error_code %d, want 1 (refused locally): %s", g, res.o.code, res.o.raw)
 			}
 			t.noMoreRequests("for a group read")
+		}},
+	{sec: "seq", Role: Initiator, Needs: []string{KeyTrigDMAWrite, KeyTrigTimeoutShort},
+		Rule: "Counting starts after the complete request frame is accepted by the Ethernet-facing transmit stream.",
+		run: func(t *T) {
+			tr := t.DUT().Trigger
+			mf := t.DUT().MaxFrame
+			if mf == 0 {
+				mf = 1500
+			}
+			n := wire.FragmentCeiling(mf)
+			local := t.localBuf(n)
+			t.initSetup()
+			t.runConfig("timeout_short", tr.TimeoutShort, nil)
+			defer t.runConfig("timeout_on", tr.TimeoutOn, nil)
+			// With the timeout shorter than the request's transmission, a
+			// timer started before its last byte expires before the runner
+			// can see the frame; one answered write proves it starts later.
+			// A timeout can also be the runner answering late on a loaded
+			// host: up to three tries.
+			var raws []string
+			for try := 1; try <= 3; try++ {
+				op := t.startDMA(tr.DMAWrite, t.initMAC(), local, 0x60000, n)
+				req := t.expectRequest("DMA_WRITE_REQ", wire.DMAWriteReq, 0)
+				t0 := time.Now()
+				t.answer(wire.AppendDMAWriteRsp(nil, t.Target(), t.initMAC(), wire.Frame(req).RequestID()))
+				answered := time.Since(t0)
+				res := t.outcome(op)
+				switch res.o.code {
+				case 0:
+					t.Notef("a %d-byte DMA_WRITE_REQ answered %v after its last byte completed with timeout_short (try %d)", n, answered, try)
+					return
+				case int(wire.CodeTimeout):
+					raws = append(raws, res.o.raw)
+				default:
+					t.Fatalf("DMA write of %d bytes answered at once: the device reports error_code %d, want 0: %s", n, res.o.code, res.o.raw)
+				}
+			}
+			t.Errorf("three %d-byte DMA writes, each answered as soon as the runner had the request, ended in TIMEOUT with timeout_short: the device's response timer seems to start before the request's last byte (or timeout_short is shorter than the runner's reply time): %s", n, strings.Join(raws, "; "))
 		}},
 }
 

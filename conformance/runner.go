@@ -468,6 +468,8 @@ func (r *runner) has(key string) bool {
 		return d.Trigger.DMARead != "" && !d.Trigger.MAC.IsZero()
 	case KeyTrigTimeoutOff:
 		return d.Trigger.TimeoutOff != "" && d.Trigger.TimeoutOn != ""
+	case KeyTrigTimeoutShort:
+		return d.Trigger.TimeoutShort != "" && d.Trigger.TimeoutOn != ""
 	case KeyDuplicatePeer:
 		if d.Trigger.SetPeer != "" && len(d.Peers) >= 2 {
 			return true

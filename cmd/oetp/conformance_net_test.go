@@ -77,6 +77,7 @@ func TestConformanceAgainstServe(t *testing.T) {
 	if code != 0 || rep.Failed != 0 || rep.Skipped != initiator || initiator == 0 || rep.Passed+rep.Variants+rep.Skipped != n || len(bad) > 0 {
 		t.Errorf("against oetp serve: exit %d, %d passed, %d variants, %d failed, %d skipped of %d:\n%s\n%s", code, rep.Passed, rep.Variants, rep.Failed, rep.Skipped, n, strings.Join(bad, "\n"), errOut)
 	}
+	t.Logf("against oetp serve: %d passed, %d variants (%v), %d failed, %d skipped (initiator cases) of %d", rep.Passed, rep.Variants, serveVariants, rep.Failed, rep.Skipped, n)
 	x, err := os.ReadFile(junit)
 	if err != nil {
 		t.Fatal(err)

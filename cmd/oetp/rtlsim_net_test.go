@@ -97,10 +97,16 @@ var rtlDeviations = map[string]string{
 	"oetp/access/13": "ERROR_RSP 2 to a frame of 17-19 bytes, cut inside its Request ID",
 }
 
+// rtlSkips are the cases the kit cannot drive, with what their reason
+// names: it has no control to preset the RTL's Request ID counter.
+var rtlSkips = map[string]string{
+	"oetp/rid/3": "needs DUT key [trigger] set_request_id",
+}
+
 // TestRTLConformance: `oetp conformance run` against the RTL with the
 // kit's DUT file (conformance/testdata/rtlsim.toml, whose triggers drive
-// the RTL's initiator through ctl.sh): no case is skipped, none fails but
-// the RTL's known deviations; the verdict table is logged.
+// the RTL's initiator through ctl.sh): no case is skipped but rtlSkips,
+// none fails but the RTL's known deviations; the verdict table is logged.
 func TestRTLConformance(t *testing.T) {
 	kit := rtlKit(t)
 	bin := testutil.BuildCommand(t, ".")
@@ -122,6 +128,9 @@ func TestRTLConformance(t *testing.T) {
 	for _, c := range rep.Cases {
 		fmt.Fprintf(&table, "%-16s %-9s %-7s %s\n", c.ID, c.Role, c.Verdict, strings.TrimSpace(c.Variant+" "+c.Reason+" "+c.Detail))
 		if _, known := rtlDeviations[c.ID]; known && c.Verdict == "fail" {
+			continue
+		}
+		if why, ok := rtlSkips[c.ID]; ok && c.Verdict == "skip" && strings.Contains(c.Reason, why) {
 			continue
 		}
 		if c.Verdict == "fail" || c.Verdict == "skip" {
