@@ -533,7 +533,8 @@ class Hub:
         import json
         data = memoryview(data).cast("B")
         if len(data) > MAX_BLOCK:
-            raise ValueError("a block of %d bytes exceeds %d; split it" % (len(data), MAX_BLOCK))
+            raise UsageError("a block of %d bytes exceeds %d; split it" % (len(data), MAX_BLOCK))
+        _check_block(addr, len(data))
         name = name.encode()
         body = struct.pack("<BH", 1 if verify else 0, len(name)) + name + _U32.pack(addr)
         with self._lock:

@@ -55,6 +55,12 @@ class RangeTest(unittest.TestCase):
     def test_not_an_integer(self):
         self.assertRefused(lambda: self.dev.write(0x10, 1.5), "value must be an integer")
 
+    def test_group_write(self):
+        h = self.dev._hub
+        self.assertRefused(lambda: h.group_write("g", 1 << 32, b"abcd"), "addr = 0x100000000")
+        self.assertRefused(lambda: h.group_write("g", -4, b"abcd"), "addr = -0x4")
+        self.assertRefused(lambda: h.group_write("g", 0xFFFFFFFE, b"abcd"), "past the 4 GiB address space", "room for 2 bytes")
+
     def test_blocks(self):
         self.assertRefused(lambda: self.dev.read_block(1 << 32, 4), "addr = 0x100000000")
         self.assertRefused(lambda: self.dev.read_block(0xFFFFFFFC, 8), "past the 4 GiB address space", "room for 4 bytes")
