@@ -23,6 +23,7 @@ type Endpoint struct {
 	looper  link.Looper     // nil when the link cannot; see receive
 	filler  link.FillWriter // nil when the link cannot; see request.fillData
 	tracker link.Tracker    // nil when the link does not track requests; see dropped
+	batcher link.Batcher    // nil when the link cannot; see runBlock
 	mem     memory.Space
 	inline  bool           // mem is memory.Immediate: the receive loop serves requests itself
 	toucher memory.Toucher // mem, when warm, inline and a memory.Toucher; see prefetch
@@ -114,6 +115,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 	e.looper, _ = l.(link.Looper)
 	e.filler, _ = l.(link.FillWriter)
 	e.tracker, _ = l.(link.Tracker)
+	e.batcher, _ = l.(link.Batcher)
 	e.inline = memory.IsImmediate(mem)
 	if s, ok := l.(link.Spinner); ok && s.BusyPoll() > 0 {
 		e.warm = true

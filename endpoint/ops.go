@@ -364,6 +364,11 @@ func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (
 		}
 	}()
 	started := 0
+	if e.batcher != nil && len(chains) > 1 {
+		// The window's first fragments go to the medium together (one
+		// system call), when the link can gather them.
+		e.batcher.Hold()
+	}
 	for _, r := range chains {
 		frame, fill, rid, c, issued := in.startChain(r, blk, pol)
 		if !issued {
@@ -375,6 +380,9 @@ func (e *Endpoint) runBlock(ctx context.Context, blk *block, pol *RetryPolicy) (
 		}
 		in.send(r, frame, fill, rid)
 		started++
+	}
+	if e.batcher != nil && len(chains) > 1 {
+		e.batcher.Release()
 	}
 	for _, r := range chains[:started] {
 		c, err2 := in.wait(ctx, r)

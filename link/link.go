@@ -17,11 +17,11 @@
 // specification counts frames.
 //
 // Besides Link, a link may implement optional interfaces that the endpoint
-// looks for: Filter, Spinner, Looper, FillWriter and Tracker. A link that
+// looks for: Filter, Spinner, Looper, FillWriter, Tracker and Batcher. A link that
 // wraps another (a pcap capture, a lossy or paced wire) is built with Wrap,
 // which forwards every one of them that the wrapped link implements, and
-// no other, except Tracker: the link that implements it (link/rlink) is
-// the one the endpoint holds, above every wrapper.
+// no other, except Tracker and Batcher: the link that implements them
+// (link/rlink) is the one the endpoint holds, above every wrapper.
 package link
 
 import (
@@ -130,4 +130,16 @@ type Tracker interface {
 	// Dropped tells the link that the request frame f, as ReadBatch or
 	// ReadLoop delivered it, will not be answered. It must not keep f.
 	Dropped(f []byte)
+}
+
+// Batcher is implemented by links that can gather the frames several
+// writes hand them into one batch for the medium (link/rlink: one
+// WriteBatch, one sendmmsg(2) on AF_PACKET, for the first window of a DMA
+// block). Between Hold and Release the link may keep the frames written
+// (they count as handed to the link: Write has returned) and writes them
+// together at Release at the latest. Holds nest; every Hold needs its
+// Release.
+type Batcher interface {
+	Hold()
+	Release()
 }

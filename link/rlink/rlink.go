@@ -197,9 +197,11 @@ type Link struct {
 	// under qmu: q fills while processing or flushing, qSpare is the
 	// batch being written.
 	qmu        sync.Mutex
+	qcond      sync.Cond // on qmu: signalled when a drain of q ends
 	q, qSpare  [][]byte
 	processing bool // the reader handles a batch: frames that may wait, wait
-	flushing   bool // the reader writes q: later frames queue behind it
+	flushing   bool // q is being written (by the reader or at a Release): later frames queue behind it
+	held       int  // writers between Hold and Release: frames that may wait, wait
 
 	kick      chan struct{}
 	done      chan struct{}
@@ -240,6 +242,7 @@ func New(inner link.Link, cfg Config) (*Link, error) {
 		l.rbufs[i] = make([]byte, l.maxFrame+1)
 	}
 	l.touched = make([]*peer, 0, batch)
+	l.qcond.L = &l.qmu
 	l.q = make([][]byte, 0, 4*reliable.MaxDepth)
 	l.qSpare = make([][]byte, 0, 4*reliable.MaxDepth)
 	l.wg.Add(1)
@@ -412,7 +415,7 @@ func (l *Link) flushLocked(p *peer) {
 // one, at once otherwise.
 func (l *Link) sendFirst(frames [][]byte) {
 	l.qmu.Lock()
-	if l.processing || l.flushing {
+	if l.processing || l.flushing || l.held > 0 {
 		l.q = append(l.q, frames...)
 		l.qmu.Unlock()
 		return
@@ -427,10 +430,43 @@ func (l *Link) sendFirst(frames [][]byte) {
 
 // flush ends the handling of a batch: it writes the frames kept meanwhile,
 // and those queued while it writes, then lets writers write at once again.
+// A drain already under way (a Release) is waited for: the ACKs in q are
+// the Receivers' buffers, to be written before the reader uses them again.
 // Reader only.
 func (l *Link) flush() {
 	l.qmu.Lock()
 	l.processing = false
+	for l.flushing {
+		l.qcond.Wait()
+	}
+	l.drainLocked()
+	l.qmu.Unlock()
+}
+
+// Hold makes first transmissions wait until Release (link.Batcher): the
+// endpoint holds the link while it sends the first window of a DMA block,
+// so that the window goes in one WriteBatch.
+func (l *Link) Hold() {
+	l.qmu.Lock()
+	l.held++
+	l.qmu.Unlock()
+}
+
+// Release ends a Hold: the frames kept are written, with one WriteBatch,
+// unless the reader handles a batch (it writes them with its own when it
+// is done) or a drain under way writes them.
+func (l *Link) Release() {
+	l.qmu.Lock()
+	l.held--
+	if l.held == 0 && !l.processing && !l.flushing {
+		l.drainLocked()
+	}
+	l.qmu.Unlock()
+}
+
+// drainLocked writes q, and what is queued meanwhile, until it is empty.
+// Called with qmu held and no drain under way; returns with qmu held.
+func (l *Link) drainLocked() {
 	for len(l.q) > 0 {
 		batch := l.q
 		l.q, l.qSpare = l.qSpare[:0], batch
@@ -447,7 +483,7 @@ func (l *Link) flush() {
 		l.qmu.Lock()
 	}
 	l.flushing = false
-	l.qmu.Unlock()
+	l.qcond.Broadcast()
 }
 
 // Write hands one frame from the endpoint to the medium: through the

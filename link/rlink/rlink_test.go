@@ -772,3 +772,125 @@ func TestEndpointReportsDrops(t *testing.T) {
 		t.Errorf("words read %d and %d times; want once each", g.reads[0x100], g.reads[0x200])
 	}
 }
+
+// dataCounter counts the write calls that carry request DATA frames of the
+// reliable transport, and those frames.
+type dataCounter struct {
+	*mem.Port
+	mu           sync.Mutex
+	calls, count int
+}
+
+func (w *dataCounter) note(fs [][]byte) {
+	n := 0
+	for _, f := range fs {
+		if h, prob := reliable.Parse(f, 1<<16); prob == reliable.OK && h.Flags&reliable.FlagData != 0 && h.Flags&reliable.FlagRsp == 0 {
+			n++
+		}
+	}
+	if n > 0 {
+		w.mu.Lock()
+		w.calls++
+		w.count += n
+		w.mu.Unlock()
+	}
+}
+
+func (w *dataCounter) Write(f []byte) error {
+	w.note([][]byte{f})
+	return w.Port.Write(f)
+}
+
+func (w *dataCounter) WriteBatch(fs [][]byte) (int, error) {
+	w.note(fs)
+	return w.Port.WriteBatch(fs)
+}
+
+// A DMA block's first window goes to the medium in one write call (one
+// sendmmsg on AF_PACKET): the endpoint holds the link (link.Batcher) while
+// it sends the window's first fragments.
+func TestWindowInOneWrite(t *testing.T) {
+	sw, _ := mem.NewSwitch(mem.Config{Seed: 9, QueueLen: 256})
+	pa, _ := sw.Attach(macA)
+	pb, _ := sw.Attach(macB)
+	wa := &dataCounter{Port: pa}
+	// The whole window may go at once (no slow start), and no timer
+	// resends anything on a loaded host.
+	tc := transport.Config{InitialCwnd: 32, InitialRTO: 2 * time.Second, MinRTO: 2 * time.Second, MaxRTO: 4 * time.Second}
+	la, _ := rlink.New(wa, rlink.Config{Transport: tc})
+	lb, _ := rlink.New(pb, rlink.Config{Transport: tc})
+	la.SetPeer(macB, rlink.Reliable)
+	lb.SetPeer(macA, rlink.Reliable)
+	ram, _ := memory.NewRAM(0, 1<<20)
+	b, err := endpoint.New(lb.Link(), ram, endpoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const window = 32
+	a, err := endpoint.New(la.Link(), nil, endpoint.Config{DMATimeout: 5 * time.Second, Outstanding: window,
+		MaxFragment: rlink.FragmentCeiling(8192)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.SetPeer(0, endpoint.Peer{MAC: macB, Mode: endpoint.ModeDMARead, WindowSize: 1 << 32})
+	b.SetPeer(0, endpoint.Peer{MAC: macA, Mode: endpoint.ModeDMAWrite, WindowSize: 1 << 32})
+	if ok, err := la.Open(context.Background(), macB); !ok || err != nil {
+		t.Fatalf("Open: %v %v", ok, err)
+	}
+	src := make([]byte, window*int(rlink.FragmentCeiling(8192)))
+	for i := range src {
+		src[i] = byte(i*13 + i>>12)
+	}
+	tr, err := a.DMAWrite(context.Background(), 0, 0, src)
+	if err != nil || tr.Fragments != window {
+		t.Fatalf("DMAWrite: %v %+v; want %d fragments", err, tr, window)
+	}
+	got := make([]byte, len(src))
+	ram.ReadAt(got, 0)
+	if !bytes.Equal(got, src) {
+		t.Fatal("memory differs after the DMA write")
+	}
+	wa.mu.Lock()
+	defer wa.mu.Unlock()
+	if wa.calls != 1 || wa.count != window {
+		t.Errorf("the window's %d request frames went in %d write calls; want %d frames in one", wa.count, wa.calls, window)
+	}
+	if st := la.Stats(); st.Retransmitted != 0 {
+		t.Errorf("%d retransmissions: the count proves nothing", st.Retransmitted)
+	}
+	wa.mu.Unlock()
+	defer wa.mu.Lock()
+	if testutil.Race {
+		return // the race detector allocates on its own
+	}
+	// The windowed path allocates nothing per frame, either way: blocks
+	// of two windows written and read back, both endpoints and both
+	// rlinks in this process.
+	big := make([]byte, 2*len(src))
+	back := make([]byte, len(big))
+	for _, k := range []struct {
+		name   string
+		ma, mb endpoint.Mode
+		op     func() error
+	}{
+		{"DMAWrite", endpoint.ModeDMARead, endpoint.ModeDMAWrite, func() error { _, err := a.DMAWrite(context.Background(), 0, 0, big); return err }},
+		{"DMARead", endpoint.ModeDMAWrite, endpoint.ModeDMARead, func() error { _, err := a.DMARead(context.Background(), 0, 0, back); return err }},
+	} {
+		a.SetPeer(0, endpoint.Peer{MAC: macB, Mode: k.ma, WindowSize: 1 << 32})
+		b.SetPeer(0, endpoint.Peer{MAC: macA, Mode: k.mb, WindowSize: 1 << 32})
+		var err error
+		n := testing.AllocsPerRun(20, func() {
+			if e := k.op(); e != nil {
+				err = e
+			}
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", k.name, err)
+		}
+		if n != 0 {
+			t.Errorf("%s of %d fragments: %v allocations per block, want 0", k.name, 2*window, n)
+		}
+	}
+}
