@@ -5,10 +5,12 @@ taking turns, reporting per binary the median MB/s (or, with --op rmem, the
 operation's µs) and the CPU per fragment of the client (wait4 rusage) and of
 serve (/proc/PID/task/*/schedstat). Run as root:
 
-    python3 contrib/bench/ab.py BIN_A BIN_B --rounds 3 --ops 4 --size $((64<<20)) [--op write|read|rmem] [--pin C,S]
+    python3 contrib/bench/ab.py BIN_A BIN_B --rounds 3 --ops 4 --size $((64<<20)) [--op write|read|rmem] [--pin C,S] [--transport reliable]
 
-It creates the namespaces spa/spb with the veth pair vsa/vsb (MTU 9000) and
-deletes them at the end. On a shared machine, state the load average (printed)
+--transport reliable gives serve's peers transport=reliable and the commands
+--transport reliable (8136-byte fragments). It creates the namespaces
+spa<PID>/spb<PID> with the veth pair vsa/vsb (MTU 9000) and deletes them at
+the end. On a shared machine, state the load average (printed)
 with the figures. See docs/benchmarks.md.
 """
 import os, sys, subprocess, json, time, glob, statistics, argparse
@@ -19,8 +21,11 @@ ap.add_argument('--ops', type=int, default=6)
 ap.add_argument('--size', type=int, default=16<<20)
 ap.add_argument('--op', default='write')
 ap.add_argument('--pin', default='')
+ap.add_argument('--transport', default='v1', choices=['v1', 'reliable'])
 a = ap.parse_args()
-A, B = 'spa', 'spb'
+A, B = f'spa{os.getpid()}', f'spb{os.getpid()}'
+PT = '' if a.transport == 'v1' else ',transport=reliable'
+CT = ['--transport', a.transport]
 def sh(c, check=True): return subprocess.run(c, shell=True, check=check, capture_output=True, text=True)
 sh(f'ip netns del {A}', False); sh(f'ip netns del {B}', False)
 sh(f'ip netns add {A}; ip netns add {B}; ip link add vsa netns {A} type veth peer name vsb netns {B}')
@@ -37,7 +42,7 @@ def cpu(pid):
         try: t += int(open(p).read().split()[0])
         except OSError: pass
     return t
-frag = 8160
+frag = 8160 if a.transport == 'v1' else 8136
 CP, SP = ([], []) if not a.pin else (['taskset','-c',a.pin.split(',')[0]], ['taskset','-c',a.pin.split(',')[1]])
 nf = (a.size + frag - 1)//frag
 res = {b: {'mbs': [], 'ccpu': [], 'scpu': []} for b in a.bins}
@@ -45,15 +50,15 @@ try:
     for r in range(a.rounds):
         for b in a.bins:
             srv = subprocess.Popen(SP+['ip','netns','exec',B,b,'serve','--iface','vsb','--region',f'0x10000000:{a.size}',
-                '--peer', f'{WMAC},mode=dma-write','--peer', f'{RMAC},mode=dma-read','--peer','02:0e:0c:00:00:01,mode=rmem'], stderr=subprocess.PIPE, text=True)
+                '--peer', f'{WMAC},mode=dma-write{PT}','--peer', f'{RMAC},mode=dma-read{PT}','--peer',f'02:0e:0c:00:00:01,mode=rmem{PT}'], stderr=subprocess.PIPE, text=True)
             while 'msg=ready' not in srv.stderr.readline(): pass
             for i in range(a.ops + 1):
                 if a.op == 'rmem':
-                    args = [b,'rmem','read','--iface','vsa','--peer','02:0e:0c:00:00:02','--addr','0x10000000','--json']
+                    args = [b,'rmem','read','--iface','vsa','--peer','02:0e:0c:00:00:02','--addr','0x10000000','--json']+CT
                 elif a.op == 'write':
-                    args = [b,'dma','write','--iface','vsa','--mac',WMAC,'--peer','02:0e:0c:00:00:02','--addr','0x10000000','--in',src,'--json']
+                    args = [b,'dma','write','--iface','vsa','--mac',WMAC,'--peer','02:0e:0c:00:00:02','--addr','0x10000000','--in',src,'--json']+CT
                 else:
-                    args = [b,'dma','read','--iface','vsa','--mac',RMAC,'--peer','02:0e:0c:00:00:02','--addr','0x10000000','--length',str(a.size),'--out','/tmp/oetp-ab-out.bin','--json']
+                    args = [b,'dma','read','--iface','vsa','--mac',RMAC,'--peer','02:0e:0c:00:00:02','--addr','0x10000000','--length',str(a.size),'--out','/tmp/oetp-ab-out.bin','--json']+CT
                 s0 = cpu(srv.pid)
                 p = subprocess.Popen(CP+['ip','netns','exec',A]+args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
                 out = p.stdout.read()
@@ -69,7 +74,7 @@ try:
 finally:
     sh(f'ip netns del {A}', False); sh(f'ip netns del {B}', False)
 la = open('/proc/loadavg').read().split()[:3]
-print(f'pin={a.pin} op={a.op} size={a.size} rounds={a.rounds} ops/round={a.ops} load={la}')
+print(f'pin={a.pin} op={a.op} transport={a.transport} size={a.size} rounds={a.rounds} ops/round={a.ops} load={la}')
 for b in a.bins:
     d = res[b]
     md = lambda x: statistics.median(x)
