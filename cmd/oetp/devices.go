@@ -197,6 +197,7 @@ func newDevicesPeerEntriesCmd() *cobra.Command {
 	var csr bool
 	var entry intFlag
 	csrBase := u32Flag{v: devices.CSRBase, hex: true}
+	csrPeers := intFlag{v: devices.CSRPeers}
 	cmd := &cobra.Command{
 		Use:   "peer-entries NAME [--csr [--entry N]] [--window BASE:SIZE]",
 		Short: "Print the peer table entries a board needs for this host's MACs",
@@ -217,8 +218,9 @@ MAC's last four octets) and hi_word (its first two), and dma.mode (1 rmem,
 2 dma-write, 3 dma-read; written with --mask 0x3, leaving the entry's other
 dma bits alone), for entries N, N+1, N+2 (--entry N, default 0). The
 addresses are those of openENOC's register map with the endpoint
-interface's registers at --csr-base (default 0x20000800: the endpoint's CSR
-block at 0x2000_0000, its endpoint interface at +0x800). The writes go by
+interface's registers at --csr-base and --csr-peers peer entries (defaults
+0x20000800 and 4, openENOC's full endpoint: its CSR block at 0x2000_0000,
+the endpoint interface at +0x800, peers.entry[0] at +0x100). The writes go by
 RMEM from this host's RMEM MAC, so the board must already admit it.
 --window BASE:SIZE adds the window the board grants (window= for serve,
 local_address/remote_address/size for the CSRs); without it serve grants
@@ -270,15 +272,15 @@ transport=reliable on its serve entries (openENOC boards speak v1 only).`,
 			if window != "" {
 				win = &devices.Window{Base: base, Size: size}
 			}
-			writes, err := devices.PeerCSRs(csrBase.v, entry.v, d.Local, win)
+			writes, err := devices.PeerCSRs(csrBase.v, csrPeers.v, entry.v, d.Local, win)
 			if err != nil {
-				return usagef("--entry %d --csr-base 0x%x: %v", entry.v, csrBase.v, err)
+				return usagef("--entry %d --csr-peers %d --csr-base 0x%x: %v", entry.v, csrPeers.v, csrBase.v, err)
 			}
 			target := "--device " + shellQuote(d.Name)
 			if file != "" {
 				target += " --devices " + shellQuote(file)
 			}
-			fmt.Fprintf(out, "# openENOC peer entries %d..%d for %s; the endpoint interface's registers at 0x%08x\n", entry.v, entry.v+2, d.Name, csrBase.v)
+			fmt.Fprintf(out, "# openENOC peer entries %d..%d for %s; the endpoint interface's registers at 0x%08x, %d peer entries\n", entry.v, entry.v+2, d.Name, csrBase.v, csrPeers.v)
 			for _, w := range writes {
 				line := fmt.Sprintf("oetp rmem write %s --addr 0x%08x --data 0x%08x", target, w.Addr, w.Value)
 				if w.Mask != 0xFFFFFFFF {
@@ -296,6 +298,7 @@ transport=reliable on its serve entries (openENOC boards speak v1 only).`,
 	cmd.Flags().StringVar(&file, "devices", "", devicesUsage)
 	cmd.Flags().BoolVar(&csr, "csr", false, "print the CSR writes of an openENOC endpoint instead of serve's --peer arguments")
 	cmd.Flags().Var(&entry, "entry", "with --csr: the first peer entry `N` to use (the three roles take N, N+1, N+2)")
+	cmd.Flags().Var(&csrPeers, "csr-peers", "with --csr: the board's number of peer entries `N` (NUM_OF_PEERS), which places peers.entry[0]")
 	cmd.Flags().Var(&csrBase, "csr-base", "with --csr: the `ADDR` of the endpoint interface's registers on the board, as openENOC's full endpoint places them")
 	cmd.Flags().StringVar(&window, "window", "", "the window `BASE:SIZE` the board grants this host's MACs")
 	return cmd

@@ -60,9 +60,9 @@ func TestDevicesFileOverVeth(t *testing.T) {
 	// register names as comments; they are run against serve below.
 	csrOut, errOut, code := oetp("devices", "peer-entries", "board1", "--csr", "--entry", "1", "--window", "0x100000:1M")
 	var wantCSR strings.Builder
-	wantCSR.WriteString("# openENOC peer entries 1..3 for board1; the endpoint interface's registers at 0x20000800\n")
+	wantCSR.WriteString("# openENOC peer entries 1..3 for board1; the endpoint interface's registers at 0x20000800, 4 peer entries\n")
 	for r, m := range roles {
-		e, n := 0x200008BC+uint32(r)*0x1C, r+1
+		e, n := 0x2000091C+uint32(r)*0x1C, r+1
 		fmt.Fprintf(&wantCSR, "oetp rmem write --device board1 --addr 0x%08x --data 0x%08x  # peers.entry[%d].mac_address.lo_word = 0x%x (%v)\n", e, devices.MACLo(m), n, devices.MACLo(m), m)
 		fmt.Fprintf(&wantCSR, "oetp rmem write --device board1 --addr 0x%08x --data 0x%08x  # peers.entry[%d].mac_address.hi_word = 0x%x (%v)\n", e+4, devices.MACHi(m), n, devices.MACHi(m), m)
 		fmt.Fprintf(&wantCSR, "oetp rmem write --device board1 --addr 0x%08x --data 0x00100000  # peers.entry[%d].local_address.base = 0x100000\n", e+0xC, n)
@@ -152,7 +152,7 @@ func TestDevicesFileOverVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	for r, m := range roles {
-		e := 0x8BC + r*0x1C
+		e := 0x91C + r*0x1C
 		for off, want := range map[int]uint32{0: devices.MACLo(m), 4: devices.MACHi(m), 8: 0xFFFFFFFF, 0xC: 0x100000, 0x10: 0x100000, 0x14: 0x100000, 0x18: 0xFFFFFFFC | uint32(r+1)} {
 			if w := binary.LittleEndian.Uint32(csr[e+off:]); w != want {
 				t.Errorf("CSR 0x%08x (peers.entry[%d] + 0x%x) = 0x%08x, want 0x%08x", 0x20000000+e+off, r+1, off, w, want)
@@ -160,7 +160,7 @@ func TestDevicesFileOverVeth(t *testing.T) {
 		}
 	}
 	for a := 0; a < 4096; a += 4 {
-		if (a < 0x8BC || a >= 0x8BC+3*0x1C) && binary.LittleEndian.Uint32(csr[a:]) != 0xFFFFFFFF {
+		if (a < 0x91C || a >= 0x91C+3*0x1C) && binary.LittleEndian.Uint32(csr[a:]) != 0xFFFFFFFF {
 			t.Errorf("CSR 0x%08x outside the three entries was written", 0x20000000+a)
 		}
 	}
