@@ -111,6 +111,11 @@ type Options struct {
 	// OpTimeout is every operation's deadline; 0 derives it from the
 	// device (DefaultDeadline), negative waits for the hub forever.
 	OpTimeout time.Duration
+	// Context, when done, ends the HELLO exchange and the opening of
+	// devices (Device, DeviceOn) at once, with an error wrapping its
+	// cause; the connection is then closed. Operations watch their
+	// device's context instead (Device.WithContext).
+	Context context.Context
 }
 
 // Client is a connection to a hub.
@@ -130,8 +135,10 @@ type Client struct {
 	// sent: every byte of the current request has been handed to the hub,
 	// or (a streamed WRITE_BLOCK) any byte of its data: from then on a
 	// failure leaves the outcome unknown.
-	sent      bool
-	opTimeout time.Duration
+	sent        bool
+	opTimeout   time.Duration
+	ctx         context.Context // Options.Context
+	openTimeout time.Duration   // Options.Timeout
 }
 
 // dialReason is why a dial failed, without Go's operation and address
@@ -198,16 +205,16 @@ func DialOptions(o Options) (*Client, error) {
 	}
 	c := &Client{nc: nc, br: bufio.NewReaderSize(nc, smallBuf), bw: bufio.NewWriterSize(nc, smallBuf), Path: o.Path,
 		out: make([]byte, 0, 4096), in: make([]byte, 4096), opTimeout: o.OpTimeout}
-	nc.SetDeadline(time.Now().Add(o.Timeout))
+	c.ctx, c.openTimeout = o.Context, o.Timeout
+	stop := c.watch()
 	b := c.begin(proto.Hello, 0)
 	b = binary.LittleEndian.AppendUint16(b, proto.Version)
 	b = proto.AppendStr16(b, o.Token)
 	res, err := c.roundTrip(b)
-	if err != nil {
+	if err = stop(err); err != nil {
 		nc.Close()
 		return nil, err
 	}
-	nc.SetDeadline(time.Time{})
 	d := proto.Decoder{B: res}
 	d.U16("version")
 	d.U32("max message")
@@ -216,6 +223,29 @@ func DialOptions(o Options) (*Client, error) {
 		c.NetNS = binary.LittleEndian.Uint64(d.B)
 	}
 	return c, nil
+}
+
+// watch bounds an exchange outside the device operations (HELLO, OPEN) by
+// the dial's timeout and context: the returned function ends the watch and
+// returns the exchange's error, or the context's when it ended it.
+func (c *Client) watch() func(error) error {
+	c.nc.SetDeadline(time.Now().Add(c.openTimeout))
+	var stop func() bool
+	if c.ctx != nil && c.ctx.Done() != nil {
+		nc := c.nc
+		stop = context.AfterFunc(c.ctx, func() { interrupt(nc) })
+	}
+	return func(err error) error {
+		c.nc.SetDeadline(time.Time{})
+		if stop != nil && !stop() {
+			if c.err == nil {
+				c.err = &connError{fmt.Errorf("oetp hub: connection to %s: closed when the context ended", c.Path)}
+				c.nc.Close()
+			}
+			return fmt.Errorf("oetp hub: %s: %w before the hub answered", c.Path, context.Cause(c.ctx))
+		}
+		return err
+	}
 }
 
 // A connection starts with small buffers, so that a one-shot register
@@ -365,8 +395,9 @@ func (c *Client) DeviceOn(iface string, mac wire.MAC) (*Device, error) {
 }
 
 func (c *Client) openReply(b []byte) (*Device, error) {
+	stop := c.watch()
 	res, err := c.roundTrip(b)
-	if err != nil {
+	if err = stop(err); err != nil {
 		return nil, err
 	}
 	d := proto.Decoder{B: res}

@@ -91,7 +91,11 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*hubSession
 			}
 		}
 	}
-	c, err := client.DialOptions(client.Options{Path: path, Timeout: 2 * time.Second, TrustAnyOwner: f.hubAny})
+	ctx := commandContext()
+	c, err := client.DialOptions(client.Options{Path: path, Timeout: 2 * time.Second, TrustAnyOwner: f.hubAny, Context: ctx})
+	if err != nil && ctx.Err() != nil {
+		return nil, f.hubOpenInterrupted(mode, path)
+	}
 	if err != nil {
 		var ue *rundir.UntrustedError
 		if errors.As(err, &ue) && !explicit {
@@ -112,6 +116,10 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*hubSession
 		return nil, nil
 	}
 	dev, err := c.DeviceOn(f.iface, f.peer.m)
+	if err != nil && ctx.Err() != nil {
+		c.Close()
+		return nil, f.hubOpenInterrupted(mode, path)
+	}
 	if err != nil {
 		c.Close()
 		if explicit || !client.IsNoDevice(err) {
@@ -131,6 +139,19 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*hubSession
 		fmt.Fprintf(os.Stderr, "oetp: note: through the hub at %s (its device %q); --no-hub runs this command's own endpoint\n", path, dev.Name)
 	}
 	return &hubSession{c: c, dev: dev, path: path}, nil
+}
+
+// hubOpenInterrupted is the error of a command whose signal came while
+// its hub route was opening: nothing was sent, as an operation the
+// engine's context ends before accepting it (TIMEOUT, outcome known).
+func (f *opFlags) hubOpenInterrupted(mode endpoint.Mode, path string) error {
+	op := map[endpoint.Mode]string{endpoint.ModeRMEM: "RMEM write", endpoint.ModeDMARead: "DMA write", endpoint.ModeDMAWrite: "DMA read"}[mode]
+	if mode == endpoint.ModeRMEM && f.read {
+		op = "RMEM read"
+	}
+	f.via, f.hubPath = viaHub, path
+	return &endpoint.OpError{Op: op, Addr: f.addr.v, Code: wire.CodeTimeout,
+		Err: fmt.Errorf("%w while opening the hub at %s; nothing was sent", context.Canceled, path)}
 }
 
 // hubOpError is a hub operation's error as the engine's: the client's

@@ -273,6 +273,7 @@ except Exception as e:
 	cmd.Wait()
 	took = time.Since(t0)
 	got := lastLineJSON(t, out.String())
+	t.Logf("CLI through a frozen hub, SIGINT: %s", out.String())
 	if code := cmd.ProcessState.ExitCode(); code != 130 || took > time.Second || got["outcome_unknown"] != true || got["via"] != "hub" {
 		t.Errorf("CLI through a frozen hub, SIGINT: exit %d after %v, %v; stderr:\n%s", code, took, got, stderr.String())
 	}

@@ -77,6 +77,7 @@ func signalName(sig os.Signal) string {
 // function stops watching the signals; defer it.
 func opContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(cmd.Context())
+	commandCtx.Store(&ctx)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -102,6 +103,19 @@ func opContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 		}
 		cancel()
 	}
+}
+
+// commandCtx is the context of the process's one-shot command (opContext),
+// for what opens its route (the hub's dial and OPEN).
+var commandCtx atomic.Pointer[context.Context]
+
+// commandContext returns the command's context: cancelled on SIGINT or
+// SIGTERM; Background outside a one-shot command.
+func commandContext() context.Context {
+	if p := commandCtx.Load(); p != nil {
+		return *p
+	}
+	return context.Background()
 }
 
 // interruptedError turns a failed command's error into its interrupted
