@@ -12,6 +12,11 @@
 // padding of short frames, frames at a 1500-byte MTU, two endpoints
 // requesting from each other at once, and pcap recording.
 //
+// TestHubSoak (hubsoak_test.go) runs 200 clients at once (Go, Python, CLI)
+// on a real hub process serving two boards for $OETP_SOAK (default 10s):
+// every operation succeeds, every read back matches, and the hub's peak
+// RSS stays under 200 MB.
+//
 // TestLayersOneWay (layers_test.go) checks that no import runs up the
 // layers CONTRIBUTING.md draws.
 //
