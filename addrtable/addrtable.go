@@ -453,7 +453,7 @@ func Load(path string) (*Table, error) {
 	}
 	data, err := osReader(path)
 	if err != nil {
-		return nil, &Error{File: path, Msg: "cannot read the address table", Err: err}
+		return nil, &Error{File: path, Msg: "cannot read the address table", Err: osReason(err)}
 	}
 	return parse(Sniff(f, data), path, data, osReader)
 }
@@ -492,10 +492,21 @@ func osReader(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
+// osReason is a file error's reason without Go's operation and path
+// ("no such file or directory", not "stat x.xml: no such file or
+// directory"): the Error names the file.
+func osReason(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 func load(f Format, path string, read reader) (*Table, error) {
 	data, err := read(path)
 	if err != nil {
-		return nil, &Error{File: path, Msg: "cannot read the address table", Err: err}
+		return nil, &Error{File: path, Msg: "cannot read the address table", Err: osReason(err)}
 	}
 	return parse(f, path, data, read)
 }

@@ -207,7 +207,7 @@ func wrapLink(cfg LinkConfig, l *Link, inner link.Link) (*Link, error) {
 		f, err := os.Create(cfg.Capture)
 		if err != nil {
 			inner.Close()
-			return nil, &ConfigError{Field: "pcap", Msg: fmt.Sprintf(": %v", err), Err: err}
+			return nil, &ConfigError{Field: "pcap", Msg: fmt.Sprintf(" %s: %v", cfg.Capture, osReason(err)), Err: err}
 		}
 		w, err := pcap.NewWriterFormat(f, cfg.CaptureFormat, 0)
 		if err != nil {
@@ -285,4 +285,14 @@ func (l *Link) CPUMoves() uint64 {
 func (l *Link) Follows() bool {
 	al := l.socket()
 	return al != nil && al.FollowCPU()
+}
+
+// osReason is a file error's reason without Go's operation and path: the
+// message names the file.
+func osReason(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -219,7 +219,7 @@ Every measurement also stops after --max-ops operations.`,
 func writeSVG(path string, rep *bench.Report) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("--svg: %w", err)
+		return fmt.Errorf("--svg %s", fileWords(err))
 	}
 	if err := rep.WriteSVG(f); err != nil {
 		f.Close()

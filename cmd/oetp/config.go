@@ -280,7 +280,7 @@ func (n *fileNum) int() (int, error) {
 func loadServeFile(path string) (*serveFile, error) {
 	b, err := tomlin.ReadFile(path)
 	if err != nil {
-		return nil, usagef("--config: %v", err)
+		return nil, usagef("--config %s", fileWords(err))
 	}
 	var f serveFile
 	md, err := tomlin.Decode(path, b, &f)

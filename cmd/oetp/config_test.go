@@ -168,7 +168,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{[]string{"serve", "--iface", "nosuchif0", "--region", "0:4K"}, "--iface nosuchif0"},
 		{[]string{"serve", "--iface", "lo", "--busy-poll", "20ms"}, "--busy-poll 20ms: use 0 (off) through 10ms"},
 		{[]string{"serve", "--iface", "lo", "--busy-poll", "-1us"}, "--busy-poll -1µs: use 0 (off) through 10ms"},
-		{[]string{"serve", "--config", badBusy}, `busy_poll: time: invalid duration "soon"`},
+		{[]string{"serve", "--config", badBusy}, `busy_poll: "soon" is not a duration`},
 		{[]string{"serve", "--iface", "lo", "--placement", "pinned"}, `invalid argument "pinned" for "--placement" flag: "pinned": use auto or off`},
 		{[]string{"serve", "--config", badPlace}, `placement: "pinned": use auto or off`},
 		{[]string{"serve", "--config", filepath.Join(dir, "missing.toml")}, "--config"},

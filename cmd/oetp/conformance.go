@@ -149,7 +149,7 @@ an interface the runner cannot use.`,
 			if pcapPath != "" {
 				if pf, err = os.Create(pcapPath); err != nil {
 					l.Close()
-					return usagef("--pcap: %v", err)
+					return usagef("--pcap %s", fileWords(err))
 				}
 				if pw, err = pcap.NewWriter(pf, 0); err != nil {
 					l.Close()
@@ -186,7 +186,7 @@ an interface the runner cannot use.`,
 			if junit != "" {
 				f, err := os.Create(junit)
 				if err != nil {
-					return fmt.Errorf("--junit: %w", err)
+					return fmt.Errorf("--junit %s", fileWords(err))
 				}
 				err = rep.WriteJUnit(f)
 				if cerr := f.Close(); err == nil {

@@ -60,7 +60,7 @@ type liveRecorder struct {
 func newLiveRecorder(path string) (*liveRecorder, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
-		return nil, usagef("--write: %v", err)
+		return nil, usagef("--write %s", fileWords(err))
 	}
 	w, err := pcap.NewWriterFormat(f, pcap.PcapNG, 0)
 	if err != nil {

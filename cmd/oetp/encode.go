@@ -174,7 +174,7 @@ func (o *encodeOptions) encode(cmd *cobra.Command, arg string) ([]byte, error) {
 	if set("payload-file") {
 		payload, err = os.ReadFile(o.payloadFile)
 		if err != nil {
-			return nil, usagef("--payload-file: %v", err)
+			return nil, usagef("--payload-file %s", fileWords(err))
 		}
 	}
 	if hasPayload {

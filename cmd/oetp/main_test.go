@@ -93,7 +93,7 @@ func TestUsageErrors(t *testing.T) {
 		{enc("DMA_WRITE_REQ", "--addr", "0", "--payload", ""), "the payload holds 0 bytes: a DMA fragment carries 1..8160 bytes"},
 		{enc("DMA_WRITE_REQ", "--addr", "0", "--payload-file", big), "the payload holds 8161 bytes"},
 		{enc("DMA_WRITE_REQ", "--addr", "0", "--payload", "0102", "--payload-file", big), "--payload and --payload-file are alternatives"},
-		{enc("DMA_WRITE_REQ", "--addr", "0", "--payload-file", filepath.Join(dir, "missing")), "--payload-file: open "},
+		{enc("DMA_WRITE_REQ", "--addr", "0", "--payload-file", filepath.Join(dir, "missing")), "--payload-file " + filepath.Join(dir, "missing") + ": no such file or directory"},
 		{enc("DMA_WRITE_REQ", "--addr", "0", "--payload", "0102", "--length", "4"), "--length 4 does not match the 2-byte payload"},
 		{enc("DMA_READ_RSP", "--payload", "0g"), `invalid argument "0g" for "--payload" flag: hex group "0g" contains 'g'`},
 		{enc("ERROR_RSP"), "ERROR_RSP needs --cause C"},

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"syscall"
 	"time"
@@ -134,6 +135,16 @@ func (s *localSession) transportNote(r *opResult) string {
 	return fmt.Sprintf("the reliable transport's retransmission timeout is %v (it grows under loss, up to %v): --timeout %v leaves it no room to resend a lost frame twice, "+
 		"so the operation timed out while the transport was still recovering; raise --timeout (such as --timeout %v)",
 		pi.RTO.Round(time.Millisecond), node.MaxRTO, timeout, max(10*pi.RTO, 10*time.Second).Round(time.Second))
+}
+
+// fileWords is a file operation's error as "PATH: REASON" ("/x: no such
+// file or directory"), without Go's name of the operation ("open /x: ...").
+func fileWords(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path + ": " + pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // hubDialHint is what to do when no hub answers at the socket or address a

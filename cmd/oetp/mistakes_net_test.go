@@ -243,6 +243,12 @@ func TestMistakes(t *testing.T) {
 			code: 2, want: []string{"--dut: cannot read " + filepath.Join(dir, "nodut.toml") + ": no such file or directory"}},
 		{name: "regs: a key of the wrong type", args: []string{"regs", "list", "--table", typedTable},
 			code: 2, want: []string{`line 2 (key "node.name"): the value is an integer; this key takes a string (in quotes)`}},
+		{name: "--pcap a directory", args: op("rmem", "read", "--peer", "{peer}", "--addr", "0", "--pcap", dir),
+			code: 2, want: []string{"--pcap " + dir + ": is a directory"}},
+		{name: "--config missing", args: []string{"serve", "--config", filepath.Join(dir, "nope.toml")},
+			code: 2, want: []string{"--config " + filepath.Join(dir, "nope.toml") + ": no such file or directory"}},
+		{name: "--table missing", args: []string{"regs", "list", "--table", filepath.Join(dir, "nope.xml")},
+			code: 2, want: []string{filepath.Join(dir, "nope.xml") + ": cannot read the address table: no such file or directory"}},
 		{name: "retries: the link's figures", args: op("rmem", "read", "--peer", nobody, "--addr", "0", "--timeout", "20ms", "--retries", "1"),
 			code: 1, want: []string{"TIMEOUT (8)", "; link figures: no round trip measured, 1 retries"}},
 	}
@@ -329,11 +335,12 @@ func TestMistakes(t *testing.T) {
 
 // goWordsRe matches what a user must not read: a Go package's name as a
 // message's prefix (at the start of a line or after another message's
-// ": "), the shapes of Go's net, os and context errors, the
+// ": "), the shapes of Go's net, os ("open FILE: ...") and context errors, the
 // names of Go types and struct fields, a runtime crash.
 var goWordsRe = regexp.MustCompile(`(?:^|\n|: |; |\(|")(?:memory|memspec|pcap|link|afpacket|rlink|mem|endpoint|hub|node|addrtable|netns|toml|tomlin|conformance|transport|role|relay|client|rundir|devices|wire|reliable|placement|affinity|pace|bench|demo|proto|os|net|time|strconv): ` +
 	`|context canceled|context deadline exceeded|route ip\+net|use of closed network connection|dial (?:unix|tcp|udp)|connect: |\bConfig\.[A-Z]|\b(?:u?int(?:8|16|32|64)|float64)\b|destination has type` +
-	`|(?:^|: )EOF(?:$|[\n;])|goroutine \d|panic: |fatal error: `)
+	`|(?:^|: )EOF(?:$|[\n;])|goroutine \d|panic: |fatal error: ` +
+	`|(?:^|: )(?:open|stat|lstat|read|write|mkdir) [^\s:]+: `)
 
 // goWords returns the first thing in s a user must not read, or "". The
 // hub's own name ("oetp hub: ...") is the program's, not a package's.

@@ -149,7 +149,7 @@ func openInput(stdin io.Reader, in string, addr uint32) (*dmaInput, error) {
 	} else {
 		f, err := os.Open(in)
 		if err != nil {
-			return nil, usagef("--in: %v", err)
+			return nil, usagef("--in %s", fileWords(err))
 		}
 		if st, err := f.Stat(); err == nil && st.IsDir() {
 			f.Close()
