@@ -15,14 +15,21 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
-// slowRAM takes delay per DMA write: a member that needs time per fragment.
+// slowRAM takes delay per DMA write, and slow from its after-th write on:
+// a member that needs time per fragment, and then more (drift).
 type slowRAM struct {
 	*memory.RAM
-	delay *atomic.Int64 // nanoseconds
+	n           *atomic.Int64
+	after       int64
+	delay, slow time.Duration
 }
 
 func (s slowRAM) WriteAt(p []byte, addr uint32) memory.Resp {
-	time.Sleep(time.Duration(s.delay.Load()))
+	d := s.delay
+	if s.n.Add(1) > s.after {
+		d = s.slow
+	}
+	time.Sleep(d)
 	return s.RAM.WriteAt(p, addr)
 }
 func (s slowRAM) Immediate() bool { return false }
@@ -32,10 +39,10 @@ func (s slowRAM) Immediate() bool { return false }
 // and the slowest (B) one more after all the others' (so the group write
 // starts once B has answered everything sent before); a member's time per
 // fragment is the slowest of its round trips and the interval that times
-// Margin. Then B slows down to 30 ms per fragment (drift): the check after
-// the first run of Run fragments, a unicast rewrite of the run's last
-// fragment to B, answers late, and raises the interval to its round trip
-// times Margin; both members end byte-exact and B served exactly the
+// Margin. Then B slows down to 80 ms per fragment (drift) once it has
+// taken the first run of Run fragments: the check after that run, a
+// unicast rewrite of the run's last fragment to B, answers late, and
+// raises the interval to its round trip times Margin; both members end byte-exact and B served exactly the
 // probes, the fragments and the one check.
 func TestPacingSettleAndDrift(t *testing.T) {
 	sw, err := mem.NewSwitch(mem.Config{QueueLen: 4096})
@@ -55,8 +62,7 @@ func TestPacingSettleAndDrift(t *testing.T) {
 	w := newEP(t, sw, macW, nil, endpoint.Config{MaxFragment: frag})
 	w.SetPeer(0, endpoint.Peer{MAC: group, Mode: endpoint.ModeDMARead, WindowSize: 1 << 32})
 	macs := []wire.MAC{{0x02, 0, 0, 0, 0, 0x0b}, {0x02, 0, 0, 0, 0, 0x0c}}
-	var delay atomic.Int64
-	delay.Store(int64(10 * time.Millisecond))
+	var writes atomic.Int64
 	var rams []*memory.RAM
 	var members []*endpoint.Endpoint
 	for i, m := range macs {
@@ -66,7 +72,8 @@ func TestPacingSettleAndDrift(t *testing.T) {
 		}
 		var space memory.Space = ram
 		if i == 0 {
-			space = slowRAM{ram, &delay}
+			// Slow from the check on: after the probes and the first run.
+			space = slowRAM{ram, &writes, replicate.Probes + 1 + replicate.Run, 10 * time.Millisecond, 80 * time.Millisecond}
 		}
 		ep := newEP(t, sw, m, space, endpoint.Config{Group: group})
 		setPeer(t, ep, 0, macW, endpoint.ModeDMAWrite)
@@ -93,14 +100,13 @@ func TestPacingSettleAndDrift(t *testing.T) {
 		t.Fatalf("pacing %+v; want B (peer 1) the slowest and the interval %v", pace, want)
 	}
 
-	delay.Store(int64(30 * time.Millisecond))
 	tr, err := pace.Write(ctx, w, 0, base, srcSpace, 0, uint64(len(src)), nil)
 	if err != nil || tr.Bytes != uint64(len(src)) || tr.Fragments != replicate.Run+1 {
 		t.Fatalf("Write = %+v, %v", tr, err)
 	}
-	if len(pace.Checks) != 1 || pace.Checks[0] < 30*time.Millisecond || pace.Raised != 1 ||
+	if len(pace.Checks) != 1 || pace.Checks[0] < 80*time.Millisecond || pace.Raised != 1 ||
 		pace.Interval != time.Duration(float64(pace.Checks[0])*replicate.Margin) || pace.Interval <= pace.Start {
-		t.Fatalf("after the drift: checks %v, raised %d, interval %v (from %v); want one check of at least 30ms raising the interval to it times %v",
+		t.Fatalf("after the drift: checks %v, raised %d, interval %v (from %v); want one check of at least 80ms raising the interval to it times %v",
 			pace.Checks, pace.Raised, pace.Interval, pace.Start, replicate.Margin)
 	}
 	if c := w.Config().GroupInterval; c != pace.Interval {
