@@ -69,7 +69,12 @@ func runReliable(o *Options) ([]Result, error) {
 		return out, err
 	}
 	fan, err := runFanIn(o)
-	return append(out, fan...), err
+	out = append(out, fan...)
+	if err != nil || o.Binary == "" {
+		return out, err
+	}
+	hub, err := runHubReliable(o)
+	return append(out, hub...), err
 }
 
 func newReliableEnv(maxBlock int, io string) (_ *reliableEnv, err error) {

@@ -49,6 +49,16 @@ func TestRunReliable(t *testing.T) {
 				t.Errorf("%s: compared with %q, target %q, note %q; want TCP bulk, ≥1.00 and the raw stream's ratio", r.Name, r.Versus, r.Target, r.Note)
 			}
 		}
+		if strings.HasPrefix(r.Name, "oetp dma write") {
+			// Processes timed as the command reports it: no latencies.
+			if r.MBps <= 0 || r.Ops < 3 || r.Block != 64<<10 || r.AllocsPerFrame != -1 {
+				t.Errorf("%s: %+v", r.Name, r)
+			}
+			if strings.Contains(r.Name, "via hub") && (r.Versus != "oetp dma write reliable" || r.Target != "≥0.80" || r.Ratio <= 0 || r.Met == nil) {
+				t.Errorf("%s: compared with %q, target %q, ratio %v; want the command's own reliable rate, ≥0.80", r.Name, r.Versus, r.Target, r.Ratio)
+			}
+			continue
+		}
 		if strings.HasPrefix(r.Name, "fan-in") {
 			if r.MBps <= 0 || r.Ops <= 0 || (!r.Baseline && r.Ratio <= 0) {
 				t.Errorf("%s: %+v", r.Name, r)
@@ -74,7 +84,7 @@ func TestRunReliable(t *testing.T) {
 			t.Errorf("no note of %s against the windowed raw exchange in %q", op, rep.Notes)
 		}
 	}
-	for _, want := range []string{"raw window 8192↔20 ×32 in flight", "raw window 28↔8192 ×32 in flight", "rmem-read reliable", "rmem-read v1", "dma-write reliable", "dma-write v1", "dma-read reliable", "dma-read v1", "tcp bulk 64KiB", "raw stream near→far ×64", "raw stream far→near ×64", "fan-in 1 sender", "fan-in 3 senders"} {
+	for _, want := range []string{"raw window 8192↔20 ×32 in flight", "raw window 28↔8192 ×32 in flight", "rmem-read reliable", "rmem-read v1", "dma-write reliable", "dma-write v1", "dma-read reliable", "dma-read v1", "tcp bulk 64KiB", "raw stream near→far ×64", "raw stream far→near ×64", "fan-in 1 sender", "fan-in 3 senders", "oetp dma write reliable", "oetp dma write via hub reliable"} {
 		if !names[want] {
 			t.Errorf("no %q row in %v", want, names)
 		}
