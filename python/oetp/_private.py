@@ -100,6 +100,7 @@ class PrivateHub:
         self.dir = tempfile.mkdtemp(prefix="oetp-hub-", dir=_runtime_dir())  # mode 0700
         self.path = os.path.join(self.dir, "hub.sock")
         self.pid = None
+        self._owner = os.getpid()  # a forked child must not stop its parent's hub
         self._log = []
         self._log_lock = threading.Lock()
         self._ready = threading.Event()
@@ -177,7 +178,10 @@ class PrivateHub:
 
     def stop(self):
         """Stop the hub and remove its directory; waits until both are done
-        (bounded). Safe to call more than once."""
+        (bounded). Safe to call more than once; does nothing in a child
+        forked after the hub started (the hub is its parent's)."""
+        if os.getpid() != self._owner:
+            return
         p, self._proc = self._proc, None
         if p is not None:
             try:

@@ -101,6 +101,29 @@ class PrivateHubTest(unittest.TestCase):
         self.assertIn("cannot start the private hub's watchdog", str(cm.exception))
         self.assertNothingLeft()
 
+    def test_stop_and_fork(self):
+        # A hub that gets ready: stop() ends it and removes the directory,
+        # but not from a child forked meanwhile (the hub is the parent's).
+        bin = self.fake('echo "level=INFO msg=ready" >&2\nexec sleep 30\n')
+        e = _devices.parse(self.devfile, DEVICES)["board1"]
+        priv = _private.PrivateHub(e, oetp=bin, start_timeout=5)
+        self.assertTrue(os.path.isdir(priv.dir))
+        self.assertEqual(os.stat(priv.dir).st_mode & 0o777, 0o700)
+        pid = os.fork()
+        if pid == 0:
+            import signal
+            signal.alarm(10)  # a stop() that waits for a hub not its own fails the test
+            priv.stop()
+            os._exit(0 if os.path.isdir(priv.dir) else 1)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(status, 0, "a forked child's stop() left the hub alone")
+        self.assertTrue(os.path.isdir(priv.dir))
+        t0 = time.monotonic()
+        priv.stop()
+        self.assertLess(time.monotonic() - t0, 8)
+        self.assertNothingLeft()
+        priv.stop()
+
     def test_private_false(self):
         with self.assertRaises(oetp.Error) as cm:
             oetp.open_device("board1", devices=self.devfile, private=False)
