@@ -27,6 +27,9 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -207,10 +210,19 @@ func DialOptions(o Options) (*Client, error) {
 		out: make([]byte, 0, 4096), in: make([]byte, 4096), opTimeout: o.OpTimeout}
 	c.ctx, c.openTimeout = o.Context, o.Timeout
 	stop := c.watch()
-	b := c.begin(proto.Hello, 0)
-	b = binary.LittleEndian.AppendUint16(b, proto.Version)
-	b = proto.AppendStr16(b, o.Token)
-	res, err := c.roundTrip(b)
+	token := o.Token
+	if network == "tcp" {
+		// The hub proves it holds the token before the client sends
+		// anything, and the client proves it holds it without sending it.
+		token, err = c.challenge(o.Token)
+	}
+	var res []byte
+	if err == nil {
+		b := c.begin(proto.Hello, 0)
+		b = binary.LittleEndian.AppendUint16(b, proto.Version)
+		b = proto.AppendStr16(b, token)
+		res, err = c.roundTrip(b)
+	}
 	if err = stop(err); err != nil {
 		nc.Close()
 		return nil, err
@@ -223,6 +235,28 @@ func DialOptions(o Options) (*Client, error) {
 		c.NetNS = binary.LittleEndian.Uint64(d.B)
 	}
 	return c, nil
+}
+
+// challenge sends a CHALLENGE with a fresh nonce and checks the hub's
+// proof that it holds token; it returns what HELLO carries instead of the
+// token (proto.ClientProof). A server that cannot prove it gets nothing
+// else: an AUTH error that says so.
+func (c *Client) challenge(token string) (string, error) {
+	var cn [proto.NonceLen]byte
+	if _, err := rand.Read(cn[:]); err != nil {
+		return "", err
+	}
+	b := c.begin(proto.Challenge, 0)
+	res, err := c.roundTrip(append(b, cn[:]...))
+	var he *HubError
+	if errors.As(err, &he) && he.Status == proto.StatusAuth {
+		return "", err
+	}
+	if err != nil || len(res) != proto.NonceLen+sha256.Size || !hmac.Equal(res[proto.NonceLen:], proto.HubProof(token, cn[:], res[:proto.NonceLen])) {
+		return "", &HubError{Status: proto.StatusAuth, Name: proto.StatusName(proto.StatusAuth), Message: fmt.Sprintf(
+			"the server at %s did not prove it holds the token ($OETP_HUB_TOKEN): either the token is not this hub's, or another program answers at that address; the token was not sent", c.Path)}
+	}
+	return proto.ClientProof(token, cn[:], res[:proto.NonceLen]), nil
 }
 
 // watch bounds an exchange outside the device operations (HELLO, OPEN) by

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bufio"
+	"crypto/rand"
 	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
@@ -27,22 +28,26 @@ const bigBuffer = smallBody
 
 // conn is one client connection, served by one goroutine.
 type conn struct {
-	h          *Hub
-	nc         net.Conn
-	src        io.Reader       // what br reads: nc, or an authReader around it
-	dc         *deadlineConn   // nc with the read and write deadlines in force
-	held       int64           // bytes of the memory budget held for the request in progress
-	raw        syscall.RawConn // for the disconnect check between batch operations; nil if unavailable
-	br         *bufio.Reader
-	bw         *bufio.Writer
-	needAuth   bool
-	who        *peer // the client's credentials, read when a rule needs them
-	authed     bool
-	in, out    []byte
-	batchOps   []batchOp
-	peekBuf    [1]byte
-	disconnect bool // the client left: no reply, close
-	closeAfter bool // reply, then close (a refused HELLO)
+	h        *Hub
+	nc       net.Conn
+	src      io.Reader       // what br reads: nc, or an authReader around it
+	dc       *deadlineConn   // nc with the read and write deadlines in force
+	held     int64           // bytes of the memory budget held for the request in progress
+	raw      syscall.RawConn // for the disconnect check between batch operations; nil if unavailable
+	br       *bufio.Reader
+	bw       *bufio.Writer
+	needAuth bool
+	who      *peer // the client's credentials, read when a rule needs them
+	authed   bool
+	// challenged: the client sent a CHALLENGE with nonce cnonce and got
+	// the hub's nonce hnonce; its HELLO may then carry proto.ClientProof.
+	challenged     bool
+	cnonce, hnonce [proto.NonceLen]byte
+	in, out        []byte
+	batchOps       []batchOp
+	peekBuf        [1]byte
+	disconnect     bool // the client left: no reply, close
+	closeAfter     bool // reply, then close (a refused HELLO)
 }
 
 // connBufs are a connection's buffers, kept in connPool between
@@ -244,11 +249,14 @@ func (c *conn) readRequest() (proto.Header, []byte, error) {
 		return hdr, nil, err
 	}
 	n := hdr.BodyLen()
-	if c.needAuth && !c.authed && hdr.Type != proto.Hello {
+	if c.needAuth && !c.authed && hdr.Type != proto.Hello && hdr.Type != proto.Challenge {
 		return hdr, nil, errNeedAuth
 	}
 	if hdr.Type == proto.Hello && n > proto.MaxHello {
 		return hdr, nil, fmt.Errorf("%w: a HELLO of %d bytes, more than the %d-byte limit", proto.ErrFraming, n, proto.MaxHello)
+	}
+	if hdr.Type == proto.Challenge && n != proto.NonceLen {
+		return hdr, nil, fmt.Errorf("%w: a CHALLENGE of %d bytes, not the %d-byte nonce", proto.ErrFraming, n, proto.NonceLen)
 	}
 	if d := c.device(hdr); d != nil && d.Config.Access.Restricted() && deviceType(hdr.Type) {
 		// A BATCH longer than any batch of reads holds a write.
@@ -423,7 +431,7 @@ func opFailed(out []byte, hdr proto.Header, what string, err error, t endpoint.T
 }
 
 func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
-	if c.needAuth && !c.authed && hdr.Type != proto.Hello {
+	if c.needAuth && !c.authed && hdr.Type != proto.Hello && hdr.Type != proto.Challenge {
 		c.h.malformed.Add(1)
 		c.closeAfter = true
 		return fail(out, hdr, proto.StatusAuth, "this listener needs HELLO with the shared-secret token first")
@@ -434,6 +442,8 @@ func (c *conn) handle(hdr proto.Header, body []byte, out []byte) []byte {
 	switch hdr.Type {
 	case proto.Hello:
 		return c.hello(hdr, body, out)
+	case proto.Challenge:
+		return c.challenge(hdr, body, out)
 	case proto.Open:
 		return c.open(hdr, body, out)
 	case proto.GroupWrite:
@@ -576,6 +586,10 @@ func (c *conn) hello(hdr proto.Header, body []byte, out []byte) []byte {
 	}
 	if c.needAuth {
 		want := c.h.token()
+		if c.challenged && strings.HasPrefix(token, proto.ProofPrefix) && want != "" {
+			// The client proves it holds the token without sending it.
+			want = proto.ClientProof(want, c.cnonce[:], c.hnonce[:])
+		}
 		if want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
 			c.h.malformed.Add(1)
 			c.closeAfter = true
@@ -591,6 +605,24 @@ func (c *conn) hello(hdr proto.Header, body []byte, out []byte) []byte {
 	out = binary.LittleEndian.AppendUint16(out, uint16(len(c.h.devs)))
 	out = binary.LittleEndian.AppendUint64(out, c.h.netns)
 	return proto.Finish(out, 0)
+}
+
+// challenge answers a CHALLENGE on a connection that must present the
+// token: the hub's nonce and its proof that it holds the token
+// (proto.HubProof), so that the client knows it reached the real hub
+// before it proves it holds the token itself.
+func (c *conn) challenge(hdr proto.Header, body []byte, out []byte) []byte {
+	want := c.h.token()
+	if !c.needAuth || want == "" {
+		return fail(out, hdr, proto.StatusAuth, "this connection needs no token: CHALLENGE is for a TCP listener")
+	}
+	copy(c.cnonce[:], body)
+	if _, err := rand.Read(c.hnonce[:]); err != nil {
+		return fail(out, hdr, proto.StatusAuth, "no random nonce: %v", err)
+	}
+	c.challenged = true
+	out = append(ok(out, hdr), c.hnonce[:]...)
+	return proto.Finish(append(out, proto.HubProof(want, c.cnonce[:], c.hnonce[:])...), 0)
 }
 
 // open resolves a device by name or by (interface, device MAC).

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -721,6 +722,99 @@ func TestTCPToken(t *testing.T) {
 	if v, err := d.Read(0); err != nil || v != 7 {
 		t.Errorf("over TCP: %d %v", v, err)
 	}
+	// The Python client proves the hub the same way.
+	if out, err := pythonTCP(t, addr, "s3cret"); err != nil || out != "7\n" {
+		t.Errorf("Python over TCP: %v %q", err, out)
+	}
+	if out, _ := pythonTCP(t, addr, "wrong"); !strings.Contains(out, "AUTH the server at tcp://") || !strings.Contains(out, "did not prove it holds the token") {
+		t.Errorf("Python over TCP with a wrong token: %q", out)
+	}
+	// A client without CHALLENGE may still send the token itself; a proof
+	// without a CHALLENGE is refused.
+	for _, tc := range []struct {
+		token string
+		ok    bool
+	}{{"s3cret", true}, {proto.ClientProof("s3cret", make([]byte, 32), make([]byte, 32)), false}} {
+		nc, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := proto.AppendStr16(binary.LittleEndian.AppendUint16(proto.AppendHeader(nil, proto.Hello, 0, 1), proto.Version), tc.token)
+		nc.Write(proto.Finish(req, 0))
+		if _, st, _ := readReply(t, nc); (st.Status == 0) != tc.ok {
+			t.Errorf("HELLO with %q: %s %s", tc.token, proto.StatusName(st.Status), st.Message)
+		}
+		nc.Close()
+	}
+}
+
+// A TCP server that does not hold the token (an impostor on the hub's
+// port) cannot answer the client's CHALLENGE: the client refuses it, AUTH,
+// and never sends the token, which the server never sees.
+func TestTCPImpostor(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 2)
+	impostor := func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(5 * time.Second))
+		var all []byte
+		hdr, body, _, err := proto.ReadMessage(nc, nil)
+		if err == nil {
+			all = append(all, body...)
+			// An answer of the right shape, from a server without the token.
+			rep := proto.AppendReplyHeader(nil, hdr, proto.StatusOK, 0, "")
+			nc.Write(proto.Finish(append(rep, bytes.Repeat([]byte{0x5A}, 64)...), 0))
+			rest, _ := io.ReadAll(nc)
+			all = append(all, rest...)
+		}
+		got <- all
+	}
+	go impostor()
+	_, err = client.DialOptions(client.Options{Path: "tcp://" + ln.Addr().String(), Token: "s3cret-token"})
+	var he *client.HubError
+	if !errors.As(err, &he) || he.Status != proto.StatusAuth || !strings.Contains(he.Message, "did not prove it holds the token") {
+		t.Errorf("an impostor's answer: %v", err)
+	}
+	if b := <-got; len(b) != proto.NonceLen || bytes.Contains(b, []byte("s3cret")) {
+		t.Errorf("the impostor read %d bytes (%q), want the %d-byte nonce alone", len(b), b, proto.NonceLen)
+	}
+	go impostor()
+	if out, _ := pythonTCP(t, "tcp://"+ln.Addr().String(), "s3cret-token"); !strings.Contains(out, "AUTH the server at tcp://") || !strings.Contains(out, "did not prove it holds the token") {
+		t.Errorf("Python and an impostor: %q", out)
+	}
+	if b := <-got; len(b) != proto.NonceLen || bytes.Contains(b, []byte("s3cret")) {
+		t.Errorf("the impostor read %d bytes from Python (%q), want the %d-byte nonce alone", len(b), b, proto.NonceLen)
+	}
+}
+
+// pythonTCP reads word 0 of board1 through the hub at addr with the
+// Python client and token; its output is the value, or the error's name
+// and message.
+func pythonTCP(t *testing.T, addr, token string) (string, error) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	cmd := exec.Command(py, "-c", `
+import sys, oetp
+try:
+    print(oetp.connect(sys.argv[1], token=sys.argv[2]).device("board1").read(0))
+except oetp.HubError as e:
+    print(e.name, e.message)
+`, addr, token)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join("..", "python"), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // Close does not hang on an operation that waits forever (timeout 0): the

@@ -69,6 +69,7 @@ const PreAuthMax = 4096
 const (
 	Hello      uint8 = 0x01
 	Open       uint8 = 0x02
+	Challenge  uint8 = 0x03
 	Read       uint8 = 0x10
 	Write      uint8 = 0x11
 	ReadBlock  uint8 = 0x12
@@ -90,6 +91,8 @@ func TypeName(t uint8) string {
 		return "HELLO"
 	case Open:
 		return "OPEN"
+	case Challenge:
+		return "CHALLENGE"
 	case Read:
 		return "READ"
 	case Write:

@@ -10,6 +10,7 @@ VERSION = 1
 # Request types; a reply carries type | 0x80.
 HELLO = 0x01
 OPEN = 0x02
+CHALLENGE = 0x03
 READ = 0x10
 WRITE = 0x11
 READ_BLOCK = 0x12
@@ -54,6 +55,8 @@ HUB_ERRORS = {
 }
 
 DENIED = 0x88
+AUTH = 0x82
+NONCE_LEN = 32
 
 PERMISSIONS = {1: "r", 2: "w", 3: "rw"}
 MODES = {0: "single", 1: "block", 2: "incremental", 3: "non-incremental", 4: "port"}
@@ -382,9 +385,32 @@ class Hub:
         self._lock = threading.Lock()
         self._tag = 0
         tok = (token or "").encode()
+        if self.path.startswith("tcp://"):
+            # The hub proves it holds the token before anything else is
+            # sent; HELLO then proves this client holds it, without it.
+            tok = self._challenge(tok, timeout or 5)
         res = self._call(HELLO, 0, struct.pack("<HH", VERSION, len(tok)) + tok, deadline=timeout or 5)
         self.version, self.max_message, self.ndevices = struct.unpack_from("<HIH", res)
         self.netns = struct.unpack_from("<Q", res, 8)[0] if len(res) >= 16 else 0
+
+    def _challenge(self, token, deadline):
+        """CHALLENGE the server with a fresh nonce and check its proof that
+        it holds ``token``; returns what HELLO carries instead of it."""
+        import hashlib
+        import hmac
+        cn = os.urandom(NONCE_LEN)
+        try:
+            res = bytes(self._call(CHALLENGE, 0, cn, deadline=deadline))
+        except HubError as e:
+            if e.status == AUTH:
+                raise
+            res = b""
+        if len(res) != 2 * NONCE_LEN or not hmac.compare_digest(
+                res[NONCE_LEN:], hmac.new(token, b"oetp hub proof\x00" + cn + res[:NONCE_LEN], hashlib.sha256).digest()):
+            self._broken()
+            raise HubError(AUTH, "the server at %s did not prove it holds the token ($OETP_HUB_TOKEN): either the token "
+                           "is not this hub's, or another program answers at that address; the token was not sent" % self.path)
+        return b"proof:" + hmac.new(token, b"oetp client proof\x00" + cn + res[:NONCE_LEN], hashlib.sha256).hexdigest().encode()
 
     def close(self):
         self._sock.close()
