@@ -240,7 +240,7 @@ func runCodec(d time.Duration) ([]Result, error) {
 		for i, c := range cases {
 			res, err := measure(c.fn, d/codecRounds)
 			if err != nil {
-				failed = fmt.Errorf("bench: codec %s failed: %v", c.name, err)
+				failed = fmt.Errorf("codec %s failed: %v", c.name, err)
 				break
 			}
 			if best[i].n == 0 || res.nsPerOp() < best[i].nsPerOp() {

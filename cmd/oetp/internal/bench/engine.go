@@ -78,12 +78,12 @@ func newPairOutstanding(la, lb link.Link, maxBlock, outstanding int) (*pair, err
 	if p.a, err = endpoint.New(la, local, cfg); err != nil {
 		la.Close()
 		lb.Close()
-		return nil, fmt.Errorf("bench: initiating endpoint: %w", err)
+		return nil, fmt.Errorf("initiating endpoint: %w", err)
 	}
 	if p.b, err = endpoint.New(lb, p.ram, cfg); err != nil {
 		p.a.Close()
 		lb.Close()
-		return nil, fmt.Errorf("bench: responding endpoint: %w", err)
+		return nil, fmt.Errorf("responding endpoint: %w", err)
 	}
 	p.src = make([]byte, maxBlock)
 	for i := range p.src {
@@ -161,11 +161,11 @@ func (p *pair) verify(op string, n int) error {
 		dst := p.dst[:n]
 		clear(dst)
 		if _, err := p.a.DMARead(p.ctx, 0, remoteBase, dst); err != nil {
-			return fmt.Errorf("bench: reading back a %s of %d bytes: %w", op, n, err)
+			return fmt.Errorf("reading back a %s of %d bytes: %w", op, n, err)
 		}
 		for i := range n {
 			if dst[i] != p.src[i] {
-				return fmt.Errorf("bench: %s of %d bytes: byte %d reads back as %#x, sent %#x", op, n, i, dst[i], p.src[i])
+				return fmt.Errorf("%s of %d bytes: byte %d reads back as %#x, sent %#x", op, n, i, dst[i], p.src[i])
 			}
 		}
 	case opDMARead:
@@ -175,7 +175,7 @@ func (p *pair) verify(op string, n int) error {
 				want = p.src[i]
 			}
 			if p.dst[i] != want {
-				return fmt.Errorf("bench: %s of %d bytes: byte %d is %#x, the responder holds %#x", op, n, i, p.dst[i], want)
+				return fmt.Errorf("%s of %d bytes: byte %d is %#x, the responder holds %#x", op, n, i, p.dst[i], want)
 			}
 		}
 	}

@@ -70,7 +70,7 @@ func parseFloorSpec(s string) (floorSpec, error) {
 	parts := strings.Split(s, ",")
 	n, err := strconv.Atoi(parts[0])
 	if err != nil || n <= 0 || n > MaxBlock {
-		return f, fmt.Errorf("bench: floor echo %q: want SIZE[,huge][,gather] with SIZE 1..%d bytes", s, MaxBlock)
+		return f, fmt.Errorf("floor echo %q: want SIZE[,huge][,gather] with SIZE 1..%d bytes", s, MaxBlock)
 	}
 	f.size = n
 	for _, p := range parts[1:] {
@@ -80,7 +80,7 @@ func parseFloorSpec(s string) (floorSpec, error) {
 		case "gather":
 			f.gather = true
 		default:
-			return f, fmt.Errorf("bench: floor echo %q: unknown option %q (huge, gather)", s, p)
+			return f, fmt.Errorf("floor echo %q: unknown option %q (huge, gather)", s, p)
 		}
 	}
 	return f, nil
@@ -99,7 +99,7 @@ func floorRegion(f floorSpec) ([]byte, func(), error) {
 	if f.huge {
 		m, err := unix.Mmap(-1, 0, f.size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		if err != nil {
-			return nil, nil, fmt.Errorf("bench: floor region: %w", os.NewSyscallError("mmap", err))
+			return nil, nil, fmt.Errorf("floor region: %w", os.NewSyscallError("mmap", err))
 		}
 		_ = unix.Madvise(m, unix.MADV_HUGEPAGE)
 		b, release = m, func() { _ = unix.Munmap(m) }
@@ -130,7 +130,7 @@ func FloorEcho(ifname, spec string, stdin io.Reader, ready io.Writer) error {
 	}
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return fmt.Errorf("bench: floor echo on %s: %w: list the interfaces with `ip link`", ifname, err)
+		return fmt.Errorf("floor echo on %s: %w: list the interfaces with `ip link`", ifname, err)
 	}
 	var far wire.MAC
 	copy(far[:], ifi.HardwareAddr)
@@ -494,10 +494,10 @@ func checkFloorCRC(op string, n int, out string, want uint32) error {
 			if err == nil && uint32(got) == want {
 				return nil
 			}
-			return fmt.Errorf("bench: floor %s of %d bytes: the echo's region has CRC-32 %s, want %08x", op, n, strings.TrimSpace(v), want)
+			return fmt.Errorf("floor %s of %d bytes: the echo's region has CRC-32 %s, want %08x", op, n, strings.TrimSpace(v), want)
 		}
 	}
-	return fmt.Errorf("bench: floor %s of %d bytes: the echo reported no CRC of its region: %q", op, n, out)
+	return fmt.Errorf("floor %s of %d bytes: the echo reported no CRC of its region: %q", op, n, out)
 }
 
 // checkFloorOut checks that the floor read's output file holds the echo's
@@ -508,11 +508,11 @@ func checkFloorOut(path string, n int) error {
 		return err
 	}
 	if len(b) != n {
-		return fmt.Errorf("bench: floor dma-read of %d bytes: the output holds %d bytes", n, len(b))
+		return fmt.Errorf("floor dma-read of %d bytes: the output holds %d bytes", n, len(b))
 	}
 	for i := range b {
 		if b[i] != floorFill(i) {
-			return fmt.Errorf("bench: floor dma-read of %d bytes: output byte %d is %#x, the echo's region holds %#x", n, i, b[i], floorFill(i))
+			return fmt.Errorf("floor dma-read of %d bytes: output byte %d is %#x, the echo's region holds %#x", n, i, b[i], floorFill(i))
 		}
 	}
 	return nil
@@ -644,7 +644,7 @@ func (fp *floorPinger) prepare() error {
 		}
 		m, err := unix.Mmap(fp.fd, 0, fp.n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		if err != nil {
-			return fmt.Errorf("bench: floor output: %w", os.NewSyscallError("mmap", err))
+			return fmt.Errorf("floor output: %w", os.NewSyscallError("mmap", err))
 		}
 		fp.dst = m
 	}
@@ -659,7 +659,7 @@ func (fp *floorPinger) block() error {
 	if fp.way == floorGather {
 		m, err := unix.Mmap(fp.fd, 0, fp.n, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
 		if err != nil {
-			return fmt.Errorf("bench: floor source: %w", os.NewSyscallError("mmap", err))
+			return fmt.Errorf("floor source: %w", os.NewSyscallError("mmap", err))
 		}
 		fp.src = m
 		defer func() {

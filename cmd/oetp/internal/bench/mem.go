@@ -175,7 +175,7 @@ func (m *memEnv) close() error {
 	m.echo.Close()
 	ferr := m.floor.close()
 	if err := <-m.done; err != nil {
-		return fmt.Errorf("bench: in-process echo: %w", err)
+		return fmt.Errorf("in-process echo: %w", err)
 	}
 	return ferr
 }
@@ -283,7 +283,7 @@ func (f *memFloor) close() error {
 	f.ping.Close()
 	f.echo.Close()
 	if err := <-f.done; err != nil {
-		return fmt.Errorf("bench: in-process floor echo: %w", err)
+		return fmt.Errorf("in-process floor echo: %w", err)
 	}
 	return nil
 }
@@ -327,7 +327,7 @@ func (f *memFloor) step(op string, n int) *step {
 			}
 			if op == opDMARead {
 				if want := wire.FrameLen(wire.DMAReadRsp, uint32(l)); got != want {
-					return fmt.Errorf("bench: floor read reply of %d bytes, want %d", got, want)
+					return fmt.Errorf("floor read reply of %d bytes, want %d", got, want)
 				}
 				copy(f.buf[off:off+l], wire.Frame(bufs[0][:got]).Payload(uint32(l)))
 			}
@@ -352,7 +352,7 @@ func (f *memFloor) step(op string, n int) *step {
 	s.after = func() error {
 		for i := range moved {
 			if f.region[i] != f.buf[i] {
-				return fmt.Errorf("bench: floor %s of %d bytes: byte %d is %#x at the echo, %#x at the pinger", op, n, i, f.region[i], f.buf[i])
+				return fmt.Errorf("floor %s of %d bytes: byte %d is %#x at the echo, %#x at the pinger", op, n, i, f.region[i], f.buf[i])
 			}
 		}
 		return nil

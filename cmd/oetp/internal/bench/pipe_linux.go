@@ -119,7 +119,7 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 	if p.external {
 		p.near.drain()
 		if r.err != nil {
-			return 0, 0, fmt.Errorf("bench: raw windowed exchange: %w", r.err)
+			return 0, 0, fmt.Errorf("raw windowed exchange: %w", r.err)
 		}
 		return r.n, r.el, nil
 	}
@@ -142,7 +142,7 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 		r.err = eerr
 	}
 	if r.err != nil {
-		return 0, 0, fmt.Errorf("bench: raw pipelined exchange: %w", r.err)
+		return 0, 0, fmt.Errorf("raw pipelined exchange: %w", r.err)
 	}
 	return r.n, r.el, nil
 }

@@ -134,7 +134,7 @@ func newProcEnv(o *Options) (_ *procEnv, err error) {
 		"--peer", procLibMACs[opDMARead].String()+",mode=dma-read")
 	p.srv.Stderr = p.srvErr
 	if err := startUnpinned(p.srv); err != nil {
-		return nil, fmt.Errorf("bench: starting oetp serve: %w", err)
+		return nil, fmt.Errorf("starting oetp serve: %w", err)
 	}
 	p.srvDone = make(chan struct{})
 	go func() { p.srv.Wait(); close(p.srvDone) }()
@@ -142,9 +142,9 @@ func newProcEnv(o *Options) (_ *procEnv, err error) {
 	for !strings.Contains(p.srvErr.String(), "msg=ready") {
 		select {
 		case <-p.srvDone:
-			return nil, fmt.Errorf("bench: oetp serve exited before it was ready (%v): %s", p.srv.ProcessState, p.srvErr.String())
+			return nil, fmt.Errorf("oetp serve exited before it was ready (%v): %s", p.srv.ProcessState, p.srvErr.String())
 		case <-deadline:
-			return nil, fmt.Errorf("bench: oetp serve printed no ready line in 30s: %s", p.srvErr.String())
+			return nil, fmt.Errorf("oetp serve printed no ready line in 30s: %s", p.srvErr.String())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -227,7 +227,7 @@ func (p *procEnv) library(op string, n int) *step {
 					want = procPattern(i)
 				}
 				if p.libDst[i] != want {
-					return fmt.Errorf("bench: %s of %d bytes: byte %d is %#x, the server holds %#x", op, n, i, p.libDst[i], want)
+					return fmt.Errorf("%s of %d bytes: byte %d is %#x, the server holds %#x", op, n, i, p.libDst[i], want)
 				}
 			}
 		}
@@ -380,7 +380,7 @@ func (p *procEnv) command(op string, n int, tty bool) *step {
 			if err != nil {
 				s.m.fail()
 				if s.m.failed >= maxFail {
-					return fmt.Errorf("bench: %s: %w", s.res.Name, err)
+					return fmt.Errorf("%s: %w", s.res.Name, err)
 				}
 				continue
 			}
@@ -400,7 +400,7 @@ func (p *procEnv) command(op string, n int, tty bool) *step {
 			// Read the block back through the server.
 			r, err := p.oetp(false, p.args(opDMARead, n, out)...)
 			if err != nil {
-				return fmt.Errorf("bench: reading back a %s of %d bytes: %w", op, n, err)
+				return fmt.Errorf("reading back a %s of %d bytes: %w", op, n, err)
 			}
 			_ = r
 			return p.check(out, n, "reads back as")
@@ -420,7 +420,7 @@ func (p *procEnv) check(path string, n int, what string) error {
 		return err
 	}
 	if len(b) != n {
-		return fmt.Errorf("bench: a DMA read of %d bytes wrote %d bytes", n, len(b))
+		return fmt.Errorf("a DMA read of %d bytes wrote %d bytes", n, len(b))
 	}
 	for i := range n {
 		want := byte(0)
@@ -428,7 +428,7 @@ func (p *procEnv) check(path string, n int, what string) error {
 			want = procPattern(i)
 		}
 		if b[i] != want {
-			return fmt.Errorf("bench: DMA of %d bytes: byte %d %s %#x, the server holds %#x", n, i, what, b[i], want)
+			return fmt.Errorf("DMA of %d bytes: byte %d %s %#x, the server holds %#x", n, i, what, b[i], want)
 		}
 	}
 	return nil
@@ -512,22 +512,22 @@ func (p *procEnv) oetp(tty bool, args ...string) (procResult, error) {
 func openPTY() (ptm, pts *os.File, err error) {
 	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("bench: opening a terminal: %w", os.NewSyscallError("open /dev/ptmx", err))
+		return nil, nil, fmt.Errorf("opening a terminal: %w", os.NewSyscallError("open /dev/ptmx", err))
 	}
 	ptm = os.NewFile(uintptr(fd), "/dev/ptmx")
 	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
 		ptm.Close()
-		return nil, nil, fmt.Errorf("bench: unlocking a terminal: %w", err)
+		return nil, nil, fmt.Errorf("unlocking a terminal: %w", err)
 	}
 	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
 	if err != nil {
 		ptm.Close()
-		return nil, nil, fmt.Errorf("bench: naming a terminal: %w", err)
+		return nil, nil, fmt.Errorf("naming a terminal: %w", err)
 	}
 	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		ptm.Close()
-		return nil, nil, fmt.Errorf("bench: opening a terminal: %w", err)
+		return nil, nil, fmt.Errorf("opening a terminal: %w", err)
 	}
 	return ptm, pts, nil
 }
@@ -560,7 +560,7 @@ func (p *procEnv) close() error {
 		case <-time.After(10 * time.Second):
 			_ = p.srv.Process.Kill()
 			<-p.srvDone
-			errs = append(errs, fmt.Errorf("bench: oetp serve did not stop within 10s of SIGTERM"))
+			errs = append(errs, fmt.Errorf("oetp serve did not stop within 10s of SIGTERM"))
 		}
 	}
 	if p.raw != nil {

@@ -16,7 +16,7 @@ const RawEchoFlag = "raw-echo"
 
 // RawEcho needs AF_PACKET (Linux).
 func RawEcho(ifname string, stdin io.Reader, ready io.Writer) error {
-	return errors.New("bench: the raw echo needs Linux (AF_PACKET)")
+	return errors.New("the raw echo needs Linux (AF_PACKET)")
 }
 
 // FloorFlag is the hidden flag of `oetp bench` that runs FloorEcho.
@@ -24,7 +24,7 @@ const FloorFlag = "raw-echo-floor"
 
 // FloorEcho needs AF_PACKET (Linux).
 func FloorEcho(ifname, spec string, stdin io.Reader, ready io.Writer) error {
-	return errors.New("bench: the floor echo needs Linux (AF_PACKET)")
+	return errors.New("the floor echo needs Linux (AF_PACKET)")
 }
 
 // WindowEchoFlag is the hidden flag of `oetp bench` that runs WindowEcho.
@@ -32,5 +32,5 @@ const WindowEchoFlag = "raw-window-echo"
 
 // WindowEcho needs AF_PACKET (Linux).
 func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
-	return errors.New("bench: the windowed echo needs Linux (AF_PACKET)")
+	return errors.New("the windowed echo needs Linux (AF_PACKET)")
 }

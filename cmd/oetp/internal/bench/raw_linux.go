@@ -30,7 +30,7 @@ const rawTimeout = 500 * time.Millisecond
 
 // errRawTimeout is returned by a baseline round trip whose reply did not
 // arrive within rawTimeout.
-var errRawTimeout = errors.New("bench: raw ping-pong: no reply within the timeout")
+var errRawTimeout = errors.New("raw ping-pong: no reply within the timeout")
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
@@ -52,12 +52,12 @@ func retype(f []byte) []byte {
 func openRaw(ifindex int) (*rawSock, error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(rawEtherType)))
 	if err != nil {
-		return nil, fmt.Errorf("bench: raw AF_PACKET socket: %w", os.NewSyscallError("socket", err))
+		return nil, fmt.Errorf("raw AF_PACKET socket: %w", os.NewSyscallError("socket", err))
 	}
 	s := &rawSock{fd: fd}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(rawEtherType), Ifindex: ifindex}); err != nil {
 		s.close()
-		return nil, fmt.Errorf("bench: bind raw socket to ifindex %d: %w", ifindex, os.NewSyscallError("bind", err))
+		return nil, fmt.Errorf("bind raw socket to ifindex %d: %w", ifindex, os.NewSyscallError("bind", err))
 	}
 	// Skip the qdisc layer on transmit, as the fastest sender would.
 	_ = unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1)
@@ -68,7 +68,7 @@ func openRaw(ifindex int) (*rawSock, error) {
 	tv := unix.NsecToTimeval(int64(rawTimeout))
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		s.close()
-		return nil, fmt.Errorf("bench: raw socket receive timeout: %w", os.NewSyscallError("setsockopt", err))
+		return nil, fmt.Errorf("raw socket receive timeout: %w", os.NewSyscallError("setsockopt", err))
 	}
 	return s, nil
 }
@@ -165,7 +165,7 @@ func lockThread(cpu int) error {
 	// thread inherits the affinity of the thread that created it, which
 	// may be pinned.
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("bench: pin thread to CPU %d: %w", cpu, os.NewSyscallError("sched_setaffinity", err))
+		return fmt.Errorf("pin thread to CPU %d: %w", cpu, os.NewSyscallError("sched_setaffinity", err))
 	}
 	return nil
 }
@@ -328,7 +328,7 @@ func pinProcess(cpu int) (restore func(), err error) {
 	// passes until no thread was created with the old mask meanwhile).
 	set := func(s *unix.CPUSet) error {
 		if err := placement.Restore(*s); err != nil {
-			return fmt.Errorf("bench: placing the process's threads: %w", err)
+			return fmt.Errorf("placing the process's threads: %w", err)
 		}
 		return nil
 	}

@@ -44,7 +44,7 @@ const procIdle = 20 * time.Millisecond
 func RawEcho(ifname string, stdin io.Reader, ready io.Writer) error {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return fmt.Errorf("bench: raw echo on %s: %w: list the interfaces with `ip link`", ifname, err)
+		return fmt.Errorf("raw echo on %s: %w: list the interfaces with `ip link`", ifname, err)
 	}
 	var far wire.MAC
 	copy(far[:], ifi.HardwareAddr)
@@ -117,7 +117,7 @@ func startEchoCmd(bin string, hb *netns.Host, cpu int, args ...string) (*rawProc
 		errc <- cmd.Start()
 	}()
 	if err := <-errc; err != nil {
-		return nil, fmt.Errorf("bench: starting the raw echo process: %w", err)
+		return nil, fmt.Errorf("starting the raw echo process: %w", err)
 	}
 	r := &rawProc{cmd: cmd, stdin: stdin, done: make(chan error, 1), out: &syncBuf{}}
 	line := make(chan string, 1)
@@ -138,7 +138,7 @@ func startEchoCmd(bin string, hb *netns.Host, cpu int, args ...string) (*rawProc
 	stdin.Close()
 	_ = cmd.Process.Kill()
 	err = <-r.done
-	return nil, fmt.Errorf("bench: the raw echo process did not get ready (%v): %s", err, stderr.String())
+	return nil, fmt.Errorf("the raw echo process did not get ready (%v): %s", err, stderr.String())
 }
 
 // stop ends the echo process with the stop frame sent from the near
@@ -149,13 +149,13 @@ func (r *rawProc) stop(from *rawSock, stop []byte) error {
 	select {
 	case err := <-r.done:
 		if err != nil {
-			return fmt.Errorf("bench: raw echo process: %w", err)
+			return fmt.Errorf("raw echo process: %w", err)
 		}
 		return nil
 	case <-time.After(10 * time.Second):
 		_ = r.cmd.Process.Kill()
 		<-r.done
-		return errors.New("bench: the raw echo process did not stop within 10s")
+		return errors.New("the raw echo process did not stop within 10s")
 	}
 }
 

@@ -136,7 +136,7 @@ func newReliableEnv(maxBlock int, io string) (_ *reliableEnv, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if ok, err := e.la.Open(ctx, hb.MAC()); !ok || err != nil {
-		return nil, fmt.Errorf("bench: the reliable transport's handshake: %v", err)
+		return nil, fmt.Errorf("the reliable transport's handshake: %v", err)
 	}
 	if e.tcp, err = newTCPPair(ha, hb, maxBlock); err != nil {
 		return nil, err
@@ -326,7 +326,7 @@ func (e *reliableEnv) setMode(m rlink.Mode) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if ok, err := e.la.Open(ctx, hb.MAC()); !ok || err != nil {
-		return fmt.Errorf("bench: the reliable transport's handshake: %v", err)
+		return fmt.Errorf("the reliable transport's handshake: %v", err)
 	}
 	return nil
 }
@@ -370,7 +370,7 @@ func newTCPPair(ha, hb *netns.Host, maxBlock int) (*tcpPair, error) {
 			}
 			return netlink.AddrAdd(l, addr)
 		}); err != nil {
-			return nil, fmt.Errorf("bench: address for TCP on %s: %w", h, err)
+			return nil, fmt.Errorf("address for TCP on %s: %w", h, err)
 		}
 	}
 	t := &tcpPair{buf: make([]byte, maxBlock), done: make(chan error, 1)}
@@ -396,7 +396,7 @@ func newTCPPair(ha, hb *netns.Host, maxBlock int) (*tcpPair, error) {
 	}
 	if err != nil {
 		t.ln.Close()
-		return nil, fmt.Errorf("bench: TCP over the veth pair: %w", err)
+		return nil, fmt.Errorf("TCP over the veth pair: %w", err)
 	}
 	return t, nil
 }
@@ -446,7 +446,7 @@ func (t *tcpPair) block(n int) error {
 		return err
 	}
 	if binary.LittleEndian.Uint64(got[:]) != uint64(n) {
-		return errors.New("bench: TCP acknowledgement of another block")
+		return errors.New("TCP acknowledgement of another block")
 	}
 	return nil
 }
@@ -548,7 +548,7 @@ func runFanIn(o *Options) ([]Result, error) {
 		}
 		ss = append(ss, sender{nd, src})
 		if !nd.Reliable(recvHost.MAC()) {
-			return nil, fmt.Errorf("bench: fan-in handshake of sender %d: %v", i+1, nd.Handshakes)
+			return nil, fmt.Errorf("fan-in handshake of sender %d: %v", i+1, nd.Handshakes)
 		}
 	}
 	write := func(i int, until time.Time) (int64, error) {

@@ -105,37 +105,37 @@ func (o *Options) fill() error {
 		o.Duration = DefaultDuration
 	}
 	if o.Duration < 0 {
-		return fmt.Errorf("bench: duration %v is negative", o.Duration)
+		return fmt.Errorf("duration %v is negative", o.Duration)
 	}
 	if o.Rounds == 0 {
 		o.Rounds = DefaultRounds
 	}
 	if o.Rounds < 1 || o.Rounds > 100 {
-		return fmt.Errorf("bench: %d rounds: use 1..100", o.Rounds)
+		return fmt.Errorf("%d rounds: use 1..100", o.Rounds)
 	}
 	if o.MaxOps == 0 {
 		o.MaxOps = DefaultMaxOps
 	}
 	if o.MaxOps < int64(o.Rounds) {
-		return fmt.Errorf("bench: at most %d operations per measurement cannot fill %d rounds", o.MaxOps, o.Rounds)
+		return fmt.Errorf("at most %d operations per measurement cannot fill %d rounds", o.MaxOps, o.Rounds)
 	}
 	if o.BusyPoll == 0 {
 		o.BusyPoll = DefaultBusyPoll
 	}
 	if o.BusyPoll > afpacket.MaxBusyPoll {
-		return fmt.Errorf("bench: busy-poll window %v: use at most %v, or a negative value for none", o.BusyPoll, afpacket.MaxBusyPoll)
+		return fmt.Errorf("busy-poll window %v: use at most %v, or a negative value for none", o.BusyPoll, afpacket.MaxBusyPoll)
 	}
 	switch o.LinkIO {
 	case "", "blocking", "poll":
 	default:
-		return fmt.Errorf("bench: link I/O mode %q: use blocking or poll, or nothing for the link's default", o.LinkIO)
+		return fmt.Errorf("link I/O mode %q: use blocking or poll, or nothing for the link's default", o.LinkIO)
 	}
 	if o.Blocks == nil {
 		o.Blocks = DefaultBlocks
 	}
 	for _, b := range o.Blocks {
 		if b < 4 || b > MaxBlock || b%4 != 0 {
-			return fmt.Errorf("bench: block size %d: use multiples of 4 from 4 bytes to %s", b, SizeString(MaxBlock))
+			return fmt.Errorf("block size %d: use multiples of 4 from 4 bytes to %s", b, SizeString(MaxBlock))
 		}
 	}
 	return nil

@@ -235,7 +235,7 @@ func (st *rawStream) round(m *meter, d time.Duration) error {
 	st.to.drain() // the other copies of the stop frame
 
 	if err != nil {
-		return fmt.Errorf("bench: raw stream: %w", err)
+		return fmt.Errorf("raw stream: %w", err)
 	}
 	n := got.Load()
 	st.sent += sent

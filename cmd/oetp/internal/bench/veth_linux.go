@@ -243,7 +243,7 @@ func (v *vethRaw) step(scenario, op string, cpu int) *step {
 		}()
 		err := <-errc
 		if herr := e.halt(v.near, stopFrame(v.farMAC, v.nearMAC)); err == nil && herr != nil {
-			err = fmt.Errorf("bench: raw echo: %w", herr)
+			err = fmt.Errorf("raw echo: %w", herr)
 		}
 		return err
 	}
@@ -277,7 +277,7 @@ func runVethMulticast(o *Options) (_ []Result, err error) {
 		_ = rawM.write(stopFrame(mcastGroup, master.MAC()))
 		for _, k := range sinks {
 			if e := <-k.done; e != nil && err == nil {
-				err = fmt.Errorf("bench: raw multicast sink: %w", e)
+				err = fmt.Errorf("raw multicast sink: %w", e)
 			}
 			k.s.close()
 		}

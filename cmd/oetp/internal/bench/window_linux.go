@@ -71,7 +71,7 @@ func windowFrames(op string, near, far wire.MAC) (req, rsp []byte) {
 func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return fmt.Errorf("bench: windowed echo on %s: %w: list the interfaces with `ip link`", ifname, err)
+		return fmt.Errorf("windowed echo on %s: %w: list the interfaces with `ip link`", ifname, err)
 	}
 	var far wire.MAC
 	copy(far[:], ifi.HardwareAddr)
