@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,7 +32,7 @@ func TestLongCommandsInterrupted(t *testing.T) {
 
 	t.Run("bench", func(t *testing.T) {
 		tmp := t.TempDir()
-		cmd := cl.Command(bin, "bench", "--scenario", "proc", "--duration", "5s", "--rounds", "1")
+		cmd := cl.Command(bin, "bench", "--scenario", "proc", "--blocks", "4KiB", "--duration", "5s", "--rounds", "1")
 		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 		var made made
 		res := interruptCmd(t, cmd, os.Interrupt, func(c *exec.Cmd, _ *syncBuffer) bool {
@@ -101,8 +102,9 @@ func (m *made) note(pid int, want string) bool {
 	return found || (want == "" && len(m.nets) > 0)
 }
 
-// gone checks that none of the recorded processes runs and no process
-// is in or holds one of the recorded namespaces.
+// gone checks that none of the recorded processes runs and that no
+// process of the command is in or holds one of the recorded namespaces
+// (nothing else can: they were the command's).
 func (m *made) gone(t *testing.T, bin string) {
 	t.Helper()
 	if len(m.nets) == 0 {
@@ -120,8 +122,12 @@ func (m *made) gone(t *testing.T, bin string) {
 			continue
 		}
 		for _, n := range procNets(p) {
-			if m.nets[n] {
-				t.Errorf("process %d still holds the namespace %s", p, n)
+			// A namespace's number is reused once it is gone: only a
+			// process of the command (or of this binary) can still hold
+			// one of its namespaces.
+			b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if m.nets[n] && (slices.Contains(m.pids, p) || strings.Contains(string(b), bin)) {
+				t.Errorf("process %d (%s) still holds the namespace %s", p, strings.ReplaceAll(string(b), "\x00", " "), n)
 			}
 		}
 	}
