@@ -34,15 +34,22 @@ func (s slowRAM) WriteAt(p []byte, addr uint32) memory.Resp {
 }
 func (s slowRAM) Immediate() bool { return false }
 
+// rule is the pacing rule: the slowest member's worst round trip times
+// Margin, plus its spread (worst - best).
+func rule(best, worst time.Duration) time.Duration {
+	return time.Duration(float64(worst)*replicate.Margin) + worst - best
+}
+
 // TestPacingSettleAndDrift: the pacing rule. B takes 10 ms per fragment, C
 // nothing. Each member gets Probes unicast writes of the first fragment,
 // and the slowest (B) one more after all the others' (so the group write
 // starts once B has answered everything sent before); a member's time per
 // fragment is the slowest of its round trips and the interval that times
-// Margin. Then B slows down to 80 ms per fragment (drift) once it has
-// taken the first run of Run fragments: the check after that run, a
+// Margin plus the spread of its round trips. Then B slows down to 80 ms
+// per fragment (drift) once it has taken the first run of Run fragments:
+// the check after that run, a
 // unicast rewrite of the run's last fragment to B, answers late, and
-// raises the interval to its round trip times Margin; both members end byte-exact and B served exactly the
+// raises the interval to its round trip times Margin plus the new spread; both members end byte-exact and B served exactly the
 // probes, the fragments and the one check.
 func TestPacingSettleAndDrift(t *testing.T) {
 	sw, err := mem.NewSwitch(mem.Config{QueueLen: 4096})
@@ -96,7 +103,8 @@ func TestPacingSettleAndDrift(t *testing.T) {
 		}
 	}
 	pace := replicate.NewPacing(probes, peers)
-	if want := time.Duration(float64(probes[0].PerFragment) * replicate.Margin); pace.Slowest != 0 || pace.Peer != 1 || pace.Start != want || pace.Interval != want {
+	rt := probes[0].RoundTrips
+	if want := rule(slices.Min(rt), slices.Max(rt)); pace.Slowest != 0 || pace.Peer != 1 || pace.Start != want || pace.Interval != want {
 		t.Fatalf("pacing %+v; want B (peer 1) the slowest and the interval %v", pace, want)
 	}
 
@@ -105,8 +113,8 @@ func TestPacingSettleAndDrift(t *testing.T) {
 		t.Fatalf("Write = %+v, %v", tr, err)
 	}
 	if len(pace.Checks) != 1 || pace.Checks[0] < 80*time.Millisecond || pace.Raised != 1 ||
-		pace.Interval != time.Duration(float64(pace.Checks[0])*replicate.Margin) || pace.Interval <= pace.Start {
-		t.Fatalf("after the drift: checks %v, raised %d, interval %v (from %v); want one check of at least 80ms raising the interval to it times %v",
+		pace.Interval != rule(slices.Min(rt), pace.Checks[0]) || pace.Interval <= pace.Start {
+		t.Fatalf("after the drift: checks %v, raised %d, interval %v (from %v); want one check of at least 80ms raising the interval to it times %v plus the spread",
 			pace.Checks, pace.Raised, pace.Interval, pace.Start, replicate.Margin)
 	}
 	if c := w.Config().GroupInterval; c != pace.Interval {

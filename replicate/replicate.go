@@ -38,7 +38,9 @@ const Probes = 5
 
 // Margin is the factor between the slowest member's time per fragment and
 // the group interval: room for a member (or a simulator) that runs slower
-// during the write than during the probes.
+// during the write than during the probes. The interval also adds the
+// spread of that member's round trips (slowest minus fastest), its jitter:
+// next to nothing for a board, a lot for a simulator on a loaded host.
 const Margin = 1.5
 
 // Run is how many group fragments Pacing.Write sends between two checks of
@@ -97,8 +99,8 @@ func ProbeMembers(ctx context.Context, ep *endpoint.Endpoint, peers []int, remot
 }
 
 // Interval is the group interval for probes: the slowest member's time per
-// fragment times Margin, and that member's index in probes (-1 and 0 for
-// none).
+// fragment times Margin plus the spread of its round trips (interval), and
+// that member's index in probes (-1 and 0 for none).
 func Interval(probes []Probe) (time.Duration, int) {
 	slowest := -1
 	for i, p := range probes {
@@ -109,7 +111,14 @@ func Interval(probes []Probe) (time.Duration, int) {
 	if slowest < 0 {
 		return 0, -1
 	}
-	return time.Duration(float64(probes[slowest].PerFragment) * Margin), slowest
+	rt := probes[slowest].RoundTrips
+	return interval(slices.Min(rt), slices.Max(rt)), slowest
+}
+
+// interval is the group interval for round trips from best to worst:
+// worst times Margin, plus worst - best.
+func interval(best, worst time.Duration) time.Duration {
+	return time.Duration(float64(worst)*Margin) + worst - best
 }
 
 // Pacing paces a group write from its members' probes, and follows the
@@ -127,6 +136,9 @@ type Pacing struct {
 	// how many of them raised Interval.
 	Checks []time.Duration
 	Raised int
+	// best and worst are the slowest member's fastest and slowest round
+	// trips so far, probes and checks.
+	best, worst time.Duration
 }
 
 // NewPacing paces from probes (from ProbeMembers with the same peers).
@@ -135,6 +147,7 @@ func NewPacing(probes []Probe, peers []int) *Pacing {
 	p := &Pacing{Probes: probes, Slowest: slowest, Start: iv, Interval: iv}
 	if slowest >= 0 {
 		p.Peer = peers[slowest]
+		p.best, p.worst = slices.Min(probes[slowest].RoundTrips), slices.Max(probes[slowest].RoundTrips)
 	}
 	return p
 }
@@ -146,8 +159,9 @@ func NewPacing(probes []Probe, peers []int) *Pacing {
 // (the same bytes: nothing changes on a member that has them) and times
 // it. The reply proves the member has taken the run, so a run never
 // starts on a busy member; a slower round trip than the probes' (a member
-// or a simulator that slowed down, its drift) raises Interval to it times
-// Margin, and a check the member does not answer in time doubles Interval
+// or a simulator that slowed down, its drift) or a wider spread raises
+// Interval as Interval computes it from all the member's round trips so
+// far, and a check the member does not answer in time doubles Interval
 // and is tried again, up to three times. at, if not nil, gives the context
 // of the run at byte offset off (progress reporting). The Transfer counts
 // the group's frames only.
@@ -194,7 +208,8 @@ func (p *Pacing) check(ctx context.Context, ep *endpoint.Endpoint, remote uint32
 		if err == nil {
 			rt := time.Since(t0)
 			p.Checks = append(p.Checks, rt)
-			if iv := time.Duration(float64(rt) * Margin); iv > p.Interval {
+			p.best, p.worst = min(p.best, rt), max(p.worst, rt)
+			if iv := interval(p.best, p.worst); iv > p.Interval {
 				p.Interval = iv
 				p.Raised++
 				return p.apply(ep)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -104,7 +105,8 @@ func TestProbeWriteVerify(t *testing.T) {
 			t.Fatalf("member %d served %d probes, want %d", i, st.ServedDMAWrite, served[i])
 		}
 	}
-	if want := time.Duration(float64(probes[slowest].PerFragment) * replicate.Margin); interval != want {
+	if rt := probes[slowest].RoundTrips; interval != rule(slices.Min(rt), slices.Max(rt)) {
+		want := rule(slices.Min(rt), slices.Max(rt))
 		t.Fatalf("Interval = %v, %d; want %v", interval, slowest, want)
 	}
 	for _, p := range probes {

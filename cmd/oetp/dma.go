@@ -133,7 +133,8 @@ sent, with no reply (delivery to the members is best effort and unconfirmed).
 Group writes (docs/replication.md): --member MAC names each member's unicast
 MAC. Each is probed with five unicast writes of the first fragment (its entry
 for this MAC accepts DMA writes), and the group's fragments are sent no closer
-together than the slowest member's slowest round trip plus 50%, with that
+together than the slowest member's slowest round trip plus 50% and the
+spread of its round trips, with that
 member checked by a unicast rewrite of the last fragment of every 16 (a
 slower answer raises the interval), so a member that takes one request at a
 time (an openENOC device) loses nothing; --rate

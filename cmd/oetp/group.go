@@ -29,7 +29,7 @@ type groupFlags struct {
 
 func (g *groupFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.Var(&g.members, "member", "unicast `MAC` of a member of the group --peer (repeatable): each is probed with unicast DMA writes of the first fragment and the group's fragments are paced at the slowest member's time per fragment (plus 50%), checked every 16 fragments; its entry for this MAC must accept DMA writes (mode dma-write)")
+	fs.Var(&g.members, "member", "unicast `MAC` of a member of the group --peer (repeatable): each is probed with unicast DMA writes of the first fragment and the group's fragments are paced at the slowest member's time per fragment (plus 50% and the spread of its round trips), checked every 16 fragments; its entry for this MAC must accept DMA writes (mode dma-write)")
 	fs.BoolVar(&g.verify, "verify", false, "after a group write, read each --member back through --verify-mac, rewrite the fragments that differ by unicast, and report per member; exit 0 only when every member verified")
 	fs.Var(&g.verifyMAC, "verify-mac", "own unicast `MAC` the --verify reads are sent from: each member needs an entry for it in mode dma-read (3); a v1 entry has one mode, so it differs from --mac")
 }
@@ -231,6 +231,16 @@ func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags,
 	return run, nil
 }
 
+// slowestProbe is the index of the slowest member in p.Probes.
+func slowestProbe(p *pacingResult) int {
+	for i, pr := range p.Probes {
+		if pr.Member == p.Slowest {
+			return i
+		}
+	}
+	return 0
+}
+
 // dmaWrite writes the input to the group: paced from the members and
 // checking the slowest between runs of fragments when they were probed,
 // as any other write otherwise (run may be nil).
@@ -305,8 +315,8 @@ func (run *groupRun) report(r *opResult, human string) string {
 	r.Pacing = run.pacing
 	switch p := run.pacing; p.Source {
 	case "members":
-		human += fmt.Sprintf("\npaced at one fragment per %.0f us: the slowest member %s takes %.0f us per fragment (the slowest of %d unicast probes), plus %.0f%%",
-			p.IntervalUs, p.Slowest, p.IntervalUs/p.Margin, replicate.Probes+1, (p.Margin-1)*100)
+		human += fmt.Sprintf("\npaced at one fragment per %.0f us: the slowest member %s takes up to %.0f us per fragment (%d unicast probes), plus %.0f%% and the spread of its round trips",
+			p.IntervalUs, p.Slowest, p.Probes[slowestProbe(p)].PerFragmentUs, replicate.Probes+1, (p.Margin-1)*100)
 		if p.RaisedUs > 0 {
 			human += fmt.Sprintf("; raised to %.0f us by the checks between runs of %d fragments", p.RaisedUs, replicate.Run)
 		}
