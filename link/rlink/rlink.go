@@ -197,11 +197,17 @@ type Link struct {
 	// under qmu: q fills while processing or flushing, qSpare is the
 	// batch being written.
 	qmu        sync.Mutex
-	qcond      sync.Cond // on qmu: signalled when a drain of q ends
 	q, qSpare  [][]byte
 	processing bool // the reader handles a batch: frames that may wait, wait
-	flushing   bool // q is being written (by the reader or at a Release): later frames queue behind it
-	held       int  // writers between Hold and Release: frames that may wait, wait
+	flushing   bool // the reader writes q: later frames queue behind it
+
+	// Hold and Release, under qmu: the first transmissions of one peer
+	// (hp, the first whose requests were held) kept while held > 0, in hq,
+	// written at the last Release under hp.mu.
+	held        int
+	hp          *peer
+	hq, hqSpare [][]byte
+	hwmu        sync.Mutex // serialises the writes of Release (hqSpare), after hp.mu and before qmu
 
 	kick      chan struct{}
 	done      chan struct{}
@@ -242,9 +248,10 @@ func New(inner link.Link, cfg Config) (*Link, error) {
 		l.rbufs[i] = make([]byte, l.maxFrame+1)
 	}
 	l.touched = make([]*peer, 0, batch)
-	l.qcond.L = &l.qmu
 	l.q = make([][]byte, 0, 4*reliable.MaxDepth)
 	l.qSpare = make([][]byte, 0, 4*reliable.MaxDepth)
+	l.hq = make([][]byte, 0, 2*reliable.MaxDepth)
+	l.hqSpare = make([][]byte, 0, 2*reliable.MaxDepth)
 	l.wg.Add(1)
 	go l.timers()
 	return l, nil
@@ -405,6 +412,15 @@ func (l *Link) flushLocked(p *peer) {
 		_ = l.inner.Write(f) // a lost frame is what the transport recovers from
 	}
 	if len(p.outFirst) > 0 {
+		l.qmu.Lock()
+		if l.held > 0 && (l.hp == nil || l.hp == p) {
+			// Held (Hold): written together at Release.
+			l.hp = p
+			l.hq = append(l.hq, p.outFirst...)
+			l.qmu.Unlock()
+			return
+		}
+		l.qmu.Unlock()
 		l.sendFirst(p.outFirst)
 	}
 }
@@ -415,7 +431,7 @@ func (l *Link) flushLocked(p *peer) {
 // one, at once otherwise.
 func (l *Link) sendFirst(frames [][]byte) {
 	l.qmu.Lock()
-	if l.processing || l.flushing || l.held > 0 {
+	if l.processing || l.flushing {
 		l.q = append(l.q, frames...)
 		l.qmu.Unlock()
 		return
@@ -430,43 +446,10 @@ func (l *Link) sendFirst(frames [][]byte) {
 
 // flush ends the handling of a batch: it writes the frames kept meanwhile,
 // and those queued while it writes, then lets writers write at once again.
-// A drain already under way (a Release) is waited for: the ACKs in q are
-// the Receivers' buffers, to be written before the reader uses them again.
 // Reader only.
 func (l *Link) flush() {
 	l.qmu.Lock()
 	l.processing = false
-	for l.flushing {
-		l.qcond.Wait()
-	}
-	l.drainLocked()
-	l.qmu.Unlock()
-}
-
-// Hold makes first transmissions wait until Release (link.Batcher): the
-// endpoint holds the link while it sends the first window of a DMA block,
-// so that the window goes in one WriteBatch.
-func (l *Link) Hold() {
-	l.qmu.Lock()
-	l.held++
-	l.qmu.Unlock()
-}
-
-// Release ends a Hold: the frames kept are written, with one WriteBatch,
-// unless the reader handles a batch (it writes them with its own when it
-// is done) or a drain under way writes them.
-func (l *Link) Release() {
-	l.qmu.Lock()
-	l.held--
-	if l.held == 0 && !l.processing && !l.flushing {
-		l.drainLocked()
-	}
-	l.qmu.Unlock()
-}
-
-// drainLocked writes q, and what is queued meanwhile, until it is empty.
-// Called with qmu held and no drain under way; returns with qmu held.
-func (l *Link) drainLocked() {
 	for len(l.q) > 0 {
 		batch := l.q
 		l.q, l.qSpare = l.qSpare[:0], batch
@@ -483,7 +466,70 @@ func (l *Link) drainLocked() {
 		l.qmu.Lock()
 	}
 	l.flushing = false
-	l.qcond.Broadcast()
+	l.qmu.Unlock()
+}
+
+// Hold makes the first transmissions of requests wait until Release
+// (link.Batcher): the endpoint holds the link while it sends the first
+// window of a DMA block, so that the window goes in one WriteBatch. The
+// requests of the first peer written while held wait; others go as usual.
+func (l *Link) Hold() {
+	l.qmu.Lock()
+	l.held++
+	l.qmu.Unlock()
+}
+
+// Release ends a Hold. The last one writes the requests kept, with one
+// WriteBatch, under their peer's lock: a slot's frame is rewritten only
+// under it (by a new request in the slot once an earlier transmission was
+// answered), so the frames cannot change while the batch is written.
+func (l *Link) Release() {
+	var p *peer
+	for {
+		l.qmu.Lock()
+		hp, last := l.hp, l.held == 1
+		l.qmu.Unlock()
+		p = nil
+		if last && hp != nil {
+			p = hp
+			p.mu.Lock()
+		}
+		l.hwmu.Lock()
+		l.qmu.Lock()
+		if l.held != 1 || l.hp == p {
+			break
+		}
+		// The last Release, and requests held of a peer whose lock it
+		// does not hold (kept since it looked): look again.
+		l.qmu.Unlock()
+		l.hwmu.Unlock()
+		if p != nil {
+			p.mu.Unlock()
+		}
+	}
+	defer func() {
+		l.hwmu.Unlock()
+		if p != nil {
+			p.mu.Unlock()
+		}
+	}()
+	l.held--
+	if l.held > 0 || l.hp == nil {
+		l.qmu.Unlock()
+		return
+	}
+	batch := l.hq
+	l.hq, l.hqSpare = l.hqSpare[:0], batch
+	l.hp = nil
+	l.qmu.Unlock()
+	for len(batch) > 0 {
+		n, err := l.inner.WriteBatch(batch)
+		if err != nil || n == 0 {
+			n++ // skip the frame that failed: the transport recovers it
+		}
+		batch = batch[min(n, len(batch)):]
+	}
+	clear(l.hqSpare) // keep no frames alive
 }
 
 // Write hands one frame from the endpoint to the medium: through the
