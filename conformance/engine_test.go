@@ -1096,3 +1096,18 @@ func TestRequestIDWrap(t *testing.T) {
 		t.Errorf("far from the wrap: %s %q", c.Verdict, c.Reason)
 	}
 }
+
+// TestTimerStartFails: a device whose response timer expires before the
+// runner can answer (timeout_short of 1 ns on the stand-in, as a timer
+// started before the request's last byte would) fails oetp/seq/5 after
+// three tries, naming the cause.
+func TestTimerStartFails(t *testing.T) {
+	d, err := ParseDUT(Template + strings.Replace(standinTriggers, `timeout_short = "timeouts 250ms"`, `timeout_short = "timeouts 1ns"`, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := runOn(t, newEngine(t, d, nil), d, "oetp/seq/5")
+	if c := rep.Cases[0]; c.Verdict != Fail || !strings.Contains(c.Detail, "ended in TIMEOUT with timeout_short: the device's response timer seems to start before the request's last byte") {
+		t.Errorf("a timer that expires at once: %s %q", c.Verdict, c.Detail)
+	}
+}
