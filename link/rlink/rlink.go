@@ -455,18 +455,24 @@ func (l *Link) flush() {
 		l.q, l.qSpare = l.qSpare[:0], batch
 		l.flushing = true
 		l.qmu.Unlock()
-		for len(batch) > 0 {
-			n, err := l.inner.WriteBatch(batch)
-			if err != nil || n == 0 {
-				n++ // skip the frame that failed: the transport recovers it
-			}
-			batch = batch[min(n, len(batch)):]
-		}
+		l.writeAll(batch)
 		clear(l.qSpare) // keep no frames alive
 		l.qmu.Lock()
 	}
 	l.flushing = false
 	l.qmu.Unlock()
+}
+
+// writeAll writes batch with as few WriteBatch calls as the inner link
+// takes; a frame that fails is skipped (the transport recovers it).
+func (l *Link) writeAll(batch [][]byte) {
+	for len(batch) > 0 {
+		n, err := l.inner.WriteBatch(batch)
+		if err != nil || n == 0 {
+			n++
+		}
+		batch = batch[min(n, len(batch)):]
+	}
 }
 
 // Hold makes the first transmissions of requests wait until Release
@@ -522,13 +528,7 @@ func (l *Link) Release() {
 	l.hq, l.hqSpare = l.hqSpare[:0], batch
 	l.hp = nil
 	l.qmu.Unlock()
-	for len(batch) > 0 {
-		n, err := l.inner.WriteBatch(batch)
-		if err != nil || n == 0 {
-			n++ // skip the frame that failed: the transport recovers it
-		}
-		batch = batch[min(n, len(batch)):]
-	}
+	l.writeAll(batch)
 	clear(l.hqSpare) // keep no frames alive
 }
 
