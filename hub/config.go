@@ -322,6 +322,17 @@ func LoadConfig(path string) (Config, error) {
 				return Config{}, fmt.Errorf("%s: transport: %v", where, err)
 			}
 		}
+		if d.BusyPoll > node.MaxBusyPoll {
+			return Config{}, fmt.Errorf("%s: busy_poll = %q: use \"0\" (off) through %v, such as \"50us\"", where, fd.BusyPoll, node.MaxBusyPoll)
+		}
+		if fd.MaxFrame != 0 {
+			if err := wire.CheckMaxFrame(fd.MaxFrame); err != nil {
+				return Config{}, fmt.Errorf("%s: max_frame = %d: %v; or leave it out for the interface's MTU", where, fd.MaxFrame, err)
+			}
+		}
+		if fd.Retries < 0 || fd.Retries > endpoint.MaxRetries {
+			return Config{}, fmt.Errorf("%s: retries = %d is out of range: use 0 (one try) through %d", where, fd.Retries, endpoint.MaxRetries)
+		}
 		d.Retry.Retries = fd.Retries
 		if d.Retry.Deadline, err = dur("deadline", fd.Deadline, 0); err != nil {
 			return Config{}, err

@@ -182,14 +182,18 @@ func hubConfig(config, devicesFile string) (hub.Config, error) {
 	return cfg, nil
 }
 
+// hubKeys turns the flags a link's error names into the hub's device keys.
+var hubKeys = strings.NewReplacer(ifaceFlag+" ", "iface ", "--max-frame", "max_frame", "--busy-poll", "busy_poll")
+
 // hubOpener opens each local MAC's AF_PACKET link.
 func hubOpener(d hub.DeviceConfig, _ hub.Kind, mac wire.MAC) (link.Link, error) {
 	// Many endpoints in one process: the network poller's mode, so that
 	// no reader holds a runtime P while it waits.
 	il, err := openLink(node.LinkConfig{Iface: d.Iface, MAC: mac, MaxFrame: d.MaxFrame, BusyPoll: d.BusyPoll, Shared: true})
 	if err != nil {
-		// The hub has no --iface: the device's iface key names it.
-		return nil, &usageError{&reworded{strings.ReplaceAll(err.Error(), ifaceFlag+" ", "iface "), err}}
+		// The hub has no --iface, --max-frame or --busy-poll: the device's
+		// keys name them.
+		return nil, &usageError{&reworded{hubKeys.Replace(err.Error()), err}}
 	}
 	return il.Link, nil
 }

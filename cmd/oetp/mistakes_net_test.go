@@ -122,6 +122,13 @@ func TestMistakes(t *testing.T) {
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close()
+	hubKey := func(name, key string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, []byte(fmt.Sprintf("socket = %q\n\n[[device]]\nname = \"board\"\niface = %q\nmac = %q\n%s\n",
+			filepath.Join(dir, name+".sock"), cl.IfName(), sv.MAC(), key)))
+		return p
+	}
+	hubRetries, hubBusy := hubKey("retries.toml", "retries = 5000"), hubKey("busy.toml", `busy_poll = "1s"`)
 	late := filepath.Join(dir, "late.pcap")
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	writePcapAt(t, late, []time.Time{t0, t0.Add(2 * readMaxAge)},
@@ -223,6 +230,10 @@ func TestMistakes(t *testing.T) {
 			code: 2, want: []string{"--config " + broken + `: line 1 (key "garbage"): `}},
 		{name: "hub: a key of the wrong type", args: []string{"hub", "--config", hubTyped},
 			code: 2, want: []string{"hub config " + hubTyped + `: line 1 (key "socket"): the value is an integer; this key takes a string (in quotes)`}},
+		{name: "hub: retries out of range", args: []string{"hub", "--config", hubRetries},
+			code: 2, want: []string{"retries = 5000 is out of range: use 0 (one try) through 1000"}},
+		{name: "hub: busy_poll out of range", args: []string{"hub", "--config", hubBusy},
+			code: 2, want: []string{`busy_poll = "1s": use "0" (off) through 10ms`}},
 		{name: "dump: not a capture", args: []string{"dump", in},
 			code: 2, want: []string{in + ": not a pcap or pcapng file: the file starts with 30 31 32 33"}},
 		{name: "dump: a directory", args: []string{"dump", dir},
