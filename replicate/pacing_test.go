@@ -82,7 +82,9 @@ func TestPacingSettleAndDrift(t *testing.T) {
 			// Slow from the check on: after the probes and the first run.
 			space = slowRAM{ram, &writes, replicate.Probes + 1 + replicate.Run, 10 * time.Millisecond, 80 * time.Millisecond}
 		}
-		ep := newEP(t, sw, m, space, endpoint.Config{Group: group})
+		// Contexts: a write slower than the interval on a loaded host queues
+		// instead of dropping a fragment; this test is about the rule.
+		ep := newEP(t, sw, m, space, endpoint.Config{Group: group, Contexts: 16})
 		setPeer(t, ep, 0, macW, endpoint.ModeDMAWrite)
 		setPeer(t, w, i+1, m, endpoint.ModeDMARead)
 		rams, members = append(rams, ram), append(members, ep)
