@@ -203,7 +203,7 @@ func AcquireContext(ctx context.Context, iface string, mac wire.MAC, r Role) (*L
 			return &Lock{fl: fl, key: name, Replaced: replaced}, nil
 		}
 		if !errors.Is(err, rundir.ErrBusy) {
-			return nil, fmt.Errorf("role: %w; set %s to a directory of yours", err, DirEnv)
+			return nil, fmt.Errorf("role lock: %w; set %s to a directory of yours", err, DirEnv)
 		}
 		if ctx.Err() != nil {
 			var waited time.Duration
@@ -268,7 +268,7 @@ func Dir() (string, error) {
 		what = d
 	}
 	if err := rundir.Ensure(d); err != nil {
-		return "", fmt.Errorf("role: lock directory %s: %w (or set %s to a directory of yours)", what, err, DirEnv)
+		return "", fmt.Errorf("the role lock directory %s: %w (or set %s to a directory of yours)", what, err, DirEnv)
 	}
 	return d, nil
 }

@@ -33,20 +33,30 @@ func trusted(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
 // others may write (an older oetp made /run/oetp mode 1777) gets Mode(dir)
 // back. Anything else is refused with an *UntrustedError that says what
 // to remove.
+// pathless is the OS's reason without Go's operation and path: the
+// message names the directory.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 func Ensure(dir string) error {
 	dir = filepath.Clean(dir)
 	perm := Mode(dir)
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			return fmt.Errorf("run-time directory %s: %w", dir, err)
+			return fmt.Errorf("cannot create the run-time directory %s: %w", dir, pathless(err))
 		}
 		if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("run-time directory %s: %w", dir, err)
+			return fmt.Errorf("cannot create the run-time directory %s: %w", dir, pathless(err))
 		}
 	}
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
-		return fmt.Errorf("run-time directory %s: %w", dir, &os.PathError{Op: "lstat", Path: dir, Err: err})
+		return fmt.Errorf("cannot use the run-time directory %s: %w", dir, err)
 	}
 	mode := fileMode(uint32(st.Mode))
 	switch {

@@ -234,6 +234,8 @@ func TestMistakes(t *testing.T) {
 			code: 2, want: []string{"retries = 5000 is out of range: use 0 (one try) through 1000"}},
 		{name: "hub: busy_poll out of range", args: []string{"hub", "--config", hubBusy},
 			code: 2, want: []string{`busy_poll = "1s": use "0" (off) through 10ms`}},
+		{name: "a lock directory that cannot be made", env: []string{"OETP_LOCK_DIR=" + filepath.Join(in, "locks")}, args: op("rmem", "read", "--peer", "{peer}", "--addr", "0"),
+			code: 2, want: []string{"the role lock directory OETP_LOCK_DIR=" + filepath.Join(in, "locks") + ": cannot use the run-time directory " + filepath.Join(in, "locks") + ": not a directory"}},
 		{name: "dump: not a capture", args: []string{"dump", in},
 			code: 2, want: []string{in + ": not a pcap or pcapng file: the file starts with 30 31 32 33"}},
 		{name: "dump: a directory", args: []string{"dump", dir},
