@@ -326,7 +326,7 @@ func newHubStatusCmd() *cobra.Command {
 			if err != nil {
 				var ue *rundir.UntrustedError
 				if errors.As(err, &ue) {
-					return usagef("%v", err)
+					return usagef("--hub: %v", ue)
 				}
 				return fmt.Errorf("%v%s", err, hubDialHint(err))
 			}

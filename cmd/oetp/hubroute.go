@@ -98,8 +98,11 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*hubSession
 	}
 	if err != nil {
 		var ue *rundir.UntrustedError
-		if errors.As(err, &ue) && !explicit {
-			return nil, usagef("the hub socket this command would use: %v; or run without a hub: --no-hub", err)
+		if errors.As(err, &ue) {
+			err = ue // its own words, without the client's "oetp hub: "
+			if !explicit {
+				return nil, usagef("the hub socket this command would use: %v; or run without a hub: --no-hub", err)
+			}
 		}
 		if explicit {
 			return nil, usagef("--hub %s: %v%s; or run this command's own endpoint: --no-hub instead of --hub", path, err, hubDialHint(err))
