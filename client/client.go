@@ -892,11 +892,12 @@ func (d *Device) NodeWriteBytes(name string, le []byte) error {
 // Batch collects operations that the hub runs back to back in one round
 // trip, stopping at the first failure.
 type Batch struct {
-	d    *Device
-	ops  []byte
-	n    int
-	res  []*Result
-	errs error
+	d     *Device
+	ops   []byte
+	n     int
+	res   []*Result
+	errs  error
+	reads uint64 // block bytes read
 }
 
 // Result is the outcome of one batched operation, valid after Run.
@@ -932,6 +933,7 @@ func (b *Batch) Write(addr, data, mask uint32) *Result { return b.add(proto.Writ
 func (b *Batch) ReadBlock(addr uint32, n int) *Result {
 	r := b.add(proto.ReadBlock, addr, uint32(n))
 	r.n = uint32(n)
+	b.reads += uint64(r.n)
 	return r
 }
 
@@ -948,8 +950,14 @@ func (b *Batch) Len() int { return b.n }
 // Run sends the batch and fills the results. On failure the error is a
 // *BatchError whose Index names the failed operation (its Err the
 // operation's error); the ones before it completed (Done), the later ones
-// did not run. A failure of the hub connection is an *OpError.
+// did not run. A failure of the hub connection is an *OpError. A batch
+// whose block reads total more than proto.MaxBatchRead is refused before
+// anything is sent (a *HubError TOO_LARGE): read such blocks with
+// Device.ReadBlock, which streams.
 func (b *Batch) Run() error {
+	if b.reads > proto.MaxBatchRead {
+		return &HubError{Status: proto.StatusTooLarge, Name: "TOO_LARGE", Message: proto.BatchReadTooLarge(b.reads)}
+	}
 	c := b.d.c
 	c.mu.Lock()
 	c.bigBuffers()

@@ -751,9 +751,9 @@ func (c *conn) batch(d *Device, hdr proto.Header, body []byte, out []byte) []byt
 			break
 		}
 	}
-	if readBytes > proto.MaxBlock {
+	if readBytes > proto.MaxBatchRead {
 		c.h.tooLarge.Add(1)
-		return fail(out, hdr, proto.StatusTooLarge, "BATCH reads %d block bytes, more than the %d-byte limit; split it", readBytes, proto.MaxBlock)
+		return fail(out, hdr, proto.StatusTooLarge, "%s", proto.BatchReadTooLarge(readBytes))
 	}
 	if readBytes > smallBody && !c.hold(int64(readBytes)) {
 		return c.busyReply(out, hdr, int64(readBytes))

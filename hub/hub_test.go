@@ -270,6 +270,62 @@ func TestBatch(t *testing.T) {
 	}
 }
 
+// A BATCH's block reads total at most the streaming ring: the hub holds a
+// batch's results whole until its reply, so more is refused, before anything
+// runs, with the limit named and the plain block read suggested; the Go
+// client refuses it before sending.
+func TestBatchReadLimit(t *testing.T) {
+	th := newTestHub(t)
+	d := openDev(t, dial(t, th.path))
+	if proto.MaxBatchRead != hub.StreamRing {
+		t.Fatalf("MaxBatchRead %d, the stream ring %d", proto.MaxBatchRead, hub.StreamRing)
+	}
+	const half = proto.MaxBatchRead / 2
+	b := d.NewBatch()
+	r0 := b.ReadBlock(0x1000000, half)
+	r1 := b.ReadBlock(0x1000000+half, half)
+	if err := b.Run(); err != nil || len(r0.Data) != half || len(r1.Data) != half {
+		t.Fatalf("batch reading %d bytes: %v", proto.MaxBatchRead, err)
+	}
+	b = d.NewBatch()
+	w := b.Write(0x40, 0x5a, 0xFFFFFFFF)
+	b.ReadBlock(0x1000000, half)
+	b.ReadBlock(0x1000000+half, half+4)
+	err := b.Run()
+	var he *client.HubError
+	if !errors.As(err, &he) || he.Status != proto.StatusTooLarge || !strings.Contains(he.Message, "4194308 block bytes") ||
+		!strings.Contains(he.Message, "4194304") || !strings.Contains(he.Message, "plain block read") || w.Done {
+		t.Fatalf("Go client: %v", err)
+	}
+	// The hub's own check, for a client that sends it anyway.
+	c := rawConn(t, th.path)
+	req := proto.AppendHeader(nil, proto.Open, 0, 1)
+	c.Write(proto.Finish(append(append(req, proto.OpenByName), "board1"...), 0))
+	_, st, res := readReply(t, c)
+	if st.Status != 0 {
+		t.Fatalf("OPEN: %+v", st)
+	}
+	req = proto.AppendHeader(nil, proto.Batch, binary.LittleEndian.Uint16(res), 2)
+	req = binary.LittleEndian.AppendUint32(req, 3)
+	req = append(req, proto.Write)
+	req = binary.LittleEndian.AppendUint32(req, 0x40)
+	req = binary.LittleEndian.AppendUint32(req, 0x5a)
+	req = binary.LittleEndian.AppendUint32(req, 0xFFFFFFFF)
+	for _, n := range []uint32{half, half + 4} {
+		req = append(req, proto.ReadBlock)
+		req = binary.LittleEndian.AppendUint32(req, 0x1000000)
+		req = binary.LittleEndian.AppendUint32(req, n)
+	}
+	c.Write(proto.Finish(req, 0))
+	_, st, _ = readReply(t, c)
+	if st.Status != proto.StatusTooLarge || st.Message != proto.BatchReadTooLarge(proto.MaxBatchRead+4) {
+		t.Fatalf("hub: %s %q", proto.StatusName(st.Status), st.Message)
+	}
+	if v, err := d.Read(0x40); err != nil || v != 0 {
+		t.Errorf("the refused batch ran its write: 0x40 = %#x, %v", v, err)
+	}
+}
+
 // raw sends bytes on a fresh connection and returns it.
 func rawConn(t *testing.T, path string) net.Conn {
 	t.Helper()

@@ -46,6 +46,18 @@ const MaxMessage = 256<<20 + 4096
 // total of block bytes in one BATCH.
 const MaxBlock = 256 << 20
 
+// MaxBatchRead is the largest total of READ_BLOCK bytes in one BATCH: the
+// hub holds a batch's results until its reply, so they are bounded by the
+// ring a streamed READ_BLOCK passes through (4 MiB). Larger reads go in a
+// plain READ_BLOCK, which streams.
+const MaxBatchRead = 4 << 20
+
+// BatchReadTooLarge is the TOO_LARGE message for a BATCH whose block reads
+// total n bytes, past MaxBatchRead.
+func BatchReadTooLarge(n uint64) string {
+	return fmt.Sprintf("BATCH reads %d block bytes, more than the %d bytes a batch's block reads may total; read larger blocks with a plain block read (READ_BLOCK), which streams", n, MaxBatchRead)
+}
+
 // MaxBatch is the largest number of operations in one BATCH.
 const MaxBatch = 1 << 16
 

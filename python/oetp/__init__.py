@@ -52,6 +52,7 @@ from ._client import (
     connect,
     default_socket,
     CODE_NAMES,
+    MAX_BATCH_READ,
 )
 from ._devices import DeviceEntry, DevicesError, derive_mac, device_entry
 from ._devices import load as load_devices
@@ -75,6 +76,7 @@ __all__ = [
     "connect",
     "default_socket",
     "CODE_NAMES",
+    "MAX_BATCH_READ",
     "DeviceEntry",
     "DevicesError",
     "Regs",

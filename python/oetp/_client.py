@@ -27,6 +27,10 @@ FLAG_MAYBE_EXECUTED = 1
 FLAG_DETAIL = 2
 FLAG_PARTIAL = 4
 MAX_BLOCK = 256 << 20
+# The most bytes a batch's block reads may total (the hub's stream ring):
+# larger reads go in a plain read_block, which streams.
+MAX_BATCH_READ = 4 << 20
+TOO_LARGE = 0x85
 
 # A reply with this tag is the hub's notice before it closes the
 # connection (its client limit, the idle timeout): the request in
@@ -845,6 +849,12 @@ _OP_WRITE = struct.Struct("<BIII")
 _OP_BLOCK = struct.Struct("<BII")
 
 
+def _batch_read_too_large(n):
+    # The hub's message (hub/proto BatchReadTooLarge).
+    return ("BATCH reads %d block bytes, more than the %d bytes a batch's block reads may total; "
+            "read larger blocks with a plain block read (READ_BLOCK), which streams" % (n, MAX_BATCH_READ))
+
+
 class Batch:
     """Operations collected and run in one BATCH request (see Device.batch)."""
 
@@ -852,6 +862,7 @@ class Batch:
         self._dev = dev
         self._buf = bytearray(4)
         self._results = []
+        self._reads = 0
 
     def __len__(self):
         return len(self._results)
@@ -873,6 +884,7 @@ class Batch:
     def read_block(self, addr, n):
         _check_block(addr, n)
         self._buf += _OP_BLOCK.pack(READ_BLOCK, addr, n)
+        self._reads += n
         r = Result(READ_BLOCK, n)
         self._results.append(r)
         return r
@@ -887,7 +899,12 @@ class Batch:
         return r
 
     def run(self):
-        """Send the batch and fill the results; raises OpError on failure."""
+        """Send the batch and fill the results; raises OpError on failure.
+        A batch whose block reads total more than MAX_BATCH_READ bytes is
+        refused before anything is sent (HubError TOO_LARGE): read such
+        blocks with Device.read_block, which streams."""
+        if self._reads > MAX_BATCH_READ:
+            raise HubError(TOO_LARGE, _batch_read_too_large(self._reads))
         body = self._buf
         _U32.pack_into(body, 0, len(self._results))
         self._buf = bytearray(4)

@@ -10,6 +10,7 @@ its address table is tests/fixtures' table. Without OETP_HUB the tests skip.
 import json
 import os
 import random
+import struct
 import subprocess
 import sys
 import time
@@ -104,6 +105,25 @@ class HubTest(unittest.TestCase):
         self.assertTrue(r0.done and r1.done)
         self.assertEqual(r1.value, 0x11)
         self.assertFalse(r3.done)
+        self.assertEqual(d.read(0x504), 0)
+        # Block reads past MAX_BATCH_READ in total: refused before anything
+        # runs, by the client and, sent anyway, by the hub.
+        d.write(0x504, 0)
+        b = d.batch()
+        w = b.write(0x504, 0x44)
+        b.read_block(0x100000, oetp.MAX_BATCH_READ // 2)
+        b.read_block(0x100000, oetp.MAX_BATCH_READ // 2 + 4)
+        want = ("BATCH reads 4194308 block bytes, more than the 4194304 bytes a batch's block reads may total; "
+                "read larger blocks with a plain block read (READ_BLOCK), which streams")
+        with self.assertRaises(oetp.HubError) as cm:
+            b.run()
+        self.assertEqual((cm.exception.name, cm.exception.message, w.done), ("TOO_LARGE", want, False))
+        body = struct.pack("<IBIII", 3, 0x11, 0x504, 0x44, 0xFFFFFFFF)
+        body += struct.pack("<BII", 0x12, 0x100000, oetp.MAX_BATCH_READ // 2)
+        body += struct.pack("<BII", 0x12, 0x100000, oetp.MAX_BATCH_READ // 2 + 4)
+        with self.assertRaises(oetp.HubError) as cm:
+            d._hub._call(0x20, d.handle, body)
+        self.assertEqual((cm.exception.name, cm.exception.message), ("TOO_LARGE", want))
         self.assertEqual(d.read(0x504), 0)
         # An exception inside the block runs nothing.
         with self.assertRaises(KeyError):
