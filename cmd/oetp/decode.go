@@ -3,12 +3,11 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -40,7 +39,7 @@ of standard input is not hex (the other lines are still decoded).`,
 			if err := wire.CheckMaxFrame(maxFrame.v); err != nil {
 				return usagef("--max-frame: %v", err)
 			}
-			opt := describeOptions{MaxFrame: maxFrame.v}
+			opt := frames.Options{MaxFrame: maxFrame.v}
 			if cmd.Flags().Changed("expect-length") {
 				opt.ExpectLength = &expect.v
 			}
@@ -52,57 +51,25 @@ of standard input is not hex (the other lines are still decoded).`,
 	return cmd
 }
 
-func runDecode(stdin io.Reader, stdout, stderr io.Writer, args []string, opt describeOptions) error {
+func runDecode(stdin io.Reader, stdout, stderr io.Writer, args []string, opt frames.Options) error {
 	w := bufio.NewWriter(stdout)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	if len(args) > 0 {
-		frames := make([][]byte, len(args))
+		bs := make([][]byte, len(args))
 		for i, a := range args {
-			b, err := parseHex(a)
+			b, err := frames.ParseHex(a)
 			if err != nil {
 				return usagef("argument %d: %v", i+1, err)
 			}
-			frames[i] = b
+			bs[i] = b
 		}
-		for _, b := range frames {
-			if err := enc.Encode(describe(b, opt)); err != nil {
+		for _, b := range bs {
+			if err := enc.Encode(frames.Describe(b, opt)); err != nil {
 				return err
 			}
 		}
 		return w.Flush()
 	}
-
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var line, bad int
-	for sc.Scan() {
-		line++
-		t := strings.TrimSpace(sc.Text())
-		if t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		b, err := parseHex(t)
-		if err != nil {
-			bad++
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(stderr, "oetp: stdin line %d: %v\n", line, err)
-			continue
-		}
-		if err := enc.Encode(describe(b, opt)); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading stdin after line %d: %w", line, err)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if bad > 0 {
-		return fmt.Errorf("%d line(s) of stdin were not hex frames", bad)
-	}
-	return nil
+	return frames.DecodeLines(stdin, w, stderr, opt)
 }

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/hex"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 )
 
 // Spec worked examples (see wire/spec_test.go).
@@ -116,80 +116,11 @@ oetp: 2 line(s) of stdin were not hex frames
 	// A clean stream exits 0; an 8192-byte frame fits a line.
 	big := "020e0c00000b020e0c00000a88b50e40" + "01000000" + "00000000" + "e01f0000" + strings.Repeat("5a", 8160) + "d0e0d0e0"
 	out, errOut, code = runCLI(t, big+"\n", "decode")
-	var d frameDescription
+	var d frames.Description
 	if err := json.Unmarshal([]byte(out), &d); err != nil || code != exitOK || errOut != "" {
 		t.Fatalf("8192-byte frame: exit %d, %v, stderr %q", code, err, errOut)
 	}
 	if !d.Valid || d.FrameLen != 8192 || d.Length == nil || *d.Length != 8160 || d.Payload == nil || *d.Payload != strings.Repeat("5a", 8160) {
 		t.Errorf("8192-byte frame: valid %v frame_len %d", d.Valid, d.FrameLen)
-	}
-}
-
-// golden is the part of wire/testdata/vectors.json this test uses.
-type golden struct {
-	Name         string  `json:"name"`
-	FrameHex     string  `json:"frame_hex"`
-	MaxFrame     int     `json:"max_frame"`
-	ExpectLength *uint32 `json:"expect_length"`
-	Kind         string  `json:"kind"`
-	Cmd          string  `json:"cmd"`
-	Problem      string  `json:"problem"`
-	Cause        *uint32 `json:"cause"`
-	Fields       struct {
-		Dst         string  `json:"dst"`
-		Src         string  `json:"src"`
-		Group       *bool   `json:"group"`
-		EtherType   *uint16 `json:"ethertype"`
-		RequestID   *uint32 `json:"request_id"`
-		Address     *uint32 `json:"address"`
-		Length      *uint32 `json:"length"`
-		BitEnable   *uint32 `json:"bit_enable"`
-		Data        *uint32 `json:"data"`
-		ErrorCode   *uint32 `json:"error_code"`
-		Error       string  `json:"error"`
-		PayloadHex  *string `json:"payload_hex"`
-		EndOfDataOK *bool   `json:"end_of_data_ok"`
-	} `json:"fields"`
-}
-
-// TestDescribeGoldenVectors describes every frame of the codec's golden
-// vectors and checks the description against the vector.
-func TestDescribeGoldenVectors(t *testing.T) {
-	b, err := os.ReadFile("../../wire/testdata/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vs []golden
-	if err := json.Unmarshal(b, &vs); err != nil {
-		t.Fatal(err)
-	}
-	if len(vs) < 90 {
-		t.Fatalf("only %d vectors", len(vs))
-	}
-	kinds := map[string]string{"runt": "runt", "raw": "raw", "drop": "oetp", "request": "oetp", "response": "oetp"}
-	for _, v := range vs {
-		frame, err := hex.DecodeString(v.FrameHex)
-		if err != nil {
-			t.Fatalf("%s: %v", v.Name, err)
-		}
-		got := describe(frame, describeOptions{MaxFrame: v.MaxFrame, ExpectLength: v.ExpectLength})
-		f := v.Fields
-		want := frameDescription{
-			Valid: v.Problem == "ok" && (v.Kind == "request" || v.Kind == "response"),
-			Kind:  kinds[v.Kind], Dst: f.Dst, Src: f.Src, Group: f.Group, EtherType: f.EtherType,
-			FrameLen: len(frame), Cmd: v.Cmd, RequestID: f.RequestID, Address: f.Address, Length: f.Length,
-			BitEnable: f.BitEnable, Data: f.Data, Payload: f.PayloadHex, EndOfDataOK: f.EndOfDataOK,
-			ErrorCode: f.ErrorCode, Error: f.Error,
-		}
-		if v.Cause != nil && *v.Cause != 0 {
-			want.Cause = v.Cause
-		}
-		want.Problem = got.Problem // checked below
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s (-vector +describe):\n%s", v.Name, diff)
-		}
-		if want.Valid != (got.Problem == "") {
-			t.Errorf("%s: valid %v with problem %q", v.Name, got.Valid, got.Problem)
-		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/net/bpf"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
 )
@@ -141,8 +142,8 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 			}
 		}()
 	}
-	d := newDumper(cmd.OutOrStdout(), o)
-	d.live = true
+	d := frames.NewDumper(cmd.OutOrStdout(), o.maxFrame.v, o.json)
+	d.Live = true
 	shown := 0
 	for o.count.v == 0 || shown < o.count.v {
 		data, ci, err := h.ZeroCopyReadPacketData()
@@ -152,10 +153,10 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 			}
 			return fmt.Errorf("--iface %s: after %d frame(s): %w", o.iface, shown, err)
 		}
-		if pcap.Ethernet(pcap.LinkTypeEthernet, data, &d.frame) != nil {
+		if pcap.Ethernet(pcap.LinkTypeEthernet, data, &d.Frame) != nil {
 			continue
 		}
-		if fr := d.frame.Bytes; binary.BigEndian.Uint16(fr[12:]) != wire.EtherType {
+		if fr := d.Frame.Bytes; binary.BigEndian.Uint16(fr[12:]) != wire.EtherType {
 			continue
 		}
 		vid := -1
@@ -163,7 +164,7 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 			// A tag the kernel (or the NIC) took out of the frame.
 			if v, ok := ci.AncillaryData[0].(int); ok {
 				vid = v
-				d.frame.VLANs = append([]pcap.VLAN{{TPID: 0x8100, ID: uint16(vid)}}, d.frame.VLANs...)
+				d.Frame.VLANs = append([]pcap.VLAN{{TPID: 0x8100, ID: uint16(vid)}}, d.Frame.VLANs...)
 			}
 		}
 		if rec != nil {
@@ -171,7 +172,7 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 				return fmt.Errorf("--write %s: after %d frame(s): %w", o.write, shown, err)
 			}
 		}
-		if err := d.record(ci.Timestamp, len(data), ci.Length, nil); err != nil {
+		if err := d.Record(ci.Timestamp, len(data), ci.Length, nil); err != nil {
 			return err
 		}
 		shown++
@@ -182,6 +183,6 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 	if st, err := h.Stats(); err == nil && st.Drops > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: the kernel dropped %d frame(s) the live view could not read in time\n", st.Drops)
 	}
-	d.summary(cmd.ErrOrStderr())
+	d.Summary(cmd.ErrOrStderr())
 	return nil
 }

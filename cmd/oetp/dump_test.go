@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
 )
@@ -40,7 +41,7 @@ func TestDump(t *testing.T) {
 	b, _ := wire.ParseMAC(macB)
 	g, _ := wire.ParseMAC(macG)
 	payload := []byte{0xb0, 0xb1, 0xb2, 0xb3, 0xb4}
-	frames := [][]byte{
+	fs := [][]byte{
 		wire.AppendDMAReadReq(nil, b, a, 7, 0x1000, 5),
 		wire.AppendDMAReadRsp(nil, a, b, 7, payload),                            // paired with frame 1: valid
 		wire.AppendDMAReadRsp(nil, a, b, 8, payload),                            // no request with rid 8
@@ -52,7 +53,7 @@ func TestDump(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "cap.pcap")
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
-	writePcap(t, file, 0, t0, frames...)
+	writePcap(t, file, 0, t0, fs...)
 
 	out, errOut, code := runCLI(t, "", "dump", file)
 	ts := func(i int) string {
@@ -65,7 +66,7 @@ func TestDump(t *testing.T) {
 		"4 " + ts(3) + " 02:0e:0c:00:00:0a > 03:0e:0c:00:00:01 RMEM_WRITE_REQ (group) rid=9 addr=0x00000020 bit_enable=0xffffffff data=0x00000005, 32 bytes",
 		"5 " + ts(4) + " 02:0e:0c:00:00:0b > 02:0e:0c:00:00:0a ERROR_RSP rid=3 error_code=6 (REMOTE_AXI_WR_SLVERR), 24 bytes",
 		"6 " + ts(5) + " 02:0e:0c:00:00:0a > 02:0e:0c:00:00:0b raw ethertype 0x0800, 16 bytes",
-		"7 " + ts(6) + " runt, 2 bytes: " + describe(frames[6], describeOptions{MaxFrame: 8192}).Problem,
+		"7 " + ts(6) + " runt, 2 bytes: " + frames.Describe(fs[6], frames.Options{MaxFrame: 8192}).Problem,
 	}, "\n") + "\n"
 	if code != 0 || out != want {
 		t.Errorf("dump: exit %d, stderr %q\n got:\n%s\nwant:\n%s", code, errOut, out, want)
@@ -75,23 +76,24 @@ func TestDump(t *testing.T) {
 	// carries its payload.
 	out, errOut, code = runCLI(t, "", "dump", "--json", file)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != len(frames) {
+	if code != 0 || len(lines) != len(fs) {
 		t.Fatalf("dump --json: exit %d, %d lines; stderr %q", code, len(lines), errOut)
 	}
 	for i, line := range lines {
-		var got dumpRecord
+		var got frames.DumpRecord
 		if err := json.Unmarshal([]byte(line), &got); err != nil {
 			t.Fatalf("line %d: %v", i+1, err)
 		}
-		opt := describeOptions{MaxFrame: 8192}
+		opt := frames.Options{MaxFrame: 8192}
 		if i == 1 {
-			opt.ExpectLength = ptr(uint32(5))
+			five := uint32(5)
+			opt.ExpectLength = &five
 		}
-		wantRec := dumpRecord{Index: i + 1, Time: t0.Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano), frameDescription: describe(frames[i], opt)}
+		wantRec := frames.DumpRecord{Index: i + 1, Time: t0.Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano), Description: frames.Describe(fs[i], opt)}
 		if i == 2 {
 			wantRec.Problem = "no DMA_READ_REQ with this Request ID earlier in the capture: the expected length is unknown"
 		}
-		if diff := cmp.Diff(wantRec, got, cmp.AllowUnexported(dumpRecord{})); diff != "" {
+		if diff := cmp.Diff(wantRec, got, cmp.AllowUnexported(frames.DumpRecord{})); diff != "" {
 			t.Errorf("line %d (-want +got):\n%s", i+1, diff)
 		}
 	}
@@ -112,7 +114,7 @@ func TestDump(t *testing.T) {
 		t.Errorf("truncated capture --json: %s", out)
 	}
 
-	// A file that ends inside a record: the frames before it, then exit 1.
+	// A file that ends inside a record: the fs before it, then exit 1.
 	whole, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +122,7 @@ func TestDump(t *testing.T) {
 	cut := filepath.Join(dir, "cut.pcap")
 	writeFile(t, cut, whole[:len(whole)-1])
 	out, errOut, code = runCLI(t, "", "dump", cut)
-	if n := strings.Count(out, "\n"); code != 1 || n != len(frames)-1 || !strings.Contains(errOut, "after 6 frame(s)") {
+	if n := strings.Count(out, "\n"); code != 1 || n != len(fs)-1 || !strings.Contains(errOut, "after 6 frame(s)") {
 		t.Errorf("cut file: exit %d, %d lines, stderr %q", code, n, errOut)
 	}
 }

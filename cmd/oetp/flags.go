@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
-	"unicode"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
@@ -97,36 +96,7 @@ type hexValue struct{ b []byte }
 func (h *hexValue) String() string { return hex.EncodeToString(h.b) }
 func (h *hexValue) Type() string   { return "HEX" }
 func (h *hexValue) Set(s string) error {
-	b, err := parseHex(s)
+	b, err := frames.ParseHex(s)
 	h.b = b
 	return err
-}
-
-// parseHex decodes bytes written in hex. White space and colons separate
-// groups, each group may carry a 0x prefix and must hold whole bytes (an
-// even number of digits): "020e0c00000b", "02:0e:0c:00:00:0b",
-// "0x020e 0x0c00", "88 B5 0E 10" are all accepted.
-func parseHex(s string) ([]byte, error) {
-	groups := strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == ':' })
-	var out []byte
-	for _, g := range groups {
-		digits := g
-		if len(digits) >= 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') {
-			digits = digits[2:]
-		}
-		for _, r := range digits {
-			if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
-				return nil, fmt.Errorf("hex group %q contains %q, which is not a hex digit", g, r)
-			}
-		}
-		if len(digits)%2 != 0 {
-			return nil, fmt.Errorf("hex group %q has an odd number of digits: write whole bytes, e.g. 0e rather than e", g)
-		}
-		b, err := hex.DecodeString(digits)
-		if err != nil {
-			return nil, fmt.Errorf("hex group %q: %v", g, err)
-		}
-		out = append(out, b...)
-	}
-	return out, nil
 }

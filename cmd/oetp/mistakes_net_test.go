@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/netns"
@@ -131,7 +132,7 @@ func TestMistakes(t *testing.T) {
 	hubRetries, hubBusy := hubKey("retries.toml", "retries = 5000"), hubKey("busy.toml", `busy_poll = "1s"`)
 	late := filepath.Join(dir, "late.pcap")
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	writePcapAt(t, late, []time.Time{t0, t0.Add(2 * readMaxAge)},
+	writePcapAt(t, late, []time.Time{t0, t0.Add(2 * frames.ReadMaxAge)},
 		wire.AppendDMAReadReq(nil, sv.MAC(), cl.MAC(), 1, 0x1000, 64), wire.AppendDMAReadReq(nil, sv.MAC(), cl.MAC(), 2, 0x1000, 64))
 	rows := []mistake{
 		// Go internals in messages.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/rlink"
 )
@@ -72,7 +73,7 @@ func TestDescribeReliableVectors(t *testing.T) {
 	}
 	for _, v := range vs {
 		frame, _ := hex.DecodeString(v.FrameHex)
-		d := describe(frame, describeOptions{MaxFrame: v.MaxFrame})
+		d := frames.Describe(frame, frames.Options{MaxFrame: v.MaxFrame})
 		switch {
 		case v.Problem == "not_ours":
 			if d.Kind == "reliable" {

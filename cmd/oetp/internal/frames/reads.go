@@ -1,4 +1,4 @@
-package main
+package frames
 
 import (
 	"time"
@@ -8,12 +8,12 @@ import (
 
 // Bounds of the DMA_READ_REQ lengths dump remembers for their responses. A
 // response comes within the initiator's timeout (1 s by default, at most a
-// few retries), so a request unanswered after readMaxAge of capture time
-// will not be answered; readMaxOutstanding bounds a flood of requests
+// few retries), so a request unanswered after ReadMaxAge of capture time
+// will not be answered; ReadMaxOutstanding bounds a flood of requests
 // nobody answers (each costs about 100 bytes).
 const (
-	readMaxAge         = 60 * time.Second
-	readMaxOutstanding = 1 << 16
+	ReadMaxAge         = 60 * time.Second
+	ReadMaxOutstanding = 1 << 16
 )
 
 // readKey identifies an outstanding DMA_READ_REQ as its response will carry
@@ -40,8 +40,8 @@ type readItem struct {
 	at   time.Time
 }
 
-// readTable remembers DMA_READ_REQ lengths within readMaxAge and
-// readMaxOutstanding, forgetting the oldest first, and counts the requests
+// readTable remembers DMA_READ_REQ lengths within ReadMaxAge and
+// ReadMaxOutstanding, forgetting the oldest first, and counts the requests
 // it forgot unanswered.
 type readTable struct {
 	m       map[readKey]readEntry

@@ -1,4 +1,4 @@
-package main
+package frames
 
 import (
 	"encoding/hex"
@@ -10,7 +10,7 @@ import (
 // FuzzDescribe: describe never panics, whatever the frame, ceiling and
 // expected length, and valid and problem always agree.
 func FuzzDescribe(f *testing.F) {
-	b, err := os.ReadFile("../../wire/testdata/vectors.json")
+	b, err := os.ReadFile("../../../../wire/testdata/vectors.json")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func FuzzDescribe(f *testing.F) {
 		f.Add(frame, uint16(v.MaxFrame), e, v.ExpectLength != nil)
 	}
 	// The reliable transport's vectors too.
-	if b, err = os.ReadFile("../../wire/reliable/testdata/vectors.json"); err != nil {
+	if b, err = os.ReadFile("../../../../wire/reliable/testdata/vectors.json"); err != nil {
 		f.Fatal(err)
 	}
 	var rv []struct {
@@ -42,11 +42,11 @@ func FuzzDescribe(f *testing.F) {
 		f.Add(frame, uint16(v.MaxFrame), uint32(0), false)
 	}
 	f.Fuzz(func(t *testing.T, frame []byte, maxFrame uint16, expect uint32, hasExpect bool) {
-		opt := describeOptions{MaxFrame: int(maxFrame)}
+		opt := Options{MaxFrame: int(maxFrame)}
 		if hasExpect {
 			opt.ExpectLength = &expect
 		}
-		d := describe(frame, opt)
+		d := Describe(frame, opt)
 		if d.Valid != (d.Problem == "") || d.FrameLen != len(frame) {
 			t.Fatalf("valid %v, problem %q, frame_len %d of %d", d.Valid, d.Problem, d.FrameLen, len(frame))
 		}

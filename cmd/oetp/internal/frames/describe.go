@@ -1,4 +1,4 @@
-package main
+package frames
 
 import (
 	"bytes"
@@ -9,10 +9,10 @@ import (
 	"github.com/openenoc/oetp/wire/reliable"
 )
 
-// frameDescription is the JSON description of one frame, printed one per
+// Description is the JSON description of one frame, printed one per
 // line by decode (and by dump for each captured packet). Fields that do not
 // apply to the frame are absent; numbers are JSON numbers.
-type frameDescription struct {
+type Description struct {
 	// Valid is true for a well-formed oETP frame (for a DMA_READ_RSP, one
 	// checked against its expected length).
 	Valid bool `json:"valid"`
@@ -28,7 +28,7 @@ type frameDescription struct {
 	// VLAN lists the 802.1Q/802.1ad tags of a tagged frame, outermost
 	// first; InnerEtherType is the EtherType after them. A tagged frame is
 	// not v1 oETP, whatever follows the tags.
-	VLAN           []vlanTag `json:"vlan,omitempty"`
+	VLAN           []VLANTag `json:"vlan,omitempty"`
 	InnerEtherType *uint16   `json:"inner_ethertype,omitempty"`
 	FrameLen       int       `json:"frame_len"`
 	Cmd            string    `json:"cmd,omitempty"` // mnemonic, or RESERVED(0xNN)
@@ -51,11 +51,11 @@ type frameDescription struct {
 	// Transport is the reliable transport's header (docs/reliable.md) of a
 	// frame of Kind "reliable"; the v1 fields above then describe the v1
 	// PDU its DATA body carries.
-	Transport *transportDescription `json:"transport,omitempty"`
+	Transport *TransportDescription `json:"transport,omitempty"`
 }
 
-// transportDescription is the decoded reliable transport header.
-type transportDescription struct {
+// TransportDescription is the decoded reliable transport header.
+type TransportDescription struct {
 	Flags   string `json:"flags"`
 	Version uint8  `json:"version"`
 	Length  uint16 `json:"length"`
@@ -76,16 +76,16 @@ type transportDescription struct {
 // and the v1 PDU of a DATA frame (whose DMA_READ_RSP length, without
 // ExpectLength, is taken from the transport's Length: word padding
 // included).
-func describeReliable(frame []byte, opt describeOptions) frameDescription {
+func describeReliable(frame []byte, opt Options) Description {
 	n := len(frame)
 	f := wire.Frame(frame)
-	d := frameDescription{Kind: "reliable", FrameLen: n, Dst: f.Dst().String(), Src: f.Src().String(), Group: ptr(f.Dst().IsGroup())}
+	d := Description{Kind: "reliable", FrameLen: n, Dst: f.Dst().String(), Src: f.Src().String(), Group: ptr(f.Dst().IsGroup())}
 	h, prob := reliable.Parse(frame, opt.MaxFrame)
 	if prob == reliable.ProblemRunt || prob == reliable.ProblemVersion {
 		d.Problem = fmt.Sprintf("reliable transport: %v; dropped", prob)
 		return d
 	}
-	t := &transportDescription{Flags: h.Flags.String(), Version: frame[reliable.Offset+1], Length: h.Length,
+	t := &TransportDescription{Flags: h.Flags.String(), Version: frame[reliable.Offset+1], Length: h.Length,
 		Session: h.Session, PSN: h.PSN, APSN: h.APSN, Credits: h.Credits}
 	d.Transport = t
 	if prob != reliable.OK {
@@ -111,7 +111,7 @@ func describeReliable(frame []byte, opt describeOptions) frameDescription {
 		if iopt.ExpectLength == nil && len(inner) > 24 && wire.Cmd(inner[15]) == wire.DMAReadRsp {
 			iopt.ExpectLength = ptr(uint32(len(inner) - 24))
 		}
-		v := describe(inner, iopt)
+		v := Describe(inner, iopt)
 		d.Cmd, d.RequestID, d.Address, d.Length, d.BitEnable, d.Data = v.Cmd, v.RequestID, v.Address, v.Length, v.BitEnable, v.Data
 		d.Payload, d.EndOfDataOK, d.ErrorCode, d.Error, d.Cause = v.Payload, v.EndOfDataOK, v.ErrorCode, v.Error, v.Cause
 		if v.Problem != "" && ok {
@@ -124,8 +124,8 @@ func describeReliable(frame []byte, opt describeOptions) frameDescription {
 	return d
 }
 
-// vlanTag is one 802.1Q (TPID 0x8100) or 802.1ad (0x88A8, 0x9100) tag.
-type vlanTag struct {
+// VLANTag is one 802.1Q (TPID 0x8100) or 802.1ad (0x88A8, 0x9100) tag.
+type VLANTag struct {
 	TPID uint16 `json:"tpid"`
 	PCP  uint8  `json:"pcp"`
 	DEI  bool   `json:"dei"`
@@ -137,12 +137,12 @@ func isTPID(et uint16) bool { return et == 0x8100 || et == 0x88A8 || et == 0x910
 
 // vlanTags parses the tags after the MACs of frame; the EtherType after
 // them is returned with them (0 and no tags when the frame ends first).
-func vlanTags(frame []byte) ([]vlanTag, uint16) {
-	var tags []vlanTag
+func vlanTags(frame []byte) ([]VLANTag, uint16) {
+	var tags []VLANTag
 	o := 12
 	for o+4 <= len(frame) && isTPID(uint16(frame[o])<<8|uint16(frame[o+1])) {
 		tci := uint16(frame[o+2])<<8 | uint16(frame[o+3])
-		tags = append(tags, vlanTag{TPID: uint16(frame[o])<<8 | uint16(frame[o+1]), PCP: uint8(tci >> 13), DEI: tci&0x1000 != 0, VID: tci & 0xFFF})
+		tags = append(tags, VLANTag{TPID: uint16(frame[o])<<8 | uint16(frame[o+1]), PCP: uint8(tci >> 13), DEI: tci&0x1000 != 0, VID: tci & 0xFFF})
 		o += 4
 	}
 	if o+2 > len(frame) {
@@ -151,8 +151,8 @@ func vlanTags(frame []byte) ([]vlanTag, uint16) {
 	return tags, uint16(frame[o])<<8 | uint16(frame[o+1])
 }
 
-// describeOptions controls describe.
-type describeOptions struct {
+// Options controls describe.
+type Options struct {
 	// MaxFrame is the receive frame ceiling (MAX_RAW_FRAME_SIZE), 36..8192.
 	MaxFrame int
 	// ExpectLength is the Length of the DMA_READ_REQ a DMA_READ_RSP answers;
@@ -170,11 +170,11 @@ func tagName(tpid uint16) string {
 	return "802.1ad"
 }
 
-// describe decodes one frame. It never fails: what is wrong with the frame
+// Describe decodes one frame. It never fails: what is wrong with the frame
 // is the description's Problem.
-func describe(frame []byte, opt describeOptions) frameDescription {
+func Describe(frame []byte, opt Options) Description {
 	n := len(frame)
-	d := frameDescription{Kind: "runt", FrameLen: n}
+	d := Description{Kind: "runt", FrameLen: n}
 	c := wire.Classify(frame, opt.MaxFrame)
 	f := wire.Frame(frame)
 	if c.Kind == wire.KindRunt {
