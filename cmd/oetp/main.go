@@ -37,7 +37,8 @@
 //
 // What only this command uses lives under it: internal/bench (oetp bench:
 // the rows, their floors and the report), internal/demo (oetp demo's fabric
-// and report) and internal/manpages (go generate's man pages).
+// and report), internal/frames (what decode and dump print of a frame) and
+// internal/manpages (go generate's man pages).
 package main
 
 import (
