@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/serve"
 	"github.com/openenoc/oetp/netns"
 )
 
@@ -130,12 +131,12 @@ func (s *server) lastJSON(marker string) map[string]any {
 }
 
 // events returns the server's JSON event lines for failed requests.
-func (s *server) events(t *testing.T) []serveEvent {
+func (s *server) events(t *testing.T) []serve.Event {
 	t.Helper()
-	var evs []serveEvent
+	var evs []serve.Event
 	for _, line := range strings.Split(s.stdout.String(), "\n") {
 		if strings.Contains(line, `"event":"PEER_DMA_COMPLETE"`) || strings.Contains(line, `"event":"RMEM_ERROR"`) {
-			var ev serveEvent
+			var ev serve.Event
 			if err := json.Unmarshal([]byte(line), &ev); err != nil {
 				t.Fatalf("event line %q: %v", line, err)
 			}

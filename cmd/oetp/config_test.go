@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
+	"github.com/openenoc/oetp/cmd/oetp/internal/serve"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/memspec"
@@ -27,7 +29,7 @@ func mustMAC(t *testing.T, s string) wire.MAC {
 
 // serveSettingsOf parses serve's command line and merges it with the
 // configuration file it names, without running anything.
-func serveSettingsOf(t *testing.T, args ...string) (*serveSettings, error) {
+func serveSettingsOf(t *testing.T, args ...string) (*serve.Settings, error) {
 	t.Helper()
 	cmd, sf := serveCommand()
 	if err := cmd.ParseFlags(args); err != nil {
@@ -44,7 +46,7 @@ func TestServeConfigExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &serveSettings{
+	want := &serve.Settings{
 		Iface: "eth1",
 		Group: mustMAC(t, "03:0e:0c:00:00:01"),
 		Regions: []memspec.RegionSpec{
@@ -74,55 +76,11 @@ func TestServeConfigExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.Iface, want.Contexts, want.JSONEvents, want.RMEMTimeout, want.BusyPoll = "eth9", 2, true, 0, 50*time.Microsecond
-	want.Placement = placeOff
+	want.Placement = cli.PlaceOff
 	want.RawPolicy, want.MAC = endpoint.RawPromiscuous, mustMAC(t, "02:0e:0c:00:00:05")
 	want.Peers = []endpoint.Peer{{MAC: mustMAC(t, "02:0e:0c:00:00:09"), Mode: endpoint.ModeDMARead, WindowSize: 1 << 32, EventEnable: true}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings with flags over the file (-want +got):\n%s", diff)
-	}
-}
-
-func TestParsePeer(t *testing.T) {
-	m := mustMAC(t, "02:0e:0c:00:00:02")
-	for _, c := range []struct {
-		in   string
-		want endpoint.Peer
-	}{
-		{"02:0e:0c:00:00:02,mode=rmem", endpoint.Peer{MAC: m, Mode: 1, WindowSize: 1 << 32, EventEnable: true}},
-		{"02-0e-0c-00-00-02,mode=none", endpoint.Peer{MAC: m, Mode: 0, WindowSize: 1 << 32, EventEnable: true}},
-		{"020e0c000002, mode=DMA_WRITE ,window=0x100000:1M", endpoint.Peer{MAC: m, Mode: 2, WindowBase: 0x100000, WindowSize: 1 << 20, EventEnable: true}},
-		{"02:0e:0c:00:00:02,window=0:0x100000000,mode=3,events=off", endpoint.Peer{MAC: m, Mode: 3, WindowSize: 1 << 32}},
-		{"02:0e:0c:00:00:02,mode=dma-read,events=on", endpoint.Peer{MAC: m, Mode: 3, WindowSize: 1 << 32, EventEnable: true}},
-	} {
-		got, err := parsePeer(c.in)
-		if err != nil {
-			t.Errorf("parsePeer(%q): %v", c.in, err)
-			continue
-		}
-		if diff := cmp.Diff(c.want, got); diff != "" {
-			t.Errorf("parsePeer(%q) (-want +got):\n%s", c.in, diff)
-		}
-		if back, err := parsePeer(formatPeer(got)); err != nil || back != got {
-			t.Errorf("parsePeer(formatPeer(%+v)) = %+v, %v", got, back, err)
-		}
-	}
-	for _, c := range []struct{ in, want string }{
-		{"zz,mode=rmem", "the first field must be the peer's MAC"},
-		{"00:00:00:00:00:00,mode=rmem", "unused entry"},
-		{"02:0e:0c:00:00:02", "mode is missing"},
-		{"02:0e:0c:00:00:02,mode=4", `mode "4" is not none, rmem, dma-write, dma-read or 0..3`},
-		{"02:0e:0c:00:00:02,mode=rmem,mode=rmem", "mode given twice"},
-		{"02:0e:0c:00:00:02,mode=rmem,speed=1", `unknown key "speed"`},
-		{"02:0e:0c:00:00:02,mode=rmem,window", `"window" is not KEY=VALUE`},
-		{"02:0e:0c:00:00:02,mode=rmem,window=64K", "is not BASE:SIZE"},
-		{"02:0e:0c:00:00:02,mode=rmem,window=0:0", "SIZE"},
-		{"02:0e:0c:00:00:02,mode=rmem,window=0xffffff00:4K", "SIZE"},
-		{"02:0e:0c:00:00:02,mode=rmem,events=maybe", `"maybe" is not on or off`},
-	} {
-		_, err := parsePeer(c.in)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("parsePeer(%q) = %v, want an error containing %q", c.in, err, c.want)
-		}
 	}
 }
 

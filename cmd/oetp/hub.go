@@ -193,7 +193,7 @@ func hubOpener(d hub.DeviceConfig, _ hub.Kind, mac wire.MAC) (link.Link, error) 
 	if err != nil {
 		// The hub has no --iface, --max-frame or --busy-poll: the device's
 		// keys name them.
-		return nil, &usageError{&reworded{hubKeys.Replace(err.Error()), err}}
+		return nil, &usageError{Err: &reworded{hubKeys.Replace(err.Error()), err}}
 	}
 	return il.Link, nil
 }

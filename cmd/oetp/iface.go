@@ -3,35 +3,16 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"time"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/node"
 )
 
 // cliErr turns the errors of a node that the user fixes by changing a flag
-// into usage errors (exit 2) naming it: a node's *node.ConfigError names
-// its setting as the flag does, a role held by another process names that
-// process, and a lock directory that may not be trusted says why.
-func cliErr(err error) error {
-	var ce *node.ConfigError
-	if errors.As(err, &ce) {
-		switch ce.Field {
-		case "endpoint":
-			return &usageError{ce.Err}
-		case "retry":
-			return usagef("--retries/--deadline%s", ce.Msg)
-		}
-		return &usageError{fmt.Errorf("--%w", ce)}
-	}
-	var he *node.RoleHeldError
-	var ue *node.UntrustedError
-	if errors.As(err, &he) || errors.As(err, &ue) {
-		return &usageError{err}
-	}
-	return err
-}
+// into usage errors (exit 2) naming it (cli.Err).
+func cliErr(err error) error { return cli.Err(err) }
 
 // openLink opens a command's link (node.OpenLink) with usage errors that
 // name the flags.
@@ -50,14 +31,8 @@ func openNode(ctx context.Context, cfg node.Config) (*node.Node, error) {
 // busyPollUsage is the help of --busy-poll.
 const busyPollUsage = "after each frame received, keep reading the socket for `D` (such as 50us, at most 10ms) before sleeping: lower latency for a CPU that spins; 0 never spins"
 
-// checkBusyPoll validates a --busy-poll value. It goes with --pcap too: the
-// capture keeps the link's receive loop and busy polling.
-func checkBusyPoll(d time.Duration) error {
-	if d < 0 || d > node.MaxBusyPoll {
-		return usagef("--busy-poll %v: use 0 (off) through %v, such as 50us", d, node.MaxBusyPoll)
-	}
-	return nil
-}
+// checkBusyPoll validates a --busy-poll value (cli.CheckBusyPoll).
+func checkBusyPoll(d time.Duration) error { return cli.CheckBusyPoll(d) }
 
 // lookupIface finds the interface name given by flag (--iface), as a usage
 // error in the user's words: "--iface eth9: no such network interface",

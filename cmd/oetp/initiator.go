@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/node"
@@ -167,7 +168,7 @@ func (f *opFlags) open(mode endpoint.Mode) (session, error) {
 	}
 	f.via = viaDirect
 	place := node.PlaceStay
-	if f.place.p == placeOff {
+	if f.place.p == cli.PlaceOff {
 		place = node.PlaceNone
 	}
 	peer := node.Peer{Peer: endpoint.Peer{MAC: f.peer.m, Mode: mode, WindowSize: wholeSpace}, Transport: tmode}
@@ -462,7 +463,7 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 	if errors.Is(r.err, endpoint.ErrInvalid) || errors.As(r.err, &ue) {
 		// Refused by a local check before anything was sent (a group
 		// read, a --fragment out of range, ...): bad usage, exit 2.
-		return &usageError{err}
+		return &usageError{Err: err}
 	}
 	return err
 }
@@ -564,7 +565,7 @@ func (f *opFlags) openFailed(cmd *cobra.Command, op string, err error) error {
 	}
 	var ue *usageError
 	if !errors.As(err, &ue) {
-		err = &usageError{err}
+		err = &usageError{Err: err}
 	}
 	var oe *endpoint.OpError
 	if errors.As(err, &oe) {
@@ -583,7 +584,7 @@ func (f *opFlags) openFailed(cmd *cobra.Command, op string, err error) error {
 // localInvalid is an operation refused by a local check before anything
 // is sent: LOCAL_INVALID (1), exit 2, the message in the user's words.
 func localInvalid(format string, a ...any) error {
-	return &usageError{&endpoint.OpError{Code: wire.CodeLocalInvalid, Err: &localCheck{fmt.Sprintf(format, a...)}}}
+	return &usageError{Err: &endpoint.OpError{Code: wire.CodeLocalInvalid, Err: &localCheck{fmt.Sprintf(format, a...)}}}
 }
 
 // localCheck is the reason of a local refusal; it is endpoint.ErrInvalid,
@@ -659,4 +660,4 @@ func humanBytes(n uint64) string {
 }
 
 // codeString formats a code as "MNEMONIC (n)".
-func codeString(c wire.Code) string { return fmt.Sprintf("%s (%d)", c, uint8(c)) }
+func codeString(c wire.Code) string { return cli.CodeString(c) }

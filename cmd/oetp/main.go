@@ -37,7 +37,9 @@
 //
 // What only this command uses lives under it: internal/bench (oetp bench:
 // the rows, their floors and the report), internal/demo (oetp demo's fabric
-// and report), internal/frames (what decode and dump print of a frame) and
+// and report), internal/frames (what decode and dump print of a frame),
+// internal/serve (oetp serve's settings, configuration file and run),
+// internal/cli (the usage error and flag syntax the others share) and
 // internal/manpages (go generate's man pages).
 package main
 
@@ -49,6 +51,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 )
 
 // Exit statuses.
@@ -76,14 +80,11 @@ func register(name string, newCmd func() *cobra.Command) {
 }
 
 // usageError marks bad usage or configuration: exit status 2.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
+type usageError = cli.UsageError
 
 // usagef returns a usageError; the message should name the flag or argument
 // and the fix.
-func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
 
 // newRoot returns a fresh command tree. ran is set once a command's RunE
 // starts, which tells cobra's own usage errors from a command's failures.

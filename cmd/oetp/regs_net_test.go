@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/serve"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
@@ -290,7 +291,7 @@ func TestRegsOverVeth(t *testing.T) {
 		}
 	})
 	// The server's only error record is that read.
-	want := []serveEvent{{Event: "RMEM_ERROR", Source: 5, Peer: 0, PeerMAC: netClient, ErrorCode: 4, Error: "LOCAL_AXI_RD_SLVERR"}}
+	want := []serve.Event{{Event: "RMEM_ERROR", Source: 5, Peer: 0, PeerMAC: netClient, ErrorCode: 4, Error: "LOCAL_AXI_RD_SLVERR"}}
 	if diff := cmp.Diff(want, srv.events(t)); diff != "" {
 		t.Errorf("server events (-want +got):\n%s", diff)
 	}

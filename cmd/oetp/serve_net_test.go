@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/serve"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/netns"
@@ -256,13 +257,13 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		// The server recorded its own side of each failure and raised an
 		// event: local codes 6 (write SLVERR), 7 (DECERR), 1 (invalid) for
 		// peer 1, and 1 for peer 0's RMEM read.
-		want := []serveEvent{
+		want := []serve.Event{
 			{Event: "PEER_DMA_COMPLETE", Source: 0, Peer: 1, PeerMAC: netWriter, ErrorCode: 6, Error: "LOCAL_AXI_WR_SLVERR"},
 			{Event: "PEER_DMA_COMPLETE", Source: 0, Peer: 1, PeerMAC: netWriter, ErrorCode: 7, Error: "LOCAL_AXI_WR_DECERR"},
 			{Event: "PEER_DMA_COMPLETE", Source: 0, Peer: 1, PeerMAC: netWriter, ErrorCode: 1, Error: "LOCAL_INVALID",
-				Invalid: &invalidReport{Check: "window", Cmd: "DMA_WRITE_REQ", Addr: "0x00300000", Length: 4}},
+				Invalid: &serve.InvalidReport{Check: "window", Cmd: "DMA_WRITE_REQ", Addr: "0x00300000", Length: 4}},
 			{Event: "RMEM_ERROR", Source: 5, Peer: 0, PeerMAC: netClient, ErrorCode: 1, Error: "LOCAL_INVALID",
-				Invalid: &invalidReport{Check: "window", Cmd: "RMEM_READ_REQ", Addr: "0x00010000", Length: 4}},
+				Invalid: &serve.InvalidReport{Check: "window", Cmd: "RMEM_READ_REQ", Addr: "0x00010000", Length: 4}},
 		}
 		if diff := cmp.Diff(want, srv.events(t)); diff != "" {
 			t.Errorf("server events (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/ratelog"
 	"github.com/openenoc/oetp/node"
@@ -90,9 +91,9 @@ func (w *watch) cpuMoves() uint64 {
 // when its socket follows the CPU its requests arrive on, else off.
 func placementOf(l *node.Link) string {
 	if l.Follows() {
-		return placeAuto.String()
+		return cli.PlaceAuto.String()
 	}
-	return placeOff.String()
+	return cli.PlaceOff.String()
 }
 
 // run reports every watchTick until ctx ends.
@@ -270,27 +271,27 @@ func (w *watch) event(ctx context.Context, ev endpoint.Event) {
 		level = slog.LevelWarn
 	}
 	attrs := []any{"source", ev.Source.String(), "peer", ev.Peer, "peer_mac", mac,
-		"code", codeString(ev.Code), "coalesced", ev.Coalesced}
-	var inv *invalidReport
+		"code", cli.CodeString(ev.Code), "coalesced", ev.Coalesced}
+	var inv *InvalidReport
 	if ev.Code == wire.CodeLocalInvalid {
 		// The requester sees REMOTE_INVALID and nothing more: say which
 		// check failed.
 		if r, ok := w.ep.LastInvalid(ev.Peer); ok {
-			inv = &invalidReport{Check: r.Check.String(), Cmd: r.Cmd.String(), Addr: fmt.Sprintf("0x%08x", r.Address), Length: r.Length}
+			inv = &InvalidReport{Check: r.Check.String(), Cmd: r.Cmd.String(), Addr: fmt.Sprintf("0x%08x", r.Address), Length: r.Length}
 			attrs = append(attrs, "check", inv.Check, "cmd", inv.Cmd, "addr", inv.Addr, "length", inv.Length)
 		}
 	}
 	w.log.Log(ctx, level, "event", attrs...)
 	if w.json {
-		w.out.json(serveEvent{Event: ev.Source.String(), Time: now(),
+		w.out.json(Event{Event: ev.Source.String(), Time: now(),
 			Source: uint8(ev.Source), Peer: ev.Peer, PeerMAC: mac, ErrorCode: uint8(ev.Code),
 			Error: ev.Code.String(), Coalesced: ev.Coalesced, Invalid: inv})
 	}
 }
 
-// invalidReport is the check a request refused as INVALID failed (mode,
+// InvalidReport is the check a request refused as INVALID failed (mode,
 // alignment, length or window), with its command, address and length.
-type invalidReport struct {
+type InvalidReport struct {
 	Check  string `json:"check"`
 	Cmd    string `json:"cmd"`
 	Addr   string `json:"addr"`
@@ -304,7 +305,7 @@ func (w *watch) eventSummary(s ratelog.Summary[eventKey]) {
 	}
 	mac := w.peerMAC(k.peer)
 	w.log.Warn("event lines suppressed", "source", k.source.String(), "peer", k.peer, "peer_mac", mac,
-		"code", codeString(k.code), "count", s.Weight, "lines", s.Suppressed, "seconds", seconds(s))
+		"code", cli.CodeString(k.code), "count", s.Weight, "lines", s.Suppressed, "seconds", seconds(s))
 	if w.json {
 		w.out.json(suppressedEvent{Event: "suppressed", Time: now(), Of: k.source.String(), Source: uint8(k.source),
 			Peer: k.peer, PeerMAC: mac, ErrorCode: uint8(k.code), Error: k.code.String(),
@@ -321,7 +322,7 @@ func (w *watch) rawFrame(f wire.Frame, n int) {
 	w.log.Info("raw frame", "dst", f.Dst().String(), "src", f.Src().String(),
 		"ethertype", fmt.Sprintf("0x%04x", f.EtherType()), "len", n)
 	if w.json {
-		w.out.json(rawEvent{Event: "raw", Time: now(), Dst: f.Dst().String(),
+		w.out.json(RawEvent{Event: "raw", Time: now(), Dst: f.Dst().String(),
 			Src: f.Src().String(), EtherType: f.EtherType(), Len: n})
 	}
 }
