@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/node"
@@ -107,7 +108,7 @@ func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (session, error)
 		}
 	}
 	if s, ok := ss.(*localSession); ok {
-		f.frag = fragmentSize(s.ep)
+		f.frag = dmafile.FragmentSize(s.ep)
 	}
 	return ss, nil
 }
@@ -152,15 +153,15 @@ every member verified, 1 naming the member that did not.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := opContext(cmd)
 			defer cancel()
-			src, err := openInput(cmd.InOrStdin(), in, f.addr.v)
+			src, err := dmafile.OpenInput(cmd.InOrStdin(), in, f.addr.v)
 			if err != nil {
 				return err
 			}
-			defer src.close()
+			defer src.Close()
 			if err := g.check(&f.opFlags, src); err != nil {
 				return err
 			}
-			f.length = uint64(max(src.size, 0))
+			f.length = uint64(max(src.Size, 0))
 			s, err := f.open(cmd, endpoint.ModeDMARead)
 			if err != nil {
 				return f.openFailed(cmd, "dma write", err)
@@ -181,7 +182,7 @@ every member verified, 1 naming the member that did not.`,
 				}
 				defer run.close()
 			}
-			ctx, done := progress(ctx, cmd, "dma write", src.size)
+			ctx, done := progress(ctx, cmd, "dma write", src.Size)
 			t0 := time.Now()
 			tr, err := run.dmaWrite(ctx, s, f.addr.v, src)
 			if run != nil && err == nil && g.verify {
@@ -274,14 +275,14 @@ unicast.`,
 			if out == "-" && f.json {
 				return usagef("--out - and --json both use standard output: write the data to a file, or drop --json")
 			}
-			dst, err := openOutput(cmd.OutOrStdout(), out)
+			dst, err := dmafile.OpenOutput(cmd.OutOrStdout(), out)
 			if err != nil {
 				return err
 			}
-			dst.reserve(int64(length.v))
+			dst.Reserve(int64(length.v))
 			s, err := f.open(cmd, endpoint.ModeDMAWrite)
 			if err != nil {
-				dst.finish(false)
+				dst.Finish(false)
 				return f.openFailed(cmd, "dma read", err)
 			}
 			ctx, done := progress(ctx, cmd, "dma read", int64(length.v))
@@ -290,14 +291,14 @@ unicast.`,
 			elapsed := time.Since(t0)
 			done()
 			if cerr := s.close(); err == nil && cerr != nil {
-				dst.finish(false)
+				dst.Finish(false)
 				return cerr
 			}
-			if ferr := dst.finish(err == nil); err == nil && ferr != nil {
+			if ferr := dst.Finish(err == nil); err == nil && ferr != nil {
 				return ferr
 			}
 			r := newResult("dma read", &f.opFlags, err, elapsed)
-			r.outErr = dst.writeErr()
+			r.outErr = dst.WriteErr()
 			r.setTransfer(tr)
 			r.addSession(s)
 			human := fmt.Sprintf("dma read %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s -> %s",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/replicate"
 	"github.com/openenoc/oetp/wire"
@@ -55,7 +56,7 @@ func (m *macsFlag) Set(s string) error {
 }
 
 // check refuses group flags that cannot apply, before anything is opened.
-func (g *groupFlags) check(f *opFlags, in *dmaInput) error {
+func (g *groupFlags) check(f *opFlags, in *dmafile.Input) error {
 	if len(g.members) == 0 && !g.verify && g.verifyMAC.m.IsZero() {
 		return nil
 	}
@@ -87,11 +88,11 @@ func (g *groupFlags) check(f *opFlags, in *dmaInput) error {
 	if g.verifyMAC.m.IsGroup() {
 		return usagef("--verify-mac %v is a group address: give a unicast MAC", g.verifyMAC.m)
 	}
-	if in.file == nil {
-		return usagef("--member and --verify read --in %s more than once: give a regular file", in.name)
+	if in.File == nil {
+		return usagef("--member and --verify read --in %s more than once: give a regular file", in.Name)
 	}
-	if uint64(in.size) >= wholeSpace {
-		return usagef("--member and --verify take blocks below 4 GiB; --in %s holds %d bytes", in.name, in.size)
+	if uint64(in.Size) >= wholeSpace {
+		return usagef("--member and --verify take blocks below 4 GiB; --in %s holds %d bytes", in.Name, in.Size)
 	}
 	return nil
 }
@@ -151,7 +152,7 @@ func us(d time.Duration) float64 { return float64(d) / 1e3 }
 // reader's endpoint for --verify, and the pacing (probing the members
 // unless --rate is given). Without members and --rate it notes on stderr
 // that the write is not paced.
-func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags, ss session, in *dmaInput) (*groupRun, error) {
+func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags, ss session, in *dmafile.Input) (*groupRun, error) {
 	s, ok := ss.(*localSession)
 	if !ok {
 		return nil, usagef("a group --peer is sent from this command's own endpoint")
@@ -212,7 +213,7 @@ func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags,
 		run.pacing = &pacingResult{Source: "none"}
 		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: note: the group write to %v is not paced: its fragments go out back to back, and a member that takes one request at a time (an openENOC device) drops those that arrive while it is busy; name the members with --member MAC to pace it at what they take (or give --rate)\n", f.peer.m)
 	default:
-		probes, err := replicate.ProbeMembers(ctx, s.ep, peers, f.addr.v, fileSpace{f: in.file, base: in.base}, 0, uint64(in.size))
+		probes, err := replicate.ProbeMembers(ctx, s.ep, peers, f.addr.v, in.Space(), 0, uint64(in.Size))
 		if err != nil {
 			run.close()
 			return nil, err
@@ -261,11 +262,11 @@ func (run *groupRun) dmaWrite(ctx context.Context, s session, addr uint32, in *d
 }
 
 // verify reads every member back and repairs it (--verify).
-func (run *groupRun) verify(ctx context.Context, f *dmaFlags, in *dmaInput) {
+func (run *groupRun) verify(ctx context.Context, f *dmaFlags, in *dmafile.Input) {
 	mfs := replicate.FragmentSize(run.s.ep)
 	for i, m := range run.g.members {
 		rep := replicate.Verify(ctx, replicate.Member{MAC: m, Writer: run.s.ep, WritePeer: i + 1, Reader: run.reader.ep, ReadPeer: i},
-			f.addr.v, fileSpace{f: in.file, base: in.base}, 0, uint64(in.size), mfs)
+			f.addr.v, in.Space(), 0, uint64(in.Size), mfs)
 		mr := memberResult{Member: m.String(), State: rep.State, Fragments: rep.Fragments, FragmentsChecked: rep.Checked,
 			FragmentsRepaired: len(rep.Repaired), Repaired: []fragmentEntry{}}
 		for _, fr := range rep.Repaired {

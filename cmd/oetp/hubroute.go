@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/memory"
@@ -187,7 +188,7 @@ func (s *hubSession) rmemWrite(ctx context.Context, addr, data, mask uint32) err
 
 // dmaWrite writes the input to addr, streamed from the file or pipe (at
 // most proto.MaxBlock bytes per block).
-func (s *hubSession) dmaWrite(ctx context.Context, addr uint32, in *dmaInput) (endpoint.Transfer, error) {
+func (s *hubSession) dmaWrite(ctx context.Context, addr uint32, in *dmafile.Input) (endpoint.Transfer, error) {
 	dev := s.dev.WithContext(ctx)
 	var total endpoint.Transfer
 	fail := func(at uint32, t client.Transfer, err error) error {
@@ -203,11 +204,11 @@ func (s *hubSession) dmaWrite(ctx context.Context, addr uint32, in *dmaInput) (e
 		total.Fragments += t.Fragments
 	}
 	const chunk = 4 << 20 // a pipe's chunk, as streamWrite
-	if in.file != nil {
-		for off := int64(0); off < in.size; {
-			n := min(in.size-off, proto.MaxBlock)
+	if in.File != nil {
+		for off := int64(0); off < in.Size; {
+			n := min(in.Size-off, proto.MaxBlock)
 			at := addr + uint32(off)
-			t, err := dev.WriteBlockFrom(at, io.NewSectionReader(in.file, in.base+off, n), int(n))
+			t, err := dev.WriteBlockFrom(at, io.NewSectionReader(in.File, in.Base+off, n), int(n))
 			add(t)
 			if err != nil {
 				return total, fail(at, t, err)
@@ -216,7 +217,7 @@ func (s *hubSession) dmaWrite(ctx context.Context, addr uint32, in *dmaInput) (e
 		}
 		return total, nil
 	}
-	err := in.chunks(addr, chunk, func(off uint64, p []byte) error {
+	err := in.Chunks(addr, chunk, func(off uint64, p []byte) error {
 		at := addr + uint32(off)
 		t, err := dev.WriteBlockTransfer(at, p)
 		add(t)
@@ -229,8 +230,8 @@ func (s *hubSession) dmaWrite(ctx context.Context, addr uint32, in *dmaInput) (e
 }
 
 // dmaRead reads n bytes at addr into the output, streamed from the socket.
-func (s *hubSession) dmaRead(ctx context.Context, addr, n uint32, dst *dmaOutput) (endpoint.Transfer, error) {
-	t, err := s.dev.WithContext(ctx).ReadBlockTo(addr, int(n), &spaceWriter{s: dst.space()})
+func (s *hubSession) dmaRead(ctx context.Context, addr, n uint32, dst *dmafile.Output) (endpoint.Transfer, error) {
+	t, err := s.dev.WithContext(ctx).ReadBlockTo(addr, int(n), &spaceWriter{s: dst.Space()})
 	return endpoint.Transfer{Bytes: t.Bytes, Fragments: t.Fragments}, hubOpError("DMA read", addr, err)
 }
 

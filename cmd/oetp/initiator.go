@@ -19,6 +19,7 @@ import (
 
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
+	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
 	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/node"
@@ -617,7 +618,7 @@ func progress(ctx context.Context, cmd *cobra.Command, what string, n int64) (co
 	bar.RenderBlank() // the bar shows at once, also for a block faster than a tick
 	var done atomic.Uint64
 	fn := func(d uint64) { done.Store(d) }
-	ctx = context.WithValue(endpoint.WithProgress(ctx, fn), progressKey{}, fn)
+	ctx = dmafile.WithProgress(ctx, fn)
 	stop := make(chan struct{})
 	drawn := make(chan struct{})
 	go func() {
@@ -636,10 +637,6 @@ func progress(ctx context.Context, cmd *cobra.Command, what string, n int64) (co
 	}()
 	return ctx, func() { close(stop); <-drawn; bar.Finish() }
 }
-
-// progressKey holds the bar's function in a progress context, for blocks
-// that draw into one bar at an offset (see withOffset).
-type progressKey struct{}
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {

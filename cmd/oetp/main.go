@@ -39,6 +39,7 @@
 // the rows, their floors and the report), internal/demo (oetp demo's fabric
 // and report), internal/frames (what decode and dump print of a frame),
 // internal/serve (oetp serve's settings, configuration file and run),
+// internal/dmafile (the files of dma write --in and dma read --out),
 // internal/cli (the usage error and flag syntax the others share) and
 // internal/manpages (go generate's man pages).
 package main

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
 	"github.com/openenoc/oetp/endpoint"
 )
 
@@ -16,8 +17,8 @@ type session interface {
 	rmemWrite(ctx context.Context, addr, data, mask uint32) error
 	// dmaWrite writes the input to addr, dmaRead n bytes at addr into the
 	// output.
-	dmaWrite(ctx context.Context, addr uint32, in *dmaInput) (endpoint.Transfer, error)
-	dmaRead(ctx context.Context, addr, n uint32, dst *dmaOutput) (endpoint.Transfer, error)
+	dmaWrite(ctx context.Context, addr uint32, in *dmafile.Input) (endpoint.Transfer, error)
+	dmaRead(ctx context.Context, addr, n uint32, dst *dmafile.Output) (endpoint.Transfer, error)
 	// readWords reads the words at addrs in order (regs dump): one RMEM
 	// read after the other, or batches through a hub. It returns the words
 	// read before any failure.
@@ -42,12 +43,12 @@ func (s *localSession) rmemWrite(ctx context.Context, addr, data, mask uint32) e
 	return s.ep.RMEMWrite(ctx, 0, addr, data, mask)
 }
 
-func (s *localSession) dmaWrite(ctx context.Context, addr uint32, in *dmaInput) (endpoint.Transfer, error) {
-	return streamWrite(ctx, s.ep, addr, in)
+func (s *localSession) dmaWrite(ctx context.Context, addr uint32, in *dmafile.Input) (endpoint.Transfer, error) {
+	return dmafile.Write(ctx, s.ep, addr, in)
 }
 
-func (s *localSession) dmaRead(ctx context.Context, addr, n uint32, dst *dmaOutput) (endpoint.Transfer, error) {
-	return s.ep.DMAReadInto(ctx, 0, addr, dst.space(), 0, n)
+func (s *localSession) dmaRead(ctx context.Context, addr, n uint32, dst *dmafile.Output) (endpoint.Transfer, error) {
+	return s.ep.DMAReadInto(ctx, 0, addr, dst.Space(), 0, n)
 }
 
 func (s *localSession) addFigures(r *opResult) {

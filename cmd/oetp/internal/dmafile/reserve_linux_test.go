@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package dmafile
 
 import (
 	"bytes"
@@ -28,11 +28,11 @@ func TestOutputReserve(t *testing.T) {
 	}
 	probe.Close()
 	out := filepath.Join(dir, "out.bin")
-	o, err := openOutput(nil, out)
+	o, err := OpenOutput(nil, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.reserve(1 << 20)
+	o.Reserve(1 << 20)
 	st, err := o.tmp.Stat()
 	if err != nil {
 		t.Fatal(err)
@@ -44,10 +44,10 @@ func TestOutputReserve(t *testing.T) {
 		t.Fatalf("after reserve the temporary file has %d bytes of blocks, want at least %d", blocks, 1<<20)
 	}
 	want := []byte("ten bytes!")
-	if r := o.space().WriteAt(want, 0); r != memory.OKAY {
+	if r := o.Space().WriteAt(want, 0); r != memory.OKAY {
 		t.Fatalf("WriteAt: %v", r)
 	}
-	if err := o.finish(true); err != nil {
+	if err := o.Finish(true); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(out)

@@ -1,4 +1,13 @@
-package main
+// Package dmafile streams the files of `oetp dma write --in` and `dma read
+// --out`: nothing holds a whole block in memory, whatever its size.
+//
+// A regular file is a memory.Space read (pread) or written (pwrite)
+// fragment by fragment by the engine itself, in one DMA block. A pipe,
+// FIFO or terminal has no size and no offsets: `dma write` reads it in
+// chunks of a whole number of fragments and sends each chunk as a block of
+// its own, so the wire carries exactly the fragments one block would;
+// `dma read` writes the fragments to it in order as they arrive.
+package dmafile
 
 import (
 	"context"
@@ -10,24 +19,18 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
 
-// This file streams the files of `dma write --in` and `dma read --out`:
-// nothing holds a whole block in memory, whatever its size.
-//
-// A regular file is a memory.Space read (pread) or written (pwrite)
-// fragment by fragment by the engine itself, in one DMA block. A pipe,
-// FIFO or terminal has no size and no offsets: `dma write` reads it in
-// chunks of a whole number of fragments and sends each chunk as a block of
-// its own, so the wire carries exactly the fragments one block would;
-// `dma read` writes the fragments to it in order as they arrive.
-
 // streamChunk is the size of a chunk read from a pipe, rounded down to a
 // whole number of fragments.
 const streamChunk = 4 << 20
+
+// wholeSpace is the size of the whole 32-bit address space.
+const wholeSpace = uint64(1) << 32
 
 // fileSpace is an *os.File as a memory.Space: address a is file offset
 // base+a. When failed is set, it keeps the first write error there: the
@@ -126,67 +129,79 @@ func (s *seqSpace) ReadAt(p []byte, addr uint32) memory.Resp      { return memor
 func (s *seqSpace) ReadWord(addr uint32) (uint32, bool)           { return 0, false }
 func (s *seqSpace) WriteWord(addr uint32, data, mask uint32) bool { return false }
 
-// dmaInput is the opened --in.
-type dmaInput struct {
-	name  string
+// Input is the opened --in.
+type Input struct {
+	Name  string   // as errors name it: the path, or "standard input"
+	File  *os.File // a regular file: read at offsets; nil for a stream
+	Base  int64    // file offset of the first byte
+	Size  int64    // bytes, when File != nil
 	r     io.Reader
-	file  *os.File // a regular file: read at offsets
-	base  int64    // file offset of the first byte
-	size  int64    // bytes, when file != nil
 	close func()
 }
 
-// openInput opens --in (- for standard input) and, for a regular file,
+// Close closes the input's file, if the command opened one.
+func (in *Input) Close() { in.close() }
+
+// Space is the regular file's bytes as a memory.Space from address 0 (nil
+// for a stream).
+func (in *Input) Space() memory.Space {
+	if in.File == nil {
+		return nil
+	}
+	return fileSpace{f: in.File, base: in.Base}
+}
+
+// OpenInput opens --in (- for standard input) and, for a regular file,
 // checks its size against the address space from addr before anything is
 // read. Its errors are usage errors.
-func openInput(stdin io.Reader, in string, addr uint32) (*dmaInput, error) {
-	d := &dmaInput{name: in, r: stdin, close: func() {}}
+func OpenInput(stdin io.Reader, in string, addr uint32) (*Input, error) {
+	d := &Input{Name: in, r: stdin, close: func() {}}
 	if in == "-" {
-		d.name = "standard input"
+		d.Name = "standard input"
 		if f, ok := stdin.(*os.File); ok {
-			d.file = f
+			d.File = f
 		}
 	} else {
 		f, err := os.Open(in)
 		if err != nil {
-			return nil, usagef("--in %s", fileWords(err))
+			return nil, cli.Usagef("--in %s", cli.FileWords(err))
 		}
 		if st, err := f.Stat(); err == nil && st.IsDir() {
 			f.Close()
-			return nil, usagef("--in %s is a directory: give a file (or - for standard input)", in)
+			return nil, cli.Usagef("--in %s is a directory: give a file (or - for standard input)", in)
 		}
-		d.r, d.file, d.close = f, f, func() { f.Close() }
+		d.r, d.File, d.close = f, f, func() { f.Close() }
 	}
-	if d.file != nil {
-		st, err := d.file.Stat()
+	if d.File != nil {
+		st, err := d.File.Stat()
 		if err != nil {
 			d.close()
-			return nil, usagef("--in %s: %v", d.name, err)
+			return nil, cli.Usagef("--in %s: %v", d.Name, err)
 		}
 		if !st.Mode().IsRegular() {
-			d.file = nil // a pipe, FIFO or device: read in chunks
+			d.File = nil // a pipe, FIFO or device: read in chunks
 			return d, nil
 		}
 		if in == "-" {
-			if d.base, err = d.file.Seek(0, io.SeekCurrent); err != nil {
-				d.base = 0
+			if d.Base, err = d.File.Seek(0, io.SeekCurrent); err != nil {
+				d.Base = 0
 			}
 		}
-		d.size = st.Size() - d.base
-		if d.size <= 0 {
+		d.Size = st.Size() - d.Base
+		if d.Size <= 0 {
 			d.close()
-			return nil, usagef("--in %s is empty: a DMA block carries at least one byte", d.name)
+			return nil, cli.Usagef("--in %s is empty: a DMA block carries at least one byte", d.Name)
 		}
-		if room := wholeSpace - uint64(addr); uint64(d.size) > room {
+		if room := wholeSpace - uint64(addr); uint64(d.Size) > room {
 			d.close()
-			return nil, usagef("--in %s holds %d bytes: from --addr %#x they end past the 4 GiB address space (room for %d bytes)", d.name, d.size, addr, room)
+			return nil, cli.Usagef("--in %s holds %d bytes: from --addr %#x they end past the 4 GiB address space (room for %d bytes)", d.Name, d.Size, addr, room)
 		}
 	}
 	return d, nil
 }
 
-// fragmentSize is the fragment size the endpoint's blocks use.
-func fragmentSize(ep *endpoint.Endpoint) int {
+// FragmentSize is the fragment size the endpoint's blocks use.
+func FragmentSize(ep *endpoint.Endpoint) int {
 	c := ep.Config()
 	return max(4, int(min(c.MaxFragment&^3, wire.FragmentCeiling(c.MaxFrame))))
 }
@@ -198,6 +213,17 @@ func add(t *endpoint.Transfer, b endpoint.Transfer) {
 	t.Retries += b.Retries
 }
 
+// WithProgress returns ctx that reports the bytes done of the whole
+// transfer to fn (endpoint.WithProgress), also for a transfer Write sends
+// as several blocks.
+func WithProgress(ctx context.Context, fn func(uint64)) context.Context {
+	return context.WithValue(endpoint.WithProgress(ctx, fn), progressKey{}, fn)
+}
+
+// progressKey holds the progress function in a context, for blocks that
+// report into one transfer at an offset (see withOffset).
+type progressKey struct{}
+
 // withOffset shifts the progress of a block that starts off bytes into the
 // whole transfer that progress draws.
 func withOffset(ctx context.Context, off uint64) context.Context {
@@ -208,19 +234,18 @@ func withOffset(ctx context.Context, off uint64) context.Context {
 	return endpoint.WithProgress(ctx, func(done uint64) { fn(off + done) })
 }
 
-// streamWrite writes the input to addr: a regular file in one block read
+// Write writes the input to addr: a regular file in one block read
 // by the engine (two halves for exactly 4 GiB, which one uint32 length
 // cannot express), anything else in chunks.
-func streamWrite(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *dmaInput) (endpoint.Transfer, error) {
+func Write(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *Input) (endpoint.Transfer, error) {
 	var total endpoint.Transfer
-	if in.file != nil {
-		src := fileSpace{f: in.file, base: in.base}
-		for off := int64(0); off < in.size; {
-			n := in.size - off
+	if in.File != nil {
+		for off := int64(0); off < in.Size; {
+			n := in.Size - off
 			if n > math.MaxUint32 {
 				n = 1 << 31 // exactly 4 GiB from address 0
 			}
-			t, err := ep.DMAWriteFrom(withOffset(ctx, uint64(off)), 0, addr+uint32(off), fileSpace{f: src.f, base: src.base + off}, 0, uint32(n))
+			t, err := ep.DMAWriteFrom(withOffset(ctx, uint64(off)), 0, addr+uint32(off), fileSpace{f: in.File, base: in.Base + off}, 0, uint32(n))
 			add(&total, t)
 			if err != nil {
 				return total, err
@@ -229,8 +254,8 @@ func streamWrite(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *dm
 		}
 		return total, nil
 	}
-	frag := fragmentSize(ep)
-	err := in.chunks(addr, streamChunk/frag*frag, func(off uint64, p []byte) error {
+	frag := FragmentSize(ep)
+	err := in.Chunks(addr, streamChunk/frag*frag, func(off uint64, p []byte) error {
 		t, err := ep.DMAWrite(withOffset(ctx, off), 0, addr+uint32(off), p)
 		add(&total, t)
 		return err
@@ -243,16 +268,16 @@ func streamWrite(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *dm
 // until the input ends or write fails. It refuses input beyond the 4 GiB
 // address space (a usage error when nothing was written yet) and empty
 // input, and says how many bytes were written before a read error.
-func (in *dmaInput) chunks(addr uint32, chunk int, write func(off uint64, p []byte) error) error {
+func (in *Input) Chunks(addr uint32, chunk int, write func(off uint64, p []byte) error) error {
 	buf := make([]byte, chunk)
 	var off uint64
 	for {
 		n, rerr := io.ReadFull(in.r, buf)
 		if n > 0 {
 			if room := wholeSpace - uint64(addr) - off; uint64(n) > room {
-				err := fmt.Errorf("--in %s: more than the %d bytes from --addr %#x to the end of the 4 GiB address space; the first %d bytes were written", in.name, wholeSpace-uint64(addr), addr, off)
+				err := fmt.Errorf("--in %s: more than the %d bytes from --addr %#x to the end of the 4 GiB address space; the first %d bytes were written", in.Name, wholeSpace-uint64(addr), addr, off)
 				if off == 0 {
-					err = usagef("%v", err)
+					err = cli.Usagef("%v", err)
 				}
 				return err
 			}
@@ -264,20 +289,20 @@ func (in *dmaInput) chunks(addr uint32, chunk int, write func(off uint64, p []by
 		switch {
 		case errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF):
 			if off == 0 {
-				return usagef("--in %s is empty: a DMA block carries at least one byte", in.name)
+				return cli.Usagef("--in %s is empty: a DMA block carries at least one byte", in.Name)
 			}
 			return nil
 		case rerr != nil:
-			return fmt.Errorf("--in %s: after %d bytes: %w", in.name, off, rerr)
+			return fmt.Errorf("--in %s: after %d bytes: %w", in.Name, off, rerr)
 		}
 	}
 }
 
-// dmaOutput is the --out of `dma read`: a temporary file beside a regular
+// Output is the --out of `dma read`: a temporary file beside a regular
 // (or new) file, renamed over it once the whole block arrived, so that a
 // failed read leaves the old file as it was; or a stream (standard output,
 // a FIFO, a device) written in order as the data arrives.
-type dmaOutput struct {
+type Output struct {
 	path   string
 	tmp    *os.File  // regular files
 	w      *seqSpace // streams
@@ -285,23 +310,23 @@ type dmaOutput struct {
 	failed firstError // the first error writing tmp
 }
 
-// openOutput checks before anything is sent that --out can be written.
-func openOutput(stdout io.Writer, out string) (*dmaOutput, error) {
+// OpenOutput checks before anything is sent that --out can be written.
+func OpenOutput(stdout io.Writer, out string) (*Output, error) {
 	if out == "-" {
-		return &dmaOutput{path: out, w: &seqSpace{w: stdout}, close: func() error { return nil }}, nil
+		return &Output{path: out, w: &seqSpace{w: stdout}, close: func() error { return nil }}, nil
 	}
 	st, err := os.Stat(out)
 	switch {
 	case err == nil && st.IsDir():
-		return nil, usagef("--out %s is a directory: give a file name in it (or - for standard output)", out)
+		return nil, cli.Usagef("--out %s is a directory: give a file name in it (or - for standard output)", out)
 	case err == nil && !st.Mode().IsRegular():
 		f, err := os.OpenFile(out, os.O_WRONLY, 0)
 		if err != nil {
-			return nil, usagef("--out: %v", err)
+			return nil, cli.Usagef("--out: %v", err)
 		}
-		return &dmaOutput{path: out, w: &seqSpace{w: f}, close: f.Close}, nil
+		return &Output{path: out, w: &seqSpace{w: f}, close: f.Close}, nil
 	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return nil, usagef("--out: %v", err)
+		return nil, cli.Usagef("--out: %v", err)
 	}
 	mode := os.FileMode(0o644)
 	if err == nil {
@@ -310,7 +335,7 @@ func openOutput(stdout io.Writer, out string) (*dmaOutput, error) {
 		// must be writable: check both before anything is sent.
 		f, err := os.OpenFile(out, os.O_WRONLY, 0)
 		if err != nil {
-			return nil, usagef("--out: %v", err)
+			return nil, cli.Usagef("--out: %v", err)
 		}
 		f.Close()
 	}
@@ -318,18 +343,18 @@ func openOutput(stdout io.Writer, out string) (*dmaOutput, error) {
 	// its directory.
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".oetp-*")
 	if err != nil {
-		return nil, usagef("--out %s: cannot create a file in %s: %v", out, filepath.Dir(out), osError(err))
+		return nil, cli.Usagef("--out %s: cannot create a file in %s: %v", out, filepath.Dir(out), osError(err))
 	}
 	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return nil, usagef("--out %s: %v", out, osError(err))
+		return nil, cli.Usagef("--out %s: %v", out, osError(err))
 	}
-	return &dmaOutput{path: out, tmp: tmp, close: func() error { return nil }}, nil
+	return &Output{path: out, tmp: tmp, close: func() error { return nil }}, nil
 }
 
 // space is where DMAReadInto writes.
-func (o *dmaOutput) space() memory.Space {
+func (o *Output) Space() memory.Space {
 	if o.tmp != nil {
 		return fileSpace{f: o.tmp, failed: &o.failed}
 	}
@@ -338,7 +363,7 @@ func (o *dmaOutput) space() memory.Space {
 
 // writeErr is the first error writing the received data (a full disk), nil
 // if none.
-func (o *dmaOutput) writeErr() error {
+func (o *Output) WriteErr() error {
 	if o.w != nil {
 		return o.w.err
 	}
@@ -346,7 +371,7 @@ func (o *dmaOutput) writeErr() error {
 }
 
 // finish renames the temporary file over --out when ok, or removes it.
-func (o *dmaOutput) finish(ok bool) error {
+func (o *Output) Finish(ok bool) error {
 	if o.tmp == nil {
 		return o.close()
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package dmafile
 
 // reserve does nothing here: see stream_linux.go.
-func (o *dmaOutput) reserve(n int64) {}
+func (o *Output) Reserve(n int64) {}
