@@ -5,18 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/addrtable"
-	"github.com/openenoc/oetp/client"
+	"github.com/openenoc/oetp/cmd/oetp/internal/regs"
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/num"
 )
 
 func init() { register("regs", newRegsCmd) }
@@ -62,46 +58,9 @@ by SIGINT or SIGTERM.`,
 	return cmd
 }
 
-// loadTable loads --table; any problem with it is bad configuration.
+// loadTable loads --table (regs.Load).
 func loadTable(cmd *cobra.Command, path string) (*addrtable.Table, error) {
-	if path == "" {
-		return nil, usagef("--table is required (or --device NAME with an address_table): an address table (.xml uHAL or IP-XACT, .csv/.json LiteX, .toml oetp)")
-	}
-	t, err := addrtable.Load(path)
-	if err != nil {
-		return nil, usagef("--table: %v", err)
-	}
-	for _, w := range t.Warnings() {
-		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: warning: %s\n", w)
-	}
-	return t, nil
-}
-
-// regsNode looks a node up; an unknown name is bad usage.
-func regsNode(t *addrtable.Table, name string) (addrtable.Node, error) {
-	n, err := t.Node(name)
-	if err != nil {
-		return n, usagef("%v", err)
-	}
-	return n, nil
-}
-
-// nodeJSON is a node in regs list --json.
-type nodeJSON struct {
-	Name        string `json:"name"`
-	Address     uint32 `json:"address"`
-	Mask        uint32 `json:"mask"`
-	Mode        string `json:"mode"`
-	Permission  string `json:"permission"`
-	Size        uint32 `json:"size"`
-	Words       uint32 `json:"words"`
-	Stride      uint32 `json:"stride"`
-	Volatile    bool   `json:"volatile"`
-	Branch      bool   `json:"branch"`
-	Description string `json:"description"`
-	// Reset is the value after reset (a field's shifted down), when the
-	// table gives it (IP-XACT).
-	Reset *uint32 `json:"reset,omitempty"`
+	return regs.Load(path, cmd.ErrOrStderr())
 }
 
 func newRegsListCmd() *cobra.Command {
@@ -133,36 +92,21 @@ only the node of that name and the nodes below it. Nothing is sent.`,
 			}
 			var nodes []addrtable.Node
 			for _, n := range t.Nodes() {
-				if len(args) == 0 || underPath(n.Name, args[0]) {
+				if len(args) == 0 || regs.Under(n.Name, args[0]) {
 					nodes = append(nodes, n)
 				}
 			}
 			if len(args) > 0 && len(nodes) == 0 {
-				_, err := regsNode(t, args[0])
+				_, err := regs.Lookup(t, args[0])
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				list := make([]nodeJSON, 0, len(nodes))
-				for _, n := range nodes {
-					nj := nodeJSON{Name: n.Name, Address: n.Address, Mask: n.Mask, Mode: n.Mode.String(),
-						Permission: n.Perm.String(), Size: n.Size, Words: n.Words, Stride: n.Stride, Volatile: n.Volatile(),
-						Branch: n.Branch, Description: n.Description}
-					if n.HasReset {
-						r := n.Reset
-						nj.Reset = &r
-					}
-					list = append(list, nj)
-				}
 				enc := json.NewEncoder(out)
 				enc.SetEscapeHTML(false)
-				return enc.Encode(struct {
-					Table  string     `json:"table"`
-					Format string     `json:"format"`
-					Nodes  []nodeJSON `json:"nodes"`
-				}{t.File(), t.Format().String(), list})
+				return enc.Encode(regs.NodeList(t, nodes))
 			}
-			return printNodes(out, nodes)
+			return regs.PrintNodes(out, nodes)
 		},
 	}
 	cmd.Flags().StringVar(&table, "table", "", "address table `FILE` (.xml uHAL or IP-XACT, .csv/.json LiteX, .toml oetp)")
@@ -170,26 +114,6 @@ only the node of that name and the nodes below it. Nothing is sent.`,
 	cmd.Flags().StringVar(&device, "device", "", "list the address table of the device `NAME` of the devices file")
 	cmd.Flags().StringVar(&devicesFile, "devices", "", devicesUsage)
 	return cmd
-}
-
-// printNodes prints the human table of regs list.
-func printNodes(w io.Writer, nodes []addrtable.Node) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tADDRESS\tMASK\tMODE\tPERM\tSIZE\tDESCRIPTION")
-	for _, n := range nodes {
-		mode := n.Mode.String()
-		switch {
-		case n.Words > 1:
-			mode = fmt.Sprintf("%d words", n.Words)
-		case n.Branch:
-			mode = "single, branch"
-		}
-		if n.Volatile() && !n.Mode.IsPort() {
-			mode += ", volatile"
-		}
-		fmt.Fprintf(tw, "%s\t0x%08x\t0x%08x\t%s\t%s\t%d\t%s\n", n.Name, n.Address, n.Mask, mode, n.Perm, n.Size, n.Description)
-	}
-	return tw.Flush()
 }
 
 // regsOpFlags are the flags of regs read and write: the one-shot initiator
@@ -221,7 +145,7 @@ func mustFlag(err error) {
 }
 
 // sessionDevice is a one-shot session (its own endpoint, or the route
-// through a hub) as an rmemDevice; the peer is always the session's.
+// through a hub) as an regs.Device; the peer is always the session's.
 type sessionDevice struct{ s session }
 
 func (d sessionDevice) RMEMRead(ctx context.Context, _ int, addr uint32) (uint32, error) {
@@ -230,37 +154,6 @@ func (d sessionDevice) RMEMRead(ctx context.Context, _ int, addr uint32) (uint32
 
 func (d sessionDevice) RMEMWrite(ctx context.Context, _ int, addr, data, mask uint32) error {
 	return d.s.rmemWrite(ctx, addr, data, mask)
-}
-
-// hubKnowsVolatile reports whether the hub's device never retries n: its
-// own address table has a volatile node (a port, non-incremental or TOML
-// volatile = true node) of that name at n's address, spanning at least
-// n's bytes, whose range the hub adds to the device's volatile ranges. A hub
-// whose node records predate the volatile flag (words = 0) knows it only
-// for a port.
-func hubKnowsVolatile(dev *client.Device, n addrtable.Node) bool {
-	if !dev.HasTable {
-		return false
-	}
-	hn, err := dev.Node(n.Name)
-	if err != nil || hn.Address != n.Address {
-		return false
-	}
-	if hn.Words == 0 {
-		return n.Mode.IsPort() && addrtable.Mode(hn.Mode).IsPort()
-	}
-	span := hn.Size // the range the hub spares: addrtable.Node.Span
-	if addrtable.Mode(hn.Mode).IsPort() {
-		span = 4
-	}
-	return hn.Volatile && span >= n.Span()
-}
-
-// rmemDevice is what regs needs of an initiator: *endpoint.Endpoint, or a
-// sessionDevice.
-type rmemDevice interface {
-	RMEMRead(ctx context.Context, peer int, addr uint32) (uint32, error)
-	RMEMWrite(ctx context.Context, peer int, addr, data, mask uint32) error
 }
 
 // regsResult is the JSON result of regs read and write: the rmem result
@@ -279,94 +172,6 @@ type regsResult struct {
 	// Done is the number of word accesses completed: on failure, how many
 	// of a multi-word write were written before it.
 	Done int `json:"words_done"`
-}
-
-// regsReads returns the addresses a read of n takes; a refusal is bad
-// usage (nothing sent).
-func regsReads(n addrtable.Node, count int) ([]uint32, error) {
-	addrs, err := n.Reads(count)
-	if err != nil {
-		return nil, usagef("%v: nothing sent", err)
-	}
-	return addrs, nil
-}
-
-// nodeContext is the context of the accesses to n: a volatile node (a port,
-// a TOML node with volatile = true) gets exactly one try per access
-// whatever retry policy the peer has, so recovery can never execute it
-// twice.
-func nodeContext(ctx context.Context, n addrtable.Node) context.Context {
-	if n.Volatile() {
-		return endpoint.WithRetry(ctx, endpoint.RetryPolicy{})
-	}
-	return ctx
-}
-
-// regsRead reads the words at addrs, in order, and returns those read.
-func regsRead(ctx context.Context, dev rmemDevice, addrs []uint32) ([]uint32, error) {
-	words := make([]uint32, 0, len(addrs))
-	for i, a := range addrs {
-		w, err := dev.RMEMRead(ctx, 0, a)
-		if err != nil {
-			if len(addrs) > 1 {
-				err = &wordError{i: i, k: len(addrs), addr: a, err: err}
-			}
-			return words, err
-		}
-		words = append(words, w)
-	}
-	return words, nil
-}
-
-// regsWrite performs the writes in order and returns how many completed.
-func regsWrite(ctx context.Context, dev rmemDevice, writes []addrtable.Access) (int, error) {
-	for i, w := range writes {
-		if err := dev.RMEMWrite(ctx, 0, w.Addr, w.Data, w.Mask); err != nil {
-			if len(writes) > 1 {
-				err = &wordError{i: i, k: len(writes), addr: w.Addr, err: err}
-			}
-			return i, err
-		}
-	}
-	return len(writes), nil
-}
-
-// wordError says which word of a multi-word access failed; it keeps the
-// operation's code (endpoint.CodeOf unwraps it).
-type wordError struct {
-	i, k int
-	addr uint32
-	err  error
-}
-
-func (e *wordError) Error() string {
-	before := "none before it"
-	if e.i == 1 {
-		before = "word 0 before it completed"
-	} else if e.i > 1 {
-		before = fmt.Sprintf("words 0..%d before it completed", e.i-1)
-	}
-	return fmt.Sprintf("word %d of %d (0x%08x): %v; %s", e.i, e.k, e.addr, e.err, before)
-}
-func (e *wordError) Unwrap() error { return e.err }
-
-// parseValue parses a VALUE argument in oetp's number syntax (internal/num:
-// decimal, 0x hex, K/M/G suffixes); a plain decimal or hex number wider than
-// 64 bits (a wide LiteX CSR) is accepted too.
-func parseValue(s string) (*big.Int, error) {
-	v, err := num.Parse(s)
-	if err == nil {
-		return new(big.Int).SetUint64(v), nil
-	}
-	t := strings.TrimSpace(s)
-	base := 10
-	if len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') {
-		base, t = 16, t[2:]
-	}
-	if b, ok := new(big.Int).SetString(t, base); ok && t != "" && t[0] != '+' && t[0] != '-' && !strings.Contains(t, "_") && b.BitLen() > 64 {
-		return b, nil
-	}
-	return nil, err
 }
 
 func newRegsReadCmd() *cobra.Command {
@@ -392,14 +197,14 @@ are never repeated. Every word is one RMEM round trip: for bulk memory use
 			if err != nil {
 				return err
 			}
-			addrs, err := regsReads(n, f.count.v)
+			addrs, err := regs.Reads(n, f.count.v)
 			if err != nil {
 				return err
 			}
 			var words []uint32
-			r, err := f.access(cmd, "regs read", n, func(ctx context.Context, dev rmemDevice) (int, error) {
+			r, err := f.access(cmd, "regs read", n, func(ctx context.Context, dev regs.Device) (int, error) {
 				var err error
-				words, err = regsRead(ctx, dev, addrs)
+				words, err = regs.Read(ctx, dev, addrs)
 				return len(words), err
 			})
 			if err != nil {
@@ -419,30 +224,12 @@ are never repeated. Every word is one RMEM round trip: for bulk memory use
 // fillRead sets the value or words read at addrs and returns the human
 // output.
 func (r *regsResult) fillRead(n addrtable.Node, addrs, words []uint32, peer string) string {
-	head := fmt.Sprintf("regs read %s %s 0x%08x", peer, n.Name, n.Address)
-	if n.Masked() {
-		head += fmt.Sprintf(" mask 0x%08x", n.Mask)
+	rr := regs.DescribeRead(n, addrs, words, peer)
+	if rr.Value != nil {
+		r.Value = rr.Value
 	}
-	switch {
-	case n.Mode.IsBlock() || n.Mode.IsPort():
-		r.Words = words
-		var b strings.Builder
-		fmt.Fprintf(&b, "%s: %d words (%s)", head, len(words), n.Mode)
-		for i, w := range words {
-			if i%4 == 0 {
-				fmt.Fprintf(&b, "\n0x%08x:", addrs[i])
-			}
-			fmt.Fprintf(&b, " 0x%08x", w)
-		}
-		return b.String()
-	case len(words) > 1:
-		r.Words = words
-	default:
-		w := words[0]
-		r.Data = &w
-	}
-	r.Value, _ = n.Value(words)
-	return fmt.Sprintf("%s = 0x%x", head, r.Value)
+	r.Words, r.Data = rr.Words, rr.Data
+	return rr.Human
 }
 
 func newRegsWriteCmd() *cobra.Command {
@@ -471,12 +258,12 @@ not fit the field, more VALUEs than the node holds.`,
 			if err != nil {
 				return err
 			}
-			writes, value, err := regsPlan(n, args[1:])
+			writes, value, err := regs.Plan(n, args[1:])
 			if err != nil {
 				return err
 			}
-			r, err := f.access(cmd, "regs write", n, func(ctx context.Context, dev rmemDevice) (int, error) {
-				return regsWrite(ctx, dev, writes)
+			r, err := f.access(cmd, "regs write", n, func(ctx context.Context, dev regs.Device) (int, error) {
+				return regs.Write(ctx, dev, writes)
 			})
 			if err != nil {
 				return err
@@ -503,41 +290,6 @@ not fit the field, more VALUEs than the node holds.`,
 	return cmd
 }
 
-// regsPlan checks the values against the node and returns its RMEM writes
-// and, for a register, the value. Everything it refuses is bad usage:
-// nothing has been sent.
-func regsPlan(n addrtable.Node, args []string) ([]addrtable.Access, *big.Int, error) {
-	vals := make([]*big.Int, len(args))
-	for i, a := range args {
-		var err error
-		if vals[i], err = parseValue(a); err != nil {
-			return nil, nil, usagef("VALUE: %v", err)
-		}
-	}
-	if n.Mode.IsBlock() || n.Mode.IsPort() {
-		words := make([]uint32, len(vals))
-		for i, v := range vals {
-			if v.BitLen() > 32 {
-				return nil, nil, usagef("VALUE %s (word %d) does not fit 32 bits: nothing sent", args[i], i)
-			}
-			words[i] = uint32(v.Uint64())
-		}
-		writes, err := n.BlockWrites(words)
-		if err != nil {
-			return nil, nil, usagef("%v: nothing sent", err)
-		}
-		return writes, nil, nil
-	}
-	if len(vals) != 1 {
-		return nil, nil, usagef("node %q is a register: give one VALUE, not %d", n.Name, len(vals))
-	}
-	writes, err := n.Writes(vals[0])
-	if err != nil {
-		return nil, nil, usagef("%v: nothing sent", err)
-	}
-	return writes, vals[0], nil
-}
-
 // node loads --table and returns the node called name, refusing it (bad
 // usage: nothing is sent) if it lacks the permission need.
 func (f *regsOpFlags) node(cmd *cobra.Command, name string, need addrtable.Permission) (addrtable.Node, error) {
@@ -545,23 +297,13 @@ func (f *regsOpFlags) node(cmd *cobra.Command, name string, need addrtable.Permi
 	if err != nil {
 		return addrtable.Node{}, err
 	}
-	n, err := regsNode(t, name)
-	if err != nil {
-		return n, err
-	}
-	switch {
-	case need.Readable() && !n.Perm.Readable():
-		return n, usagef("node %q is write-only (permission %s): nothing sent", n.Name, n.Perm)
-	case need.Writable() && !n.Perm.Writable():
-		return n, usagef("node %q is read-only (permission %s): nothing sent", n.Name, n.Perm)
-	}
-	return n, nil
+	return regs.LookupFor(t, name, need)
 }
 
 // access runs do against a one-shot initiator session for node n, as rmem
 // does, and returns the result so far. A non-nil error is the command's
 // outcome already (the session could not be opened).
-func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do func(context.Context, rmemDevice) (int, error)) (regsResult, error) {
+func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do func(context.Context, regs.Device) (int, error)) (regsResult, error) {
 	f.addr.v = n.Address
 	s, err := f.open(endpoint.ModeRMEM)
 	var oe *endpoint.OpError
@@ -573,7 +315,7 @@ func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do
 	if err != nil {
 		return regsResult{}, f.openFailed(cmd, op, err)
 	}
-	if hs, ok := s.(*hubSession); ok && n.Volatile() && !hubKnowsVolatile(hs.dev, n) {
+	if hs, ok := s.(*hubSession); ok && n.Volatile() && !regs.HubKnowsVolatile(hs.dev, n) {
 		// Through the hub the device's retry policy applies, and it spares
 		// only the volatile nodes of the hub's own table: a node it does
 		// not know as volatile could be sent twice. Run our own endpoint.
@@ -590,7 +332,7 @@ func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do
 	ctx, cancel := opContext(cmd)
 	defer cancel()
 	t0 := time.Now()
-	done, err := do(nodeContext(ctx, n), sessionDevice{s})
+	done, err := do(regs.Context(ctx, n), sessionDevice{s})
 	elapsed := time.Since(t0)
 	if cerr := s.close(); err == nil && cerr != nil {
 		return regsResult{}, cerr

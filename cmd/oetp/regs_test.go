@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openenoc/oetp/addrtable"
+	"github.com/openenoc/oetp/cmd/oetp/internal/regs"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
@@ -86,11 +87,11 @@ func (b *regsBench) setWord(addr, v uint32) {
 // write plans and performs a regs write as the command does.
 func (b *regsBench) write(t *testing.T, n addrtable.Node, values ...string) error {
 	t.Helper()
-	writes, _, err := regsPlan(n, values)
+	writes, _, err := regs.Plan(n, values)
 	if err != nil {
 		return err
 	}
-	_, err = regsWrite(context.Background(), b.init, writes)
+	_, err = regs.Write(context.Background(), b.init, writes)
 	return err
 }
 
@@ -146,7 +147,7 @@ func TestRegsBitfieldIsOneMaskedWrite(t *testing.T) {
 	if w := b.word(0); w != 0x923456A9 {
 		t.Errorf("word after enable, reset: 0x%08X, want 0x923456A9", w)
 	}
-	words, err := regsRead(context.Background(), b.init, []uint32{0})
+	words, err := regs.Read(context.Background(), b.init, []uint32{0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestRegsBitfieldIsOneMaskedWrite(t *testing.T) {
 	}
 	// status.errors, bits 15:8.
 	b.setWord(0x4, 0x00002A01)
-	words, err = regsRead(context.Background(), b.init, []uint32{4})
+	words, err = regs.Read(context.Background(), b.init, []uint32{4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestRegsRefusedBeforeSending(t *testing.T) {
 		{"status", []string{"1"}, "read-only"},
 	} {
 		n := tableNode(t, tab, tc.node)
-		_, _, err := regsPlan(n, tc.values)
+		_, _, err := regs.Plan(n, tc.values)
 		var ue *usageError
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !asUsage(err, &ue) {
 			t.Errorf("regs write %s %v: %v, want a usage error containing %q", tc.node, tc.values, err, tc.want)
@@ -191,7 +192,7 @@ func TestRegsRefusedBeforeSending(t *testing.T) {
 	for i := range big {
 		big[i] = "1"
 	}
-	if _, _, err := regsPlan(tableNode(t, tab, "buffer"), big); err == nil || !strings.Contains(err.Error(), "which holds 256") {
+	if _, _, err := regs.Plan(tableNode(t, tab, "buffer"), big); err == nil || !strings.Contains(err.Error(), "which holds 256") {
 		t.Errorf("257 values into a 256-word block: %v", err)
 	}
 }
@@ -214,11 +215,11 @@ func TestRegsBlockAndPort(t *testing.T) {
 			t.Errorf("buffer word %d = 0x%08X, want 0x%08X", i, got, want)
 		}
 	}
-	addrs, err := regsReads(buf, 3)
+	addrs, err := regs.Reads(buf, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	words, err := regsRead(context.Background(), b.init, addrs)
+	words, err := regs.Read(context.Background(), b.init, addrs)
 	if err != nil || !cmp.Equal(words, []uint32{1, 2, 0xDEADBEEF}) {
 		t.Errorf("buffer read = %x, %v", words, err)
 	}
@@ -227,8 +228,8 @@ func TestRegsBlockAndPort(t *testing.T) {
 	b.setWord(0x2000, 0x55)
 	b.setWord(0x2004, 0x66)
 	before := b.srv.Stats()
-	addrs, _ = regsReads(fifo, 0)
-	words, err = regsRead(context.Background(), b.init, addrs)
+	addrs, _ = regs.Reads(fifo, 0)
+	words, err = regs.Read(context.Background(), b.init, addrs)
 	if err != nil || len(words) != 16 {
 		t.Fatalf("fifo read = %x, %v", words, err)
 	}
@@ -240,10 +241,10 @@ func TestRegsBlockAndPort(t *testing.T) {
 	if got := b.srv.Stats().ServedRMEMRead - before.ServedRMEMRead; got != 16 {
 		t.Errorf("served %d reads, want 16", got)
 	}
-	if _, err := regsReads(fifo, 17); err == nil || !strings.Contains(err.Error(), "holds 16 words") {
+	if _, err := regs.Reads(fifo, 17); err == nil || !strings.Contains(err.Error(), "holds 16 words") {
 		t.Errorf("--count 17: %v", err)
 	}
-	if _, err := regsReads(tableNode(t, tab, "ctrl"), 2); err == nil || !strings.Contains(err.Error(), "block and port") {
+	if _, err := regs.Reads(tableNode(t, tab, "ctrl"), 2); err == nil || !strings.Contains(err.Error(), "block and port") {
 		t.Errorf("--count on a register: %v", err)
 	}
 }
@@ -266,8 +267,8 @@ func TestRegsLiteXWideCSR(t *testing.T) {
 	if hi, lo := b.word(0x100), b.word(0x104); hi != 0x11223344 || lo != 0x55667788 {
 		t.Errorf("words 0x%08X 0x%08X, want 0x11223344 0x55667788", hi, lo)
 	}
-	addrs, _ := regsReads(wide, 0)
-	words, err := regsRead(context.Background(), b.init, addrs)
+	addrs, _ := regs.Reads(wide, 0)
+	words, err := regs.Read(context.Background(), b.init, addrs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,15 +297,15 @@ func TestRegsLiteXWideCSR(t *testing.T) {
 			t.Errorf("word %d = 0x%08X, want 0x%08X", i, got, want)
 		}
 	}
-	addrs, _ = regsReads(s8, 0)
-	words, err = regsRead(context.Background(), b.init, addrs)
+	addrs, _ = regs.Reads(s8, 0)
+	words, err = regs.Read(context.Background(), b.init, addrs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := s8.Join(words); v.Cmp(big.NewInt(0x12345678)) != 0 {
 		t.Errorf("read back 0x%x", v)
 	}
-	if _, _, err := regsPlan(s8, []string{"0x100000000"}); err == nil || !strings.Contains(err.Error(), "32 bits wide") {
+	if _, _, err := regs.Plan(s8, []string{"0x100000000"}); err == nil || !strings.Contains(err.Error(), "32 bits wide") {
 		t.Errorf("33-bit value into a 32-bit CSR: %v", err)
 	}
 }
@@ -316,11 +317,11 @@ func TestRegsFailureSaysWhatRan(t *testing.T) {
 	// Two words, the second outside the server's 64 KiB window.
 	n := addrtable.Node{Name: "edge", Address: 0xFFFC, Mask: addrtable.FullMask, Perm: addrtable.ReadWrite,
 		Mode: addrtable.Single, Size: 8, Words: 2, Stride: 4}
-	writes, _, err := regsPlan(n, []string{"0x0000000100000002"})
+	writes, _, err := regs.Plan(n, []string{"0x0000000100000002"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := regsWrite(context.Background(), b.init, writes)
+	done, err := regs.Write(context.Background(), b.init, writes)
 	if done != 1 || err == nil {
 		t.Fatalf("done %d, err %v", done, err)
 	}
@@ -348,7 +349,7 @@ status.errors  0x00000004  0x0000ff00  single  r     4     error counter, satura
 	}
 	var got struct {
 		Format string
-		Nodes  []nodeJSON
+		Nodes  []regs.NodeJSON
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
@@ -356,7 +357,7 @@ status.errors  0x00000004  0x0000ff00  single  r     4     error counter, satura
 	if got.Format != "uHAL XML" || len(got.Nodes) != 28 {
 		t.Fatalf("format %q, %d nodes", got.Format, len(got.Nodes))
 	}
-	if n := got.Nodes[1]; n != (nodeJSON{Name: "ctrl.reset", Address: 0, Mask: 1, Mode: "single", Permission: "w", Size: 4, Words: 1, Stride: 4, Description: "write 1 to reset"}) {
+	if n := got.Nodes[1]; n != (regs.NodeJSON{Name: "ctrl.reset", Address: 0, Mask: 1, Mode: "single", Permission: "w", Size: 4, Words: 1, Stride: 4, Description: "write 1 to reset"}) {
 		t.Errorf("node 1 %+v", n)
 	}
 	if n := got.Nodes[11]; n.Name != "fifo" || n.Address != 0xC00 || !n.Volatile || n.Mode != "port" || n.Size != 32 {
@@ -407,14 +408,14 @@ func TestRegsUsageErrors(t *testing.T) {
 func TestParseValue(t *testing.T) {
 	for s, want := range map[string]string{"0": "0", "10": "a", "0x10": "10", "4K": "1000", "0xFFFFFFFFFFFFFFFF": "ffffffffffffffff",
 		"0x1122334455667788990011": "1122334455667788990011", "123456789012345678901234567890": "18ee90ff6c373e0ee4e3f0ad2"} {
-		v, err := parseValue(s)
+		v, err := regs.ParseValue(s)
 		if err != nil || v.Text(16) != want {
-			t.Errorf("parseValue(%q) = %v, %v; want 0x%s", s, v, err, want)
+			t.Errorf("regs.ParseValue(%q) = %v, %v; want 0x%s", s, v, err, want)
 		}
 	}
 	for _, s := range []string{"", "-1", "+1", "0x", "1_000", "0xFFFFFFFFFFFFFFFFF_F", "abc", "1.5"} {
-		if v, err := parseValue(s); err == nil {
-			t.Errorf("parseValue(%q) = %v, want an error", s, v)
+		if v, err := regs.ParseValue(s); err == nil {
+			t.Errorf("regs.ParseValue(%q) = %v, want an error", s, v)
 		}
 	}
 }
@@ -447,14 +448,14 @@ func TestRegsVolatileNeverRetried(t *testing.T) {
 	}
 	read := func(name string) error {
 		n := tableNode(t, tab, name)
-		addrs, err := regsReads(n, 1)
+		addrs, err := regs.Reads(n, 1)
 		if n.Mode == addrtable.Single {
-			addrs, err = regsReads(n, 0)
+			addrs, err = regs.Reads(n, 0)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = regsRead(nodeContext(context.Background(), n), b.init, addrs)
+		_, err = regs.Read(regs.Context(context.Background(), n), b.init, addrs)
 		return err
 	}
 	b.setWord(0x8, 0x5A)
@@ -480,11 +481,11 @@ func TestRegsVolatileNeverRetried(t *testing.T) {
 	dropResponse(wire.RMEMWriteRsp, 0)
 	w0 := b.srv.Stats().ServedRMEMWrite
 	n := tableNode(t, tab, "irq.clear")
-	writes, _, err := regsPlan(n, []string{"1"})
+	writes, _, err := regs.Plan(n, []string{"1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := regsWrite(nodeContext(context.Background(), n), b.init, writes); endpoint.CodeOf(err) != wire.CodeTimeout {
+	if _, err := regs.Write(regs.Context(context.Background(), n), b.init, writes); endpoint.CodeOf(err) != wire.CodeTimeout {
 		t.Errorf("volatile write with its response lost: %v, want TIMEOUT", err)
 	}
 	if got := b.srv.Stats().ServedRMEMWrite - w0; got != 1 {

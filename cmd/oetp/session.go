@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
+	"github.com/openenoc/oetp/cmd/oetp/internal/regs"
 	"github.com/openenoc/oetp/endpoint"
 )
 
@@ -64,5 +65,5 @@ func (s *localSession) addFigures(r *opResult) {
 }
 
 func (s *localSession) readWords(ctx context.Context, addrs []uint32) ([]uint32, error) {
-	return regsRead(ctx, sessionDevice{s}, addrs)
+	return regs.Read(ctx, sessionDevice{s}, addrs)
 }
