@@ -198,25 +198,6 @@ func TestInitiatorUsageErrors(t *testing.T) {
 	}
 }
 
-func TestHubProcs(t *testing.T) {
-	for _, c := range []struct {
-		devices, cpus int
-		env           bool
-		want          int
-	}{
-		{1, 2, false, 1},
-		{0, 2, false, 1},
-		{3, 2, false, 2},
-		{3, 8, false, 3},
-		{1, 8, true, 8}, // GOMAXPROCS set: the runtime's figure stands
-		{1, 1, false, 1},
-	} {
-		if got := hubProcs(c.devices, c.cpus, c.env); got != c.want {
-			t.Errorf("hubProcs(%d devices, %d CPUs, env %v) = %d, want %d", c.devices, c.cpus, c.env, got, c.want)
-		}
-	}
-}
-
 // TestServeMaxReadRate: --max-read-rate and the max_read_rate key set the
 // per-source read bound (off by default), and the flag overrides the file.
 func TestServeMaxReadRate(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -644,17 +643,8 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// humanBytes formats a byte count: "102400 bytes (100 KiB)".
-func humanBytes(n uint64) string {
-	s := strconv.FormatUint(n, 10) + " bytes"
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		s += fmt.Sprintf(" (%d MiB)", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		s += fmt.Sprintf(" (%d KiB)", n>>10)
-	}
-	return s
-}
+// humanBytes formats a byte count (cli.HumanBytes).
+func humanBytes(n uint64) string { return cli.HumanBytes(n) }
 
 // codeString formats a code as "MNEMONIC (n)".
 func codeString(c wire.Code) string { return cli.CodeString(c) }

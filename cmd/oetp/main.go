@@ -40,7 +40,8 @@
 // and report), internal/frames (what decode and dump print of a frame),
 // internal/serve (oetp serve's settings, configuration file and run),
 // internal/dmafile (the files of dma write --in and dma read --out),
-// internal/regs (what regs does with an address table),
+// internal/regs (what regs does with an address table), internal/hubrun
+// (oetp hub's configuration, run and status),
 // internal/cli (the usage error and flag syntax the others share) and
 // internal/manpages (go generate's man pages).
 package main

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"time"
 
 	"github.com/openenoc/oetp/node"
@@ -109,4 +110,16 @@ func FileWords(err error) string {
 		return pe.Path + ": " + pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// HumanBytes formats a byte count: "102400 bytes (100 KiB)".
+func HumanBytes(n uint64) string {
+	s := strconv.FormatUint(n, 10) + " bytes"
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		s += fmt.Sprintf(" (%d MiB)", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		s += fmt.Sprintf(" (%d KiB)", n>>10)
+	}
+	return s
 }
