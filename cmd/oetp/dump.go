@@ -93,7 +93,8 @@ cannot be opened.`,
 			if cmd.Flags().Changed("count") && o.count.v == 0 {
 				return usagef("--count 0 is out of range: give the number of oETP frames to show, or leave it out to run until SIGINT")
 			}
-			return dumpLive(cmd, o)
+			return frames.ShowLive(cmd.Context(), frames.LiveOptions{Iface: o.iface, MaxFrame: o.maxFrame.v, JSON: o.json,
+				Count: o.count.v, Promisc: o.promisc, Write: o.write}, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()

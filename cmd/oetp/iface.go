@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net"
 	"time"
 
@@ -34,20 +33,8 @@ const busyPollUsage = "after each frame received, keep reading the socket for `D
 // checkBusyPoll validates a --busy-poll value (cli.CheckBusyPoll).
 func checkBusyPoll(d time.Duration) error { return cli.CheckBusyPoll(d) }
 
-// lookupIface finds the interface name given by flag (--iface), as a usage
-// error in the user's words: "--iface eth9: no such network interface",
-// not the Go library's "route ip+net: ...".
-func lookupIface(flag, name string) (*net.Interface, error) {
-	ifi, err := net.InterfaceByName(name)
-	if err != nil {
-		var oe *net.OpError
-		if errors.As(err, &oe) && oe.Err != nil {
-			err = oe.Err
-		}
-		return nil, usagef("%s %s: %v: list the interfaces with `ip link`", flag, name, err)
-	}
-	return ifi, nil
-}
+// lookupIface finds the interface name given by flag (cli.LookupIface).
+func lookupIface(flag, name string) (*net.Interface, error) { return cli.LookupIface(flag, name) }
 
 // ifaceFlag is the flag the interface errors name.
 const ifaceFlag = "--iface"

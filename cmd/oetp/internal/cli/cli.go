@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"strconv"
 	"time"
 
@@ -122,4 +123,19 @@ func HumanBytes(n uint64) string {
 		s += fmt.Sprintf(" (%d KiB)", n>>10)
 	}
 	return s
+}
+
+// LookupIface finds the interface name given by flag (--iface), as a usage
+// error in the user's words: "--iface eth9: no such network interface",
+// not the Go library's "route ip+net: ...".
+func LookupIface(flag, name string) (*net.Interface, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Err != nil {
+			err = oe.Err
+		}
+		return nil, Usagef("%s %s: %v: list the interfaces with `ip link`", flag, name, err)
+	}
+	return ifi, nil
 }

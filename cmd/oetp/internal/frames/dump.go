@@ -275,3 +275,13 @@ func line(r DumpRecord, ts time.Time, expect *uint32) string {
 	}
 	return b.String()
 }
+
+// LiveOptions are the flags of dump --iface.
+type LiveOptions struct {
+	Iface    string
+	MaxFrame int
+	JSON     bool
+	Count    int    // stop after this many frames; 0: until ctx ends or a signal
+	Promisc  bool   // --promisc
+	Write    string // --write: a pcapng file of the frames shown
+}

@@ -1,10 +1,12 @@
 //go:build linux
 
-package main
+package frames
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -12,10 +14,9 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/pcapgo"
-	"github.com/spf13/cobra"
 	"golang.org/x/net/bpf"
 
-	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
 )
@@ -61,7 +62,7 @@ type liveRecorder struct {
 func newLiveRecorder(path string) (*liveRecorder, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
-		return nil, usagef("--write %s", fileWords(err))
+		return nil, cli.Usagef("--write %s", cli.FileWords(err))
 	}
 	w, err := pcap.NewWriterFormat(f, pcap.PcapNG, 0)
 	if err != nil {
@@ -94,34 +95,34 @@ func (r *liveRecorder) close() error {
 	return err
 }
 
-// dumpLive shows the oETP frames crossing o.iface until --count frames or
-// SIGINT/SIGTERM.
-func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
-	ifi, err := lookupIface("--iface", o.iface)
+// ShowLive shows the oETP frames crossing o.Iface on out until o.Count
+// frames, ctx ends, or SIGINT/SIGTERM; notes go to errw.
+func ShowLive(ctx context.Context, o LiveOptions, out, errw io.Writer) error {
+	ifi, err := cli.LookupIface("--iface", o.Iface)
 	if err != nil {
 		return err
 	}
 	if ifi.Flags&net.FlagUp == 0 {
-		return usagef("--iface %s is down: bring it up (ip link set %s up)", o.iface, o.iface)
+		return cli.Usagef("--iface %s is down: bring it up (ip link set %s up)", o.Iface, o.Iface)
 	}
-	h, err := pcapgo.NewEthernetHandle(o.iface)
+	h, err := pcapgo.NewEthernetHandle(o.Iface)
 	if err != nil {
 		if os.Geteuid() != 0 {
-			return usagef("--iface %s: %v: a live view needs root or CAP_NET_RAW", o.iface, err)
+			return cli.Usagef("--iface %s: %v: a live view needs root or CAP_NET_RAW", o.Iface, err)
 		}
-		return usagef("--iface %s: %v", o.iface, err)
+		return cli.Usagef("--iface %s: %v", o.Iface, err)
 	}
 	if err := h.SetBPF(oetpFilter); err != nil {
 		h.Close()
-		return usagef("--iface %s: attach the socket filter: %v", o.iface, err)
+		return cli.Usagef("--iface %s: attach the socket filter: %v", o.Iface, err)
 	}
-	if o.promisc {
+	if o.Promisc {
 		if err := h.SetPromiscuous(true); err != nil {
 			h.Close()
-			return usagef("--iface %s --promisc: %v", o.iface, err)
+			return cli.Usagef("--iface %s --promisc: %v", o.Iface, err)
 		}
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	closed := make(chan struct{})
 	go func() {
@@ -132,26 +133,26 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 	defer func() { stop(); <-closed }()
 
 	var rec *liveRecorder
-	if o.write != "" {
-		if rec, err = newLiveRecorder(o.write); err != nil {
+	if o.Write != "" {
+		if rec, err = newLiveRecorder(o.Write); err != nil {
 			return err
 		}
 		defer func() {
 			if cerr := rec.close(); cerr != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "oetp: --write %s: %v\n", o.write, cerr)
+				fmt.Fprintf(errw, "oetp: --write %s: %v\n", o.Write, cerr)
 			}
 		}()
 	}
-	d := frames.NewDumper(cmd.OutOrStdout(), o.maxFrame.v, o.json)
+	d := NewDumper(out, o.MaxFrame, o.JSON)
 	d.Live = true
 	shown := 0
-	for o.count.v == 0 || shown < o.count.v {
+	for o.Count == 0 || shown < o.Count {
 		data, ci, err := h.ZeroCopyReadPacketData()
 		if err != nil {
 			if ctx.Err() != nil {
 				break // SIGINT, SIGTERM
 			}
-			return fmt.Errorf("--iface %s: after %d frame(s): %w", o.iface, shown, err)
+			return fmt.Errorf("--iface %s: after %d frame(s): %w", o.Iface, shown, err)
 		}
 		if pcap.Ethernet(pcap.LinkTypeEthernet, data, &d.Frame) != nil {
 			continue
@@ -169,7 +170,7 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 		}
 		if rec != nil {
 			if err := rec.write(ci.Timestamp, data, vid); err != nil {
-				return fmt.Errorf("--write %s: after %d frame(s): %w", o.write, shown, err)
+				return fmt.Errorf("--write %s: after %d frame(s): %w", o.Write, shown, err)
 			}
 		}
 		if err := d.Record(ci.Timestamp, len(data), ci.Length, nil); err != nil {
@@ -178,11 +179,11 @@ func dumpLive(cmd *cobra.Command, o *dumpOptions) error {
 		shown++
 	}
 	if rec != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: wrote %d frame(s) to %s\n", rec.n, o.write)
+		fmt.Fprintf(errw, "oetp: wrote %d frame(s) to %s\n", rec.n, o.Write)
 	}
 	if st, err := h.Stats(); err == nil && st.Drops > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: the kernel dropped %d frame(s) the live view could not read in time\n", st.Drops)
+		fmt.Fprintf(errw, "oetp: the kernel dropped %d frame(s) the live view could not read in time\n", st.Drops)
 	}
-	d.Summary(cmd.ErrOrStderr())
+	d.Summary(errw)
 	return nil
 }
