@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
@@ -114,7 +115,7 @@ func dumpFile(cmd *cobra.Command, path string, o *dumpOptions) error {
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return usagef("cannot open %s: %v", path, osError(err))
+			return usagef("cannot open %s: %v", path, cli.OSError(err))
 		}
 		defer f.Close()
 		if fi, err := f.Stat(); err == nil && fi.IsDir() {

@@ -245,7 +245,7 @@ func slowestProbe(p *pacingResult) int {
 // dmaWrite writes the input to the group: paced from the members and
 // checking the slowest between runs of fragments when they were probed,
 // as any other write otherwise (run may be nil).
-func (run *groupRun) dmaWrite(ctx context.Context, s session, addr uint32, in *dmaInput) (endpoint.Transfer, error) {
+func (run *groupRun) dmaWrite(ctx context.Context, s session, addr uint32, in *dmafile.Input) (endpoint.Transfer, error) {
 	if run == nil || run.pace == nil {
 		return s.dmaWrite(ctx, addr, in)
 	}
@@ -258,7 +258,7 @@ func (run *groupRun) dmaWrite(ctx context.Context, s session, addr uint32, in *d
 			run.pacing.RaisedUs = us(p.Interval)
 		}
 	}()
-	return p.Write(ctx, run.s.ep, 0, addr, fileSpace{f: in.file, base: in.base}, 0, uint64(in.size), withOffset)
+	return p.Write(ctx, run.s.ep, 0, addr, in.Space(), 0, uint64(in.Size), dmafile.WithOffset)
 }
 
 // verify reads every member back and repairs it (--verify).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -138,4 +139,19 @@ func LookupIface(flag, name string) (*net.Interface, error) {
 		return nil, Usagef("%s %s: %v: list the interfaces with `ip link`", flag, name, err)
 	}
 	return ifi, nil
+}
+
+// OSError is the cause of a file operation's error without the file's
+// name: "no space left on device" for a write to a temporary file whose
+// name the user never gave.
+func OSError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }

@@ -62,21 +62,6 @@ func (e *firstError) get() error {
 	return e.err
 }
 
-// osError is the cause of a file operation's error without the file's
-// name: "no space left on device" for a write to a temporary file whose
-// name the user never gave.
-func osError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
-
 func (s fileSpace) ReadAt(p []byte, addr uint32) memory.Resp {
 	if _, err := s.f.ReadAt(p, s.base+int64(addr)); err != nil {
 		return memory.SLVERR // a read error, or the file shrank
@@ -87,7 +72,7 @@ func (s fileSpace) ReadAt(p []byte, addr uint32) memory.Resp {
 func (s fileSpace) WriteAt(p []byte, addr uint32) memory.Resp {
 	if _, err := s.f.WriteAt(p, s.base+int64(addr)); err != nil {
 		if s.failed != nil {
-			s.failed.set(osError(err))
+			s.failed.set(cli.OSError(err))
 		}
 		return memory.SLVERR
 	}
@@ -221,12 +206,12 @@ func WithProgress(ctx context.Context, fn func(uint64)) context.Context {
 }
 
 // progressKey holds the progress function in a context, for blocks that
-// report into one transfer at an offset (see withOffset).
+// report into one transfer at an offset (see WithOffset).
 type progressKey struct{}
 
-// withOffset shifts the progress of a block that starts off bytes into the
+// WithOffset shifts the progress of a block that starts off bytes into the
 // whole transfer that progress draws.
-func withOffset(ctx context.Context, off uint64) context.Context {
+func WithOffset(ctx context.Context, off uint64) context.Context {
 	fn, _ := ctx.Value(progressKey{}).(func(uint64))
 	if fn == nil || off == 0 {
 		return ctx
@@ -245,7 +230,7 @@ func Write(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *Input) (
 			if n > math.MaxUint32 {
 				n = 1 << 31 // exactly 4 GiB from address 0
 			}
-			t, err := ep.DMAWriteFrom(withOffset(ctx, uint64(off)), 0, addr+uint32(off), fileSpace{f: in.File, base: in.Base + off}, 0, uint32(n))
+			t, err := ep.DMAWriteFrom(WithOffset(ctx, uint64(off)), 0, addr+uint32(off), fileSpace{f: in.File, base: in.Base + off}, 0, uint32(n))
 			add(&total, t)
 			if err != nil {
 				return total, err
@@ -256,7 +241,7 @@ func Write(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *Input) (
 	}
 	frag := FragmentSize(ep)
 	err := in.Chunks(addr, streamChunk/frag*frag, func(off uint64, p []byte) error {
-		t, err := ep.DMAWrite(withOffset(ctx, off), 0, addr+uint32(off), p)
+		t, err := ep.DMAWrite(WithOffset(ctx, off), 0, addr+uint32(off), p)
 		add(&total, t)
 		return err
 	})
@@ -343,12 +328,12 @@ func OpenOutput(stdout io.Writer, out string) (*Output, error) {
 	// its directory.
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".oetp-*")
 	if err != nil {
-		return nil, cli.Usagef("--out %s: cannot create a file in %s: %v", out, filepath.Dir(out), osError(err))
+		return nil, cli.Usagef("--out %s: cannot create a file in %s: %v", out, filepath.Dir(out), cli.OSError(err))
 	}
 	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return nil, cli.Usagef("--out %s: %v", out, osError(err))
+		return nil, cli.Usagef("--out %s: %v", out, cli.OSError(err))
 	}
 	return &Output{path: out, tmp: tmp, close: func() error { return nil }}, nil
 }
@@ -385,7 +370,7 @@ func (o *Output) Finish(ok bool) error {
 	}
 	os.Remove(name)
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", o.path, osError(err))
+		return fmt.Errorf("--out %s: %w", o.path, cli.OSError(err))
 	}
 	return nil
 }
