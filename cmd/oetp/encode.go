@@ -3,59 +3,22 @@ package main
 import (
 	"encoding/hex"
 	"fmt"
-	"os"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/openenoc/oetp/internal/num"
-	"github.com/openenoc/oetp/wire"
+	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 )
 
 func init() { register("encode", newEncodeCmd) }
 
-// causeValue is a pflag.Value for an ERROR_RSP wire cause: any 32-bit
-// number (1..7 are assigned; others make invalid-cause stimulus) or the
-// mnemonic of a local CSR code 1..7, e.g. LOCAL_AXI_WR_SLVERR (6).
+// causeValue is the pflag.Value of --cause (frames.ParseCause).
 type causeValue struct{ v uint32 }
 
 func (c *causeValue) String() string { return fmt.Sprint(c.v) }
 func (c *causeValue) Type() string   { return "CAUSE" }
-func (c *causeValue) Set(s string) error {
-	if v, err := num.Uint32(s); err == nil {
-		c.v = v
-		return nil
-	}
-	if code, err := wire.ParseCode(s); err == nil && code.Cause() != 0 {
-		c.v = code.Cause()
-		return nil
-	}
-	return fmt.Errorf("%q is not a wire cause: use a number (1..7 are assigned, e.g. 6) or a local mnemonic such as LOCAL_AXI_WR_SLVERR", s)
-}
-
-// encodeFlags lists, per command, the parameter flags it requires and those
-// it accepts. "payload" stands for --payload or --payload-file.
-var encodeFlags = map[wire.Cmd]struct{ need, may []string }{
-	wire.RMEMReadReq:  {need: []string{"addr"}},
-	wire.RMEMReadRsp:  {need: []string{"data"}},
-	wire.RMEMWriteReq: {need: []string{"addr", "data"}, may: []string{"mask"}},
-	wire.RMEMWriteRsp: {},
-	wire.DMAReadReq:   {need: []string{"addr", "length"}},
-	wire.DMAReadRsp:   {need: []string{"payload"}, may: []string{"length"}},
-	wire.DMAWriteReq:  {need: []string{"addr", "payload"}, may: []string{"length"}},
-	wire.DMAWriteRsp:  {},
-	wire.ErrorRsp:     {need: []string{"cause"}},
-}
-
-// paramFlags are the command-specific flags, with what each one means.
-var paramFlags = []struct{ name, what string }{
-	{"addr", "--addr A (the 32-bit byte address)"},
-	{"length", "--length N (the byte count)"},
-	{"mask", "--mask M (the 32-bit BitEnable)"},
-	{"data", "--data D (the 32-bit data word)"},
-	{"payload", "--payload HEX or --payload-file F (the data bytes)"},
-	{"cause", "--cause C (the wire Error Code, 1..7)"},
+func (c *causeValue) Set(s string) (err error) {
+	c.v, err = frames.ParseCause(s)
+	return err
 }
 
 type encodeOptions struct {
@@ -98,7 +61,9 @@ A DMA payload holds 1..8160 bytes.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			frame, err := o.encode(cmd, args[0])
+			frame, err := frames.Encode(args[0], frames.Params{Dst: o.dst.m, Src: o.src.m, RID: o.rid.v, Addr: o.addr.v,
+				Length: o.length.v, Mask: o.mask.v, Data: o.data.v, Cause: o.cause.v, Payload: o.payload.b,
+				PayloadFile: o.payloadFile, Pad: o.pad, Set: cmd.Flags().Changed})
 			if err != nil {
 				return err
 			}
@@ -119,115 +84,4 @@ A DMA payload holds 1..8160 bytes.`,
 	fl.Var(&o.cause, "cause", "ERROR_RSP wire cause `C`: 1..7 or a mnemonic such as LOCAL_AXI_WR_SLVERR")
 	fl.BoolVar(&o.pad, "pad", false, "pad the frame with zeros to 60 bytes, as an Ethernet MAC does")
 	return cmd
-}
-
-// encode validates the flags for the command named by arg and builds the
-// frame.
-func (o *encodeOptions) encode(cmd *cobra.Command, arg string) ([]byte, error) {
-	c, err := wire.ParseCmd(arg)
-	if err != nil {
-		return nil, usagef("CMD: %v", err)
-	}
-	set := cmd.Flags().Changed
-	for _, f := range []struct{ name, what string }{
-		{"dst", "--dst MAC (the destination, e.g. 02:0e:0c:00:00:0b)"},
-		{"src", "--src MAC (this endpoint's unicast MAC, e.g. 02:0e:0c:00:00:0a)"},
-		{"rid", "--rid N (the Request ID)"},
-	} {
-		if !set(f.name) {
-			return nil, usagef("%v needs %s", c, f.what)
-		}
-	}
-	if o.src.m.IsGroup() {
-		return nil, usagef("--src %v is a group address: a source MAC must be unicast (bit 0 of the first octet clear)", o.src.m)
-	}
-	if set("payload") && set("payload-file") {
-		return nil, usagef("--payload and --payload-file are alternatives: give one")
-	}
-	hasPayload := set("payload") || set("payload-file")
-	allowed := encodeFlags[c]
-	has := func(name string) bool {
-		if name == "payload" {
-			return hasPayload
-		}
-		return set(name)
-	}
-	accepts := func(name string) bool {
-		return slices.Contains(allowed.need, name) || slices.Contains(allowed.may, name)
-	}
-	for _, p := range paramFlags {
-		if has(p.name) && !accepts(p.name) {
-			flag := "--" + p.name
-			if p.name == "payload" {
-				flag = "--payload/--payload-file"
-			}
-			return nil, usagef("%s does not apply to %v (%s)", flag, c, describeParams(c))
-		}
-	}
-	for _, p := range paramFlags {
-		if slices.Contains(allowed.need, p.name) && !has(p.name) {
-			return nil, usagef("%v needs %s", c, p.what)
-		}
-	}
-
-	payload := o.payload.b
-	if set("payload-file") {
-		payload, err = os.ReadFile(o.payloadFile)
-		if err != nil {
-			return nil, usagef("--payload-file %s", fileWords(err))
-		}
-	}
-	if hasPayload {
-		if len(payload) == 0 || len(payload) > wire.MaxFragment {
-			return nil, usagef("the payload holds %d bytes: a DMA fragment carries 1..%d bytes", len(payload), wire.MaxFragment)
-		}
-		if set("length") && uint64(o.length.v) != uint64(len(payload)) {
-			return nil, usagef("--length %d does not match the %d-byte payload: omit --length or make them agree", o.length.v, len(payload))
-		}
-	}
-
-	b := make([]byte, 0, wire.MaxFrameLen)
-	dst, src, rid := o.dst.m, o.src.m, o.rid.v
-	switch c {
-	case wire.RMEMReadReq:
-		b = wire.AppendRMEMReadReq(b, dst, src, rid, o.addr.v)
-	case wire.RMEMReadRsp:
-		b = wire.AppendRMEMReadRsp(b, dst, src, rid, o.data.v)
-	case wire.RMEMWriteReq:
-		b = wire.AppendRMEMWriteReq(b, dst, src, rid, o.addr.v, o.mask.v, o.data.v)
-	case wire.RMEMWriteRsp:
-		b = wire.AppendRMEMWriteRsp(b, dst, src, rid)
-	case wire.DMAReadReq:
-		b = wire.AppendDMAReadReq(b, dst, src, rid, o.addr.v, o.length.v)
-	case wire.DMAReadRsp:
-		b = wire.AppendDMAReadRsp(b, dst, src, rid, payload)
-	case wire.DMAWriteReq:
-		b = wire.AppendDMAWriteReq(b, dst, src, rid, o.addr.v, payload)
-	case wire.DMAWriteRsp:
-		b = wire.AppendDMAWriteRsp(b, dst, src, rid)
-	case wire.ErrorRsp:
-		b = wire.AppendErrorRsp(b, dst, src, rid, o.cause.v)
-	}
-	if o.pad {
-		for len(b) < wire.MinFrameLen {
-			b = append(b, 0)
-		}
-	}
-	return b, nil
-}
-
-// describeParams says which parameter flags c takes.
-func describeParams(c wire.Cmd) string {
-	a := encodeFlags[c]
-	if len(a.need)+len(a.may) == 0 {
-		return "it takes only --dst, --src and --rid"
-	}
-	var parts []string
-	for _, n := range a.need {
-		parts = append(parts, "--"+n)
-	}
-	for _, n := range a.may {
-		parts = append(parts, "[--"+n+"]")
-	}
-	return "it takes " + strings.Join(parts, " ")
 }
