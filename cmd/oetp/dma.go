@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
+	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/node"
@@ -81,7 +82,7 @@ func (f *dmaFlags) register(cmd *cobra.Command) {
 
 // open opens the session and applies --fragment exactly as written, like a
 // write to the CSR: 0..3 then fail the block with LOCAL_INVALID.
-func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (session, error) {
+func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (session.Session, error) {
 	ss, err := f.opFlags.open(mode)
 	if err != nil {
 		return nil, err
@@ -89,26 +90,26 @@ func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (session, error)
 	// --fragment is one of the flags that make a command run its own
 	// endpoint (hubBypass).
 	if s, ok := ss.(*localSession); ok && cmd.Flags().Changed("fragment") {
-		if s.reliable && f.fragment.v&^3 > node.FragmentCeiling(s.node.Link.Ceiling) {
-			ceil := node.FragmentCeiling(s.node.Link.Ceiling)
-			s.close()
+		if s.Reliable && f.fragment.v&^3 > node.FragmentCeiling(s.Node.Link.Ceiling) {
+			ceil := node.FragmentCeiling(s.Node.Link.Ceiling)
+			s.Close()
 			return nil, usagef("--fragment %d: with --transport %s the fragment ceiling is %d bytes (the transport adds 24 bytes to every frame)", f.fragment.v, f.transport, ceil)
 		}
-		if ceil := wire.FragmentCeiling(s.ep.Config().MaxFrame); f.fragment.v&^3 < 4 || f.fragment.v&^3 > ceil {
+		if ceil := wire.FragmentCeiling(s.EP.Config().MaxFrame); f.fragment.v&^3 < 4 || f.fragment.v&^3 > ceil {
 			// As a write of the CSR: LOCAL_INVALID, before anything is sent.
-			s.close()
+			s.Close()
 			return nil, localInvalid("--fragment %d rounds down to %d, outside 4..%d (the fragment ceiling of %d-byte frames, --max-frame): use 4..%d",
-				f.fragment.v, f.fragment.v&^3, ceil, s.ep.Config().MaxFrame, ceil)
+				f.fragment.v, f.fragment.v&^3, ceil, s.EP.Config().MaxFrame, ceil)
 		}
-		c := s.ep.Config()
+		c := s.EP.Config()
 		c.MaxFragment = f.fragment.v
-		if err := s.ep.SetConfig(c); err != nil {
-			s.close()
+		if err := s.EP.SetConfig(c); err != nil {
+			s.Close()
 			return nil, usagef("--fragment: %v", err)
 		}
 	}
 	if s, ok := ss.(*localSession); ok {
-		f.frag = dmafile.FragmentSize(s.ep)
+		f.frag = dmafile.FragmentSize(s.EP)
 	}
 	return ss, nil
 }
@@ -170,7 +171,7 @@ every member verified, 1 naming the member that did not.`,
 			if f.peer.m.IsGroup() {
 				t0 := time.Now()
 				if run, err = g.start(ctx, cmd, f, s, src); err != nil {
-					s.close()
+					s.Close()
 					var ue *usageError
 					if errors.As(err, &ue) {
 						return f.openFailed(cmd, "dma write", err)
@@ -190,7 +191,7 @@ every member verified, 1 naming the member that did not.`,
 			}
 			elapsed := time.Since(t0)
 			done()
-			if cerr := s.close(); err == nil && cerr != nil {
+			if cerr := s.Close(); err == nil && cerr != nil {
 				return cerr
 			}
 			var ue *usageError
@@ -287,10 +288,10 @@ unicast.`,
 			}
 			ctx, done := progress(ctx, cmd, "dma read", int64(length.v))
 			t0 := time.Now()
-			tr, err := s.dmaRead(ctx, f.addr.v, length.v, dst)
+			tr, err := s.DMARead(ctx, f.addr.v, length.v, dst)
 			elapsed := time.Since(t0)
 			done()
-			if cerr := s.close(); err == nil && cerr != nil {
+			if cerr := s.Close(); err == nil && cerr != nil {
 				dst.Finish(false)
 				return cerr
 			}

@@ -40,7 +40,7 @@ func TestSuggestedFlagsExist(t *testing.T) {
 
 	// Files that are not one command's, and packages whose messages the
 	// commands print: their flags must exist on some command.
-	dirs := []string{".", "../../role", "../../rundir", "../../devices", "../../hub", "../../link/afpacket", "../../addrtable", "./internal/bench", "./internal/frames", "./internal/serve", "./internal/cli", "./internal/dmafile", "./internal/regs", "./internal/hubrun", "../../node", "../../replicate", "../../memspec", "../../conformance"}
+	dirs := []string{".", "../../role", "../../rundir", "../../devices", "../../hub", "../../link/afpacket", "../../addrtable", "./internal/bench", "./internal/frames", "./internal/serve", "./internal/cli", "./internal/dmafile", "./internal/regs", "./internal/hubrun", "./internal/session", "../../node", "../../replicate", "../../memspec", "../../conformance"}
 	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {

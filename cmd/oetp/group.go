@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
+	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/replicate"
 	"github.com/openenoc/oetp/wire"
@@ -152,23 +153,23 @@ func us(d time.Duration) float64 { return float64(d) / 1e3 }
 // reader's endpoint for --verify, and the pacing (probing the members
 // unless --rate is given). Without members and --rate it notes on stderr
 // that the write is not paced.
-func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags, ss session, in *dmafile.Input) (*groupRun, error) {
+func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags, ss session.Session, in *dmafile.Input) (*groupRun, error) {
 	s, ok := ss.(*localSession)
 	if !ok {
 		return nil, usagef("a group --peer is sent from this command's own endpoint")
 	}
 	run := &groupRun{g: g, s: s}
-	pol := s.ep.RetryPolicyOf(0)
+	pol := s.EP.RetryPolicyOf(0)
 	var peers []int
 	for i, m := range g.members {
 		if m == f.own {
 			return nil, usagef("--member %v is this endpoint's own MAC", m)
 		}
-		if err := s.ep.SetPeer(i+1, endpoint.Peer{MAC: m, Mode: endpoint.ModeDMARead, WindowSize: wholeSpace}); err != nil {
+		if err := s.EP.SetPeer(i+1, endpoint.Peer{MAC: m, Mode: endpoint.ModeDMARead, WindowSize: wholeSpace}); err != nil {
 			return nil, usagef("--member %v: %v", m, err)
 		}
 		if f.retries.v > 0 {
-			if err := s.ep.SetRetryPolicy(i+1, pol); err != nil {
+			if err := s.EP.SetRetryPolicy(i+1, pol); err != nil {
 				return nil, usagef("--retries/--deadline: %v", err)
 			}
 		}
@@ -188,17 +189,17 @@ func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags,
 		r := rs.(*localSession) // --no-hub
 		run.reader = r
 		if f.fs.Changed("fragment") {
-			c := r.ep.Config()
+			c := r.EP.Config()
 			c.MaxFragment = f.fragment.v
-			if err := r.ep.SetConfig(c); err != nil {
+			if err := r.EP.SetConfig(c); err != nil {
 				run.close()
 				return nil, usagef("--fragment: %v", err)
 			}
 		}
 		for i, m := range g.members[1:] {
-			err := r.ep.SetPeer(i+1, endpoint.Peer{MAC: m, Mode: endpoint.ModeDMAWrite, WindowSize: wholeSpace})
+			err := r.EP.SetPeer(i+1, endpoint.Peer{MAC: m, Mode: endpoint.ModeDMAWrite, WindowSize: wholeSpace})
 			if err == nil && f.retries.v > 0 {
-				err = r.ep.SetRetryPolicy(i+1, pol)
+				err = r.EP.SetRetryPolicy(i+1, pol)
 			}
 			if err != nil {
 				run.close()
@@ -213,7 +214,7 @@ func (g *groupFlags) start(ctx context.Context, cmd *cobra.Command, f *dmaFlags,
 		run.pacing = &pacingResult{Source: "none"}
 		fmt.Fprintf(cmd.ErrOrStderr(), "oetp: note: the group write to %v is not paced: its fragments go out back to back, and a member that takes one request at a time (an openENOC device) drops those that arrive while it is busy; name the members with --member MAC to pace it at what they take (or give --rate)\n", f.peer.m)
 	default:
-		probes, err := replicate.ProbeMembers(ctx, s.ep, peers, f.addr.v, in.Space(), 0, uint64(in.Size))
+		probes, err := replicate.ProbeMembers(ctx, s.EP, peers, f.addr.v, in.Space(), 0, uint64(in.Size))
 		if err != nil {
 			run.close()
 			return nil, err
@@ -245,9 +246,9 @@ func slowestProbe(p *pacingResult) int {
 // dmaWrite writes the input to the group: paced from the members and
 // checking the slowest between runs of fragments when they were probed,
 // as any other write otherwise (run may be nil).
-func (run *groupRun) dmaWrite(ctx context.Context, s session, addr uint32, in *dmafile.Input) (endpoint.Transfer, error) {
+func (run *groupRun) dmaWrite(ctx context.Context, s session.Session, addr uint32, in *dmafile.Input) (endpoint.Transfer, error) {
 	if run == nil || run.pace == nil {
-		return s.dmaWrite(ctx, addr, in)
+		return s.DMAWrite(ctx, addr, in)
 	}
 	p := run.pace
 	defer func() {
@@ -258,14 +259,14 @@ func (run *groupRun) dmaWrite(ctx context.Context, s session, addr uint32, in *d
 			run.pacing.RaisedUs = us(p.Interval)
 		}
 	}()
-	return p.Write(ctx, run.s.ep, 0, addr, in.Space(), 0, uint64(in.Size), dmafile.WithOffset)
+	return p.Write(ctx, run.s.EP, 0, addr, in.Space(), 0, uint64(in.Size), dmafile.WithOffset)
 }
 
 // verify reads every member back and repairs it (--verify).
 func (run *groupRun) verify(ctx context.Context, f *dmaFlags, in *dmafile.Input) {
-	mfs := replicate.FragmentSize(run.s.ep)
+	mfs := replicate.FragmentSize(run.s.EP)
 	for i, m := range run.g.members {
-		rep := replicate.Verify(ctx, replicate.Member{MAC: m, Writer: run.s.ep, WritePeer: i + 1, Reader: run.reader.ep, ReadPeer: i},
+		rep := replicate.Verify(ctx, replicate.Member{MAC: m, Writer: run.s.EP, WritePeer: i + 1, Reader: run.reader.EP, ReadPeer: i},
 			f.addr.v, in.Space(), 0, uint64(in.Size), mfs)
 		mr := memberResult{Member: m.String(), State: rep.State, Fragments: rep.Fragments, FragmentsChecked: rep.Checked,
 			FragmentsRepaired: len(rep.Repaired), Repaired: []fragmentEntry{}}
@@ -355,7 +356,7 @@ func (run *groupRun) report(r *opResult, human string) string {
 // close closes the reader's endpoint.
 func (run *groupRun) close() {
 	if run.reader != nil {
-		run.reader.close()
+		run.reader.Close()
 		run.reader = nil
 	}
 }

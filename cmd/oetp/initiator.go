@@ -19,6 +19,7 @@ import (
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
+	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/node"
@@ -108,19 +109,22 @@ func (f *opFlags) register(cmd *cobra.Command) {
 const waitUsage = "wait up to `D` for this interface and MAC's initiator role while another process (another rmem or dma) holds it, then exit 2 naming it; 0 refuses at once. " +
 	"The role is a lock in " + role.SystemDir + " for root, else $XDG_RUNTIME_DIR/oetp, else $TMPDIR/oetp-UID (" + role.DirEnv + " overrides); it dies with its process"
 
-// localSession is the command's own endpoint on --iface.
-type localSession struct {
-	node *node.Node         // the local stack
-	ep   *endpoint.Endpoint // its endpoint
-	// reliable: requests to the peer go through the transport (false for
-	// v1, and for auto after a fallback).
-	reliable bool
-}
+// The route of a command (package session): its own endpoint, or a hub.
+type (
+	localSession = session.Local
+	hubSession   = session.Hub
+)
+
+// The route a result reports ("via").
+const (
+	viaDirect = session.ViaDirect
+	viaHub    = session.ViaHub
+)
 
 // open starts an initiator-only endpoint (no memory: every received request
 // is dropped, so a `serve` on the same interface stays the only responder)
 // with peer entry 0 for --peer in mode.
-func (f *opFlags) open(mode endpoint.Mode) (session, error) {
+func (f *opFlags) open(mode endpoint.Mode) (session.Session, error) {
 	if err := f.useDevice(mode); err != nil {
 		return nil, err
 	}
@@ -161,54 +165,27 @@ func (f *opFlags) open(mode endpoint.Mode) (session, error) {
 	}
 	if s, err := f.hubSession(f.fs, mode); s != nil || err != nil {
 		if s != nil {
-			f.own = s.dev.Local[map[endpoint.Mode]int{endpoint.ModeRMEM: 0, endpoint.ModeDMARead: 1, endpoint.ModeDMAWrite: 2}[mode]]
-			f.via, f.hubPath = viaHub, s.path
+			f.own = s.Dev.Local[map[endpoint.Mode]int{endpoint.ModeRMEM: 0, endpoint.ModeDMARead: 1, endpoint.ModeDMAWrite: 2}[mode]]
+			f.via, f.hubPath = viaHub, s.Path
 		}
 		return s, err
 	}
 	f.via = viaDirect
-	place := node.PlaceStay
-	if f.place.p == cli.PlaceOff {
-		place = node.PlaceNone
-	}
-	peer := node.Peer{Peer: endpoint.Peer{MAC: f.peer.m, Mode: mode, WindowSize: wholeSpace}, Transport: tmode}
-	if f.retries.v > 0 {
-		pol := endpoint.RetryPolicy{Retries: f.retries.v, Deadline: f.deadline}
-		if f.volatile {
-			pol.Volatile = []endpoint.AddrRange{{Base: f.addr.v, Size: 4}}
-		}
-		peer.Retry = &pol
-	}
-	// An initiator-only endpoint (no memory: every received request is
-	// dropped). One MAC, one initiator, also across processes: another
-	// process's replies would otherwise reach this one's endpoint too.
-	n, err := node.Open(context.Background(), node.Config{
-		LinkConfig: node.LinkConfig{Iface: f.iface, MAC: f.mac.m, MaxFrame: f.maxFrame.v, Capture: f.pcap, CaptureFormat: f.format.f,
-			BusyPoll: f.busyPoll, Placement: place, Rate: float64(f.rate)},
-		Role: node.Initiator, RoleWait: f.wait,
-		Endpoint:       endpoint.Config{RMEMTimeout: f.timeout, DMATimeout: f.timeout},
-		Peers:          []node.Peer{peer},
-		HandOffOnClose: handOffOnExit,
-	})
+	s, err := session.OpenLocal(session.LocalConfig{Iface: f.iface, MAC: f.mac.m, Peer: f.peer.m, Mode: mode, Transport: tmode,
+		Timeout: f.timeout, MaxFrame: f.maxFrame.v, Pcap: f.pcap, PcapFormat: f.format.f, BusyPoll: f.busyPoll, Placement: f.place.p,
+		Rate: f.rate, Wait: f.wait, Retries: f.retries.v, Deadline: f.deadline, Volatile: f.volatile, Addr: f.addr.v, HandOff: handOffOnExit})
 	if err != nil {
-		var ce *node.ConfigError
-		if errors.As(err, &ce) && ce.Field == "peer" {
-			return nil, usagef("--peer %v%s", f.peer.m, ce.Msg)
-		}
-		return nil, cliErr(err)
+		return nil, err
 	}
-	if n.RoleReplaced != "" {
-		fmt.Fprintf(os.Stderr, "oetp: warning: %s\n", n.RoleReplaced)
-	}
+	n := s.Node
 	f.own, f.ceiling, f.mode = n.Link.Addr(), n.Link.Ceiling, mode
-	s := &localSession{node: n, ep: n.Endpoint, reliable: n.Reliable(f.peer.m)}
 	for _, h := range n.Handshakes {
 		switch {
 		case h.Err != nil:
 			// No request is sent: a second try of the handshake under the
 			// operation would only repeat its SYNs and then report TIMEOUT
 			// as if a request might have executed.
-			s.close()
+			s.Close()
 			return nil, &handshakeError{peer: f.peer.m, own: f.own, mode: mode}
 		case !h.Reliable:
 			fmt.Fprintf(os.Stderr, "oetp: note: %v does not answer the reliable transport's handshake within %d tries: using v1\n", f.peer.m, handshakeTries)
@@ -258,10 +235,6 @@ func acquireRoles(iface string, macs []wire.MAC, r role.Role, wait time.Duration
 	}
 	return locks, nil
 }
-
-// close stops the endpoint, closes the capture and releases the role
-// (node.Node.Close).
-func (s *localSession) close() error { return s.node.Close() }
 
 // opResult is the JSON result of an initiator command. Fields that do not
 // apply to the operation are absent.
@@ -363,7 +336,22 @@ func newLinkResult(ps endpoint.PeerStats) *linkResult {
 
 // addSession adds what the session's figures tell: the retransmissions of
 // a successful operation, and the link's figures after a failed attempt.
-func (r *opResult) addSession(s session) { s.addFigures(r) }
+func (r *opResult) addSession(s session.Session) {
+	// The hub's device keeps the link's figures (oetp hub status).
+	ls, ok := s.(*localSession)
+	if !ok {
+		return
+	}
+	ps := ls.EP.PeerStats(0)
+	if r.err == nil {
+		r.Retries = int(ps.Retries)
+		return
+	}
+	if !errors.Is(r.err, endpoint.ErrInvalid) {
+		r.Link = newLinkResult(ps)
+	}
+	r.rtoNote = transportNote(ls, r)
+}
 
 // newResult fills the fields every result has from the operation's error.
 func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult {

@@ -41,7 +41,8 @@
 // internal/serve (oetp serve's settings, configuration file and run),
 // internal/dmafile (the files of dma write --in and dma read --out),
 // internal/regs (what regs does with an address table), internal/hubrun
-// (oetp hub's configuration, run and status),
+// (oetp hub's configuration, run and status), internal/session (the route
+// of a one-shot command: its own endpoint or a hub),
 // internal/cli (the usage error and flag syntax the others share) and
 // internal/manpages (go generate's man pages).
 package main

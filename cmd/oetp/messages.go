@@ -119,16 +119,16 @@ func (f *opFlags) damagedNote(r opResult, code wire.Code) string {
 // or two: the transport recovers a lost frame after its RTO, which grows
 // under loss (up to 1s, the default --timeout), so the operation timed out
 // while the transport was still recovering. Empty otherwise.
-func (s *localSession) transportNote(r *opResult) string {
-	if s.node == nil || !s.reliable || endpoint.CodeOf(r.err) != wire.CodeTimeout || r.Interrupted != "" {
+func transportNote(s *localSession, r *opResult) string {
+	if s.Node == nil || !s.Reliable || endpoint.CodeOf(r.err) != wire.CodeTimeout || r.Interrupted != "" {
 		return ""
 	}
-	timeout := s.ep.Config().RMEMTimeout
-	peer, ok := s.ep.Peer(0)
+	timeout := s.EP.Config().RMEMTimeout
+	peer, ok := s.EP.Peer(0)
 	if !ok {
 		return ""
 	}
-	pi, ok := s.node.TransportPeer(peer.MAC)
+	pi, ok := s.Node.TransportPeer(peer.MAC)
 	if !ok || timeout <= 0 || 2*pi.RTO <= timeout {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openenoc/oetp/addrtable"
 	"github.com/openenoc/oetp/cmd/oetp/internal/regs"
+	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/endpoint"
 )
 
@@ -142,18 +143,6 @@ func mustFlag(err error) {
 	if err != nil {
 		panic(err)
 	}
-}
-
-// sessionDevice is a one-shot session (its own endpoint, or the route
-// through a hub) as an regs.Device; the peer is always the session's.
-type sessionDevice struct{ s session }
-
-func (d sessionDevice) RMEMRead(ctx context.Context, _ int, addr uint32) (uint32, error) {
-	return d.s.rmemRead(ctx, addr)
-}
-
-func (d sessionDevice) RMEMWrite(ctx context.Context, _ int, addr, data, mask uint32) error {
-	return d.s.rmemWrite(ctx, addr, data, mask)
 }
 
 // regsResult is the JSON result of regs read and write: the rmem result
@@ -315,11 +304,11 @@ func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do
 	if err != nil {
 		return regsResult{}, f.openFailed(cmd, op, err)
 	}
-	if hs, ok := s.(*hubSession); ok && n.Volatile() && !regs.HubKnowsVolatile(hs.dev, n) {
+	if hs, ok := s.(*hubSession); ok && n.Volatile() && !regs.HubKnowsVolatile(hs.Dev, n) {
 		// Through the hub the device's retry policy applies, and it spares
 		// only the volatile nodes of the hub's own table: a node it does
 		// not know as volatile could be sent twice. Run our own endpoint.
-		s.close()
+		s.Close()
 		if f.fs.Changed("hub") {
 			return regsResult{}, usagef("--hub: node %q is volatile and the hub's address table does not mark it so: the hub could retry it; drop --hub (or give the hub's device this table)", n.Name)
 		}
@@ -332,9 +321,9 @@ func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do
 	ctx, cancel := opContext(cmd)
 	defer cancel()
 	t0 := time.Now()
-	done, err := do(regs.Context(ctx, n), sessionDevice{s})
+	done, err := do(regs.Context(ctx, n), session.Device{S: s})
 	elapsed := time.Since(t0)
-	if cerr := s.close(); err == nil && cerr != nil {
+	if cerr := s.Close(); err == nil && cerr != nil {
 		return regsResult{}, cerr
 	}
 	return regsResult{opResult: newResult(op, &f.opFlags, err, elapsed), Node: n.Name, Mask: n.Mask, Done: done}, nil

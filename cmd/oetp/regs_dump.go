@@ -87,9 +87,9 @@ may have executed); 2 bad usage (flags, table, PATH).`,
 			ctx, cancel := opContext(cmd)
 			defer cancel()
 			t0 := time.Now()
-			words, err := s.readWords(ctx, addrs)
+			words, err := s.ReadWords(ctx, addrs)
 			elapsed := time.Since(t0)
-			if cerr := s.close(); err == nil && cerr != nil {
+			if cerr := s.Close(); err == nil && cerr != nil {
 				err = cerr
 			}
 			out := cmd.OutOrStdout()

@@ -81,9 +81,9 @@ unicast only.`,
 				return f.openFailed(cmd, "rmem read", err)
 			}
 			t0 := time.Now()
-			v, err := s.rmemRead(ctx, f.addr.v)
+			v, err := s.RMEMRead(ctx, f.addr.v)
 			elapsed := time.Since(t0)
-			if cerr := s.close(); err == nil && cerr != nil {
+			if cerr := s.Close(); err == nil && cerr != nil {
 				return cerr
 			}
 			r := newResult("rmem read", f, err, elapsed)
@@ -126,9 +126,9 @@ reply and no timer (delivery is best effort). A zero mask is a valid no-op.`,
 				return f.openFailed(cmd, "rmem write", err)
 			}
 			t0 := time.Now()
-			err = s.rmemWrite(ctx, f.addr.v, data.v, mask.v)
+			err = s.RMEMWrite(ctx, f.addr.v, data.v, mask.v)
 			elapsed := time.Since(t0)
-			if cerr := s.close(); err == nil && cerr != nil {
+			if cerr := s.Close(); err == nil && cerr != nil {
 				return cerr
 			}
 			r := newResult("rmem write", f, err, elapsed)
