@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/pcap/pcaptest"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
@@ -163,14 +163,14 @@ func TestGroupReplication(t *testing.T) {
 		rsp := wire.AppendRMEMReadRsp(nil, s.h.MAC(), macM, 0, 0x600DF00D)
 		mReceived = append(mReceived, req)
 		mSent = append(mSent, rsp)
-		sent, received := splitBySource(testutil.ReadCapture(t, s.pcap), s.h.MAC())
+		sent, received := splitBySource(pcaptest.ReadCapture(t, s.pcap), s.h.MAC())
 		eqFrames(t, s.h.Name()+" sent", [][]byte{req}, sent)
 		eqFrames(t, s.h.Name()+" received", append(append([][]byte{}, groupFrames...), rsp), received)
 	}
 	// The master's Tee records a reply once the kernel has taken it, which
 	// may be after the slave has it.
 	var all [][]byte
-	eventually(t, "the master's capture", func() bool { all = testutil.ReadCapture(t, pcapM); return len(all) >= len(mSent)+len(mReceived) })
+	eventually(t, "the master's capture", func() bool { all = pcaptest.ReadCapture(t, pcapM); return len(all) >= len(mSent)+len(mReceived) })
 	sent, received := splitBySource(all, macM)
 	eqFrames(t, "master sent", mSent, sent)
 	eqFrames(t, "master received", mReceived, received)

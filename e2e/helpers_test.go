@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/endpoint/endpointtest"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/afpacket/afpackettest"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/netns"
@@ -26,24 +28,24 @@ const waitLong = testutil.WaitLong
 
 var (
 	bg          = testutil.Background
-	openLink    = testutil.OpenLink
-	newEndpoint = testutil.NewEndpoint
-	setPeer     = testutil.SetPeer
+	openLink    = afpackettest.OpenLink
+	newEndpoint = endpointtest.NewEndpoint
+	setPeer     = endpointtest.SetPeer
 	eventually  = testutil.Eventually
-	waitStats   = testutil.WaitStats
-	wantCode    = testutil.WantCode
-	wantStatus  = testutil.WantStatus
-	failed      = testutil.Failed
-	wantEvent   = testutil.WantEvent
-	noEvent     = testutil.NoEvent
+	waitStats   = endpointtest.WaitStats
+	wantCode    = endpointtest.WantCode
+	wantStatus  = endpointtest.WantStatus
+	failed      = endpointtest.Failed
+	wantEvent   = endpointtest.WantEvent
+	noEvent     = endpointtest.NoEvent
 )
 
 // newRAM returns zeroed RAM over the test range.
-func newRAM(t testing.TB) *memory.RAM { t.Helper(); return testutil.NewRAM(t, ramBase, ramSize) }
+func newRAM(t testing.TB) *memory.RAM { t.Helper(); return endpointtest.NewRAM(t, ramBase, ramSize) }
 
 // win is a peer entry whose window is the whole test RAM.
 func win(mac wire.MAC, mode endpoint.Mode) endpoint.Peer {
-	return testutil.Window(mac, mode, ramBase, ramSize)
+	return endpointtest.Window(mac, mode, ramBase, ramSize)
 }
 
 // Every test RAM and every default window cover [ramBase, ramBase+ramSize).

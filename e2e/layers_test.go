@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,7 +28,7 @@ var floors = []struct {
 	{"assembly", []string{"node"}},
 	{"services and clients", []string{"conformance", "addrtable", "client", "hub", "hub/proto", "replicate"}},
 	{"the command", []string{"cmd/..."}},
-	{"tests only", []string{"e2e", "contrib/...", "internal/testutil", "internal/hostile"}},
+	{"tests only", []string{"e2e", "contrib/...", "internal/testutil", "internal/hostile", "endpoint/endpointtest", "link/afpacket/afpackettest", "link/pcap/pcaptest"}},
 }
 
 // floorOf returns the index in floors of package p (a path inside the
@@ -120,13 +121,18 @@ func TestLayersOneWay(t *testing.T) {
 	}
 }
 
+// testHelpers are the packages of helpers for tests: only test files import
+// them.
+var testHelpers = []string{"internal/testutil", "internal/hostile", "endpoint/endpointtest", "link/afpacket/afpackettest", "link/pcap/pcaptest"}
+
 // TestInternalHoldsLeaves: internal/ holds only leaf helpers (nothing there
-// imports the engine, a link, the hub or the transport), and its test
-// helpers (internal/testutil) are imported by tests only.
+// imports the engine, a link, the hub or the transport: helpers that need
+// them live beside what they need), and the test helpers are imported by
+// tests only.
 func TestInternalHoldsLeaves(t *testing.T) {
 	all := imports(t)
 	for pkg, ims := range all {
-		if strings.HasPrefix(pkg, "internal/") && pkg != "internal/testutil" {
+		if strings.HasPrefix(pkg, "internal/") {
 			for q, file := range ims {
 				if !strings.HasPrefix(q, "internal/") {
 					t.Errorf("%s/%s imports %s: internal/ holds leaf helpers only", pkg, file, q)
@@ -134,8 +140,8 @@ func TestInternalHoldsLeaves(t *testing.T) {
 			}
 		}
 		for q, file := range ims {
-			if q == "internal/testutil" {
-				t.Errorf("%s/%s (not a test) imports internal/testutil", pkg, file)
+			if slices.Contains(testHelpers, q) && !slices.Contains(testHelpers, pkg) {
+				t.Errorf("%s/%s (not a test) imports %s, a helper for tests", pkg, file, q)
 			}
 		}
 	}

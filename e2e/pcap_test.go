@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/link/pcap/pcaptest"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -68,7 +68,7 @@ func TestPcapTee(t *testing.T) {
 	// it, which may be after B's reply to it has been read and recorded:
 	// the order is exact within each direction, and the last request may
 	// be recorded after DMARead has returned.
-	eventually(t, "all ten records", func() bool { return len(testutil.ReadCapture(t, path)) >= 10 })
+	eventually(t, "all ten records", func() bool { return len(pcaptest.ReadCapture(t, path)) >= 10 })
 	end := time.Now()
 	f, err := os.Open(path)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/endpoint/endpointtest"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
@@ -43,19 +44,19 @@ const waitLong = testutil.WaitLong // only reached when a test is failing
 
 var (
 	bg         = testutil.Background
-	newEPOn    = testutil.NewEndpoint
-	setPeer    = testutil.SetPeer
+	newEPOn    = endpointtest.NewEndpoint
+	setPeer    = endpointtest.SetPeer
 	eventually = testutil.Eventually
-	wantCode   = testutil.WantCode
-	wantStatus = testutil.WantStatus
-	failed     = testutil.Failed
+	wantCode   = endpointtest.WantCode
+	wantStatus = endpointtest.WantStatus
+	failed     = endpointtest.Failed
 )
 
-func newRAM(t testing.TB) *memory.RAM { t.Helper(); return testutil.NewRAM(t, ramBase, ramSize) }
+func newRAM(t testing.TB) *memory.RAM { t.Helper(); return endpointtest.NewRAM(t, ramBase, ramSize) }
 
 // win returns a peer entry whose window is the whole test RAM.
 func win(mac wire.MAC, mode endpoint.Mode) endpoint.Peer {
-	return testutil.Window(mac, mode, ramBase, ramSize)
+	return endpointtest.Window(mac, mode, ramBase, ramSize)
 }
 
 func newSwitch(t testing.TB, cfg mem.Config) *mem.Switch {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openenoc/oetp/conformance"
 	"github.com/openenoc/oetp/internal/testutil"
+	"github.com/openenoc/oetp/link/pcap/pcaptest"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/role"
 )
@@ -89,7 +90,7 @@ func TestConformanceAgainstServe(t *testing.T) {
 	if err := xml.Unmarshal(x, &suites); err != nil || suites.Tests != n || suites.Failures != 0 {
 		t.Errorf("JUnit file: %v, %d tests, %d failures", err, suites.Tests, suites.Failures)
 	}
-	if frames := len(testutil.ReadCapture(t, capture)); frames < 2*n {
+	if frames := len(pcaptest.ReadCapture(t, capture)); frames < 2*n {
 		t.Errorf("the capture holds %d frames, fewer than two per case", frames)
 	}
 

@@ -16,8 +16,8 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/afpacket/afpackettest"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
@@ -31,7 +31,7 @@ func TestDumpLive(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
 	cfg := afpacket.Config{AllEtherTypes: true}
-	l1, l2 := testutil.OpenLink(t, h1, cfg), testutil.OpenLink(t, h2, cfg)
+	l1, l2 := afpackettest.OpenLink(t, h1, cfg), afpackettest.OpenLink(t, h2, cfg)
 	m1, m2 := h1.MAC(), h2.MAC()
 	done := make(chan struct{})
 	var out, errOut string

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/endpoint/endpointtest"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/afpacket/afpackettest"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/replicate"
@@ -180,13 +182,13 @@ func TestGroupWritePacedOneContext(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
 	bin := testutil.BuildCommand(t, ".")
-	ram := testutil.NewRAM(t, groupBase, 1<<20)
+	ram := endpointtest.NewRAM(t, groupBase, 1<<20)
 	group, _ := wire.ParseMAC(netGroup)
 	writer, _ := wire.ParseMAC(netWriter)
 	var written atomic.Uint64
-	ep := testutil.NewEndpoint(t, testutil.OpenLink(t, h2, afpacket.Config{}), slowSpace{ram, 5 * time.Millisecond, &written},
+	ep := endpointtest.NewEndpoint(t, afpackettest.OpenLink(t, h2, afpacket.Config{}), slowSpace{ram, 5 * time.Millisecond, &written},
 		endpoint.Config{Group: group, Contexts: 1})
-	testutil.SetPeer(t, ep, 0, testutil.Window(writer, endpoint.ModeDMAWrite, groupBase, 1<<20))
+	endpointtest.SetPeer(t, ep, 0, endpointtest.Window(writer, endpoint.ModeDMAWrite, groupBase, 1<<20))
 	data := bytes.Repeat([]byte("one at a time!!!"), 64<<10/16) // 64 KiB: 9 fragments
 	in := filepath.Join(t.TempDir(), "block.bin")
 	writeFile(t, in, data)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/serve"
 	"github.com/openenoc/oetp/internal/testutil"
+	"github.com/openenoc/oetp/link/pcap/pcaptest"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
@@ -122,7 +123,7 @@ func TestRegsOverVeth(t *testing.T) {
 		}
 		// On the wire: the request and its response, nothing else; the
 		// request is RMEM_WRITE_REQ with BitEnable 0xF0 and Data 0xA0.
-		frames := testutil.ReadCapture(t, capture)
+		frames := pcaptest.ReadCapture(t, capture)
 		if len(frames) != 2 {
 			t.Fatalf("capture holds %d frames, want 2 (request, response)", len(frames))
 		}

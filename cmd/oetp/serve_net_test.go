@@ -21,6 +21,7 @@ import (
 	"github.com/openenoc/oetp/cmd/oetp/internal/serve"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/pcap/pcaptest"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
@@ -289,7 +290,7 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		// Nothing was sent: the capture of the last command is empty (or
 		// was never opened) and the server received nothing.
 		if _, err := os.Stat(p); err == nil {
-			if n := len(testutil.ReadCapture(t, p)); n != 0 {
+			if n := len(pcaptest.ReadCapture(t, p)); n != 0 {
 				t.Errorf("group read capture holds %d frames, want 0", n)
 			}
 		}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/afpacket/afpackettest"
 	"github.com/openenoc/oetp/netns"
 )
 
@@ -24,7 +24,7 @@ func TestMakeFixtures(t *testing.T) {
 	tn := netns.NewPair(t)
 	h1, h2 := tn.Host(0), tn.Host(1)
 	cfg := afpacket.Config{AllEtherTypes: true}
-	l1, l2 := testutil.OpenLink(t, h1, cfg), testutil.OpenLink(t, h2, cfg)
+	l1, l2 := afpackettest.OpenLink(t, h1, cfg), afpackettest.OpenLink(t, h2, cfg)
 	dir, _ := filepath.Abs("testdata")
 	var procs []*exec.Cmd
 	var stderrs []*bytes.Buffer

@@ -1,4 +1,5 @@
-package testutil
+// Package pcaptest reads captures in tests.
+package pcaptest
 
 import (
 	"errors"

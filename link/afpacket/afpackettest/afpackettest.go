@@ -1,4 +1,6 @@
-package testutil
+// Package afpackettest opens AF_PACKET links in the namespaces tests
+// create (package netns).
+package afpackettest
 
 import (
 	"testing"
