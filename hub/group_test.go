@@ -14,7 +14,6 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/hub/proto"
-	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/replicate"
@@ -95,28 +94,8 @@ func TestGroupWrite(t *testing.T) {
 			}
 		}
 	}
-	open := func(d hub.DeviceConfig, k hub.Kind, mac wire.MAC) (link.Link, error) { return sw.Attach(mac) }
-	h, err := hub.New(cfg, open, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "hub.sock")
-	l, err := hub.ListenUnix(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- h.Serve(l, false) }()
-	t.Cleanup(func() {
-		h.Close()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	c, err := client.Dial(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, path := serveHub(t, cfg, sw)
+	c := dial(t, path)
 	defer c.Close()
 
 	data := make([]byte, 5*8160+100)

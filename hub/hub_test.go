@@ -115,6 +115,15 @@ func newTestHubSpaces(t testing.TB, edit func(*hub.Config), extra ...testRegion)
 			t.Fatal(err)
 		}
 	}
+	h, path := serveHub(t, cfg, sw)
+	return &testHub{h: h, path: path, sw: sw, ram: regs, dev: dev}
+}
+
+// serveHub starts a hub on cfg whose devices' links are ports of sw, served
+// on a Unix socket in a temporary directory; the test's cleanup closes it and
+// checks that Serve ended cleanly.
+func serveHub(t testing.TB, cfg hub.Config, sw *mem.Switch) (*hub.Hub, string) {
+	t.Helper()
 	open := func(d hub.DeviceConfig, k hub.Kind, mac wire.MAC) (link.Link, error) { return sw.Attach(mac) }
 	h, err := hub.New(cfg, open, nil)
 	if err != nil {
@@ -133,7 +142,7 @@ func newTestHubSpaces(t testing.TB, edit func(*hub.Config), extra ...testRegion)
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return &testHub{h: h, path: path, sw: sw, ram: regs, dev: dev}
+	return h, path
 }
 
 func dial(t testing.TB, path string) *client.Client {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
@@ -189,15 +188,7 @@ func TestDevicesFileOverVeth(t *testing.T) {
 	// Through a hub serving the same devices file: same names, same MACs.
 	sock := filepath.Join(dir, "hub.sock")
 	startReady(t, bin, h2, "hub", "--devices", devFile, "--socket", sock)
-	c, err := client.Dial(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	d, err := c.Device("board1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, d := hubDevice(t, sock, "board1")
 	if d.Local != roles {
 		t.Errorf("the hub's local MACs %v, want the devices file's %v", d.Local, roles)
 	}

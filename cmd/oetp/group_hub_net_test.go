@@ -66,11 +66,7 @@ func TestHubGroupWrite(t *testing.T) {
 		}
 	}
 
-	c, err := client.Dial(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := hubDial(t, sock)
 	data := bytes.Repeat([]byte("group via hub.."), 4000)
 	res, err := c.GroupWrite("both", 0x180000, data, true)
 	if err != nil || res.Delivery != "verified" || len(res.Members) != 2 || res.Members[1].State != "verified" {

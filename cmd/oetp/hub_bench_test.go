@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
@@ -78,15 +77,7 @@ func BenchmarkHub(b *testing.B) {
 	floorPingPong := testutil.BuildCommandPlain(b, "./testdata/floor/pingpong")
 	rmemEP := inproc(benchRMEMMAC, endpoint.ModeRMEM)
 	dmaEP := inproc(benchDMAMAC, endpoint.ModeDMARead)
-	c, err := client.Dial(f.sock)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	dev, err := c.Device("board1")
-	if err != nil {
-		b.Fatal(err)
-	}
+	c, dev := hubDevice(b, f.sock, "board1")
 	ctx := context.Background()
 	py, pyErr := exec.LookPath("python3")
 	python := func(b *testing.B, mode string, n int) float64 {

@@ -162,6 +162,29 @@ func runBin(t testing.TB, bin string, args ...string) (string, string, int) {
 }
 
 // pythonDir is the repository's python/ directory.
+// hubDial connects to the hub at sock; the test's cleanup closes the
+// connection.
+func hubDial(t testing.TB, sock string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// hubDevice connects to the hub at sock and opens its device name.
+func hubDevice(t testing.TB, sock, name string) (*client.Client, *client.Device) {
+	t.Helper()
+	c := hubDial(t, sock)
+	d, err := c.Device(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, d
+}
+
 func pythonDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "python")
@@ -175,15 +198,7 @@ func TestHubOverVeth(t *testing.T) {
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set && !strings.Contains(f.hub.stderr.String(), " procs=1 ") {
 		t.Errorf("ready line does not say procs=1:\n%s", f.hub.stderr.String())
 	}
-	c, err := client.Dial(f.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	d, err := c.Device("board1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, d := hubDevice(t, f.sock, "board1")
 	if err := d.Write(0x10, 0xC0FFEE01, 0xFFFFFFFF); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +212,7 @@ func TestHubOverVeth(t *testing.T) {
 	if back, err := d.ReadBlock(0x100000, len(data)); err != nil || !bytes.Equal(back, data) {
 		t.Fatalf("read_block: %v", err)
 	}
-	_, err = d.Read(0x200000)
+	_, err := d.Read(0x200000)
 	var oe *client.OpError
 	if !errors.As(err, &oe) || oe.Code != wire.CodeRemoteAXIRdSlverr {
 		t.Errorf("slverr read: %v", err)
@@ -264,15 +279,7 @@ func TestHubOverVeth(t *testing.T) {
 			t.Fatalf("the killed hub left no socket: %v", err)
 		}
 		f.hub = f.startHub(t)
-		c2, err := client.Dial(f.sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c2.Close()
-		d2, err := c2.Device("board1")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, d2 := hubDevice(t, f.sock, "board1")
 		if v, err := d2.Read(0x10); err != nil || v != 0xC0FFEE01 {
 			t.Errorf("after restart: %#x %v", v, err)
 		}
@@ -358,11 +365,7 @@ func testOneShotThroughHub(t *testing.T, f *hubFixture) {
 		}
 		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 	}
-	c, err := client.Dial(f.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := hubDial(t, f.sock)
 	readsBefore := hubOps(t, c, "read")
 	out, errOut, code := run("rmem", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0x30", "--data", "0xABCD1234", "--json")
 	checkResult(t, "rmem write via hub", out, errOut, code, 0, res(true, 0, "NONE", "rmem write", netServer, 0x30, "via", "hub", "hub", f.sock))

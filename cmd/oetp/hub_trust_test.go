@@ -480,15 +480,7 @@ func TestHubReadOnlyUser(t *testing.T) {
 	if out, err := exec.Command("cp", f.bin, bin).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}
-	c, err := client.Dial(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	d, err := c.Device("board1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d := hubDevice(t, sock, "board1")
 	if err := d.Write(0x10, 0xC0FFEE01, 0xFFFFFFFF); err != nil {
 		t.Fatal(err)
 	}

@@ -185,15 +185,7 @@ func (w *noteWriter) String() string {
 // 130.
 func TestFrozenHub(t *testing.T) {
 	f := startHubFixtureWith(t, hubRouteBoard, "")
-	c, err := client.Dial(f.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	d, err := c.Device("board1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d := hubDevice(t, f.sock, "board1")
 	if d.Bound != 500*time.Millisecond {
 		t.Errorf("the device's bound %v, want its timeout 500ms", d.Bound)
 	}
@@ -231,7 +223,7 @@ except Exception as e:
 	waitStopped(t, f.hub.cmd.Process.Pid)
 	pyIn.Write([]byte("go\n"))
 	t0 := time.Now()
-	_, err = d.Read(0x10)
+	_, err := d.Read(0x10)
 	took := time.Since(t0)
 	var oe *client.OpError
 	if !errors.As(err, &oe) || oe.Code != wire.CodeTimeout || !oe.OutcomeUnknown || !errors.Is(err, client.ErrHub) {
@@ -378,15 +370,7 @@ func TestHubKilledUnderLoad(t *testing.T) {
 	wg.Wait()
 	// A new hub reads the board back.
 	f.hub = f.startHub(t)
-	c, err := client.Dial(f.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	d, err := c.Device("board1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d := hubDevice(t, f.sock, "board1")
 	check := func(what string, s stream, got uint32) {
 		t.Helper()
 		switch {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openenoc/oetp/client"
 )
 
 // TestRegsThroughHub: with a hub serving the interface and peer, regs goes
@@ -51,11 +50,7 @@ func TestRegsThroughHub(t *testing.T) {
 		}
 		return binary.LittleEndian.Uint32(b[addr:])
 	}
-	c, err := client.Dial(f.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := hubDial(t, f.sock)
 
 	if _, errOut, code := regs("write", "--table", table, "ctrl", "0x12345678"); code != 0 {
 		t.Fatalf("regs write ctrl via hub: exit %d, %s", code, errOut)
