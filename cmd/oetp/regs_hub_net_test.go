@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
 )
 
 // TestRegsThroughHub: with a hub serving the interface and peer, regs goes
