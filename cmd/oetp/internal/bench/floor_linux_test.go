@@ -33,20 +33,9 @@ func TestFloorEcho(t *testing.T) {
 	const size = 3 * wire.MaxFragment
 	for _, spec := range []floorSpec{{size: size}, {size: size, huge: true}, {size: size, gather: true}, {size: size, huge: true, gather: true}} {
 		t.Run(spec.String(), func(t *testing.T) {
-			stdin, stdinW := io.Pipe()
-			defer stdinW.Close()
-			out := &syncBuf{}
-			done := make(chan error, 1)
-			go func() {
-				done <- far.Do(func() error { return FloorEcho(far.IfName(), spec.String(), stdin, out) })
-			}()
-			deadline := time.Now().Add(10 * time.Second)
-			for out.String() != "ready\n" {
-				if time.Now().After(deadline) {
-					t.Fatalf("no ready line: %q", out.String())
-				}
-				time.Sleep(time.Millisecond)
-			}
+			_, out, done := startEchoProc(t, far, func(stdin io.Reader, out io.Writer) error {
+				return FloorEcho(far.IfName(), spec.String(), stdin, out)
+			})
 			region := make([]byte, size)
 			for i := range region {
 				region[i] = floorFill(i)

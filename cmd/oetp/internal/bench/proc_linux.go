@@ -590,12 +590,19 @@ func runProc(o *Options) ([]Result, error) {
 type syncBuf struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// onWrite, if set before the first write, is called after each one
+	// (a test's wait for a line).
+	onWrite func()
 }
 
 func (s *syncBuf) Write(b []byte) (int, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(b)
+	n, err := s.b.Write(b)
+	s.mu.Unlock()
+	if s.onWrite != nil {
+		s.onWrite()
+	}
+	return n, err
 }
 
 func (s *syncBuf) String() string {

@@ -13,6 +13,37 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
+// startEchoProc runs echo (an echo process's body) on h with a pipe for its
+// standard input and waits for its ready line: it returns the pipe's
+// writer (closed by the test's cleanup), what the echo writes, and the
+// echo's result.
+func startEchoProc(t *testing.T, h *netns.Host, echo func(stdin io.Reader, out io.Writer) error) (*io.PipeWriter, *syncBuf, chan error) {
+	t.Helper()
+	stdin, stdinW := io.Pipe()
+	t.Cleanup(func() { stdinW.Close() })
+	out := &syncBuf{}
+	lines := make(chan struct{}, 1)
+	out.onWrite = func() {
+		select {
+		case lines <- struct{}{}:
+		default:
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Do(func() error { return echo(stdin, out) }) }()
+	timeout := time.After(10 * time.Second)
+	for out.String() != "ready\n" {
+		select {
+		case <-lines:
+		case err := <-done:
+			t.Fatalf("the echo ended before its ready line: %v; it wrote %q", err, out.String())
+		case <-timeout:
+			t.Fatalf("no ready line: %q", out.String())
+		}
+	}
+	return stdinW, out, done
+}
+
 // TestRawEcho runs the raw echo of the proc scenario's echo process in this
 // process on the far host of a veth pair and checks that it answers each
 // request with exactly the baseline's reply, addressed to the request's
@@ -25,20 +56,7 @@ func TestRawEcho(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.close()
-	stdin, stdinW := io.Pipe()
-	defer stdinW.Close()
-	ready := &syncBuf{}
-	done := make(chan error, 1)
-	go func() {
-		done <- far.Do(func() error { return RawEcho(far.IfName(), stdin, ready) })
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for ready.String() != "ready\n" {
-		if time.Now().After(deadline) {
-			t.Fatalf("no ready line: %q", ready.String())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	_, _, done := startEchoProc(t, far, func(stdin io.Reader, out io.Writer) error { return RawEcho(far.IfName(), stdin, out) })
 	buf := make([]byte, 9216)
 	for _, op := range engineOps {
 		req, rsp := rawFrames(op, near.MAC(), far.MAC())
