@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/conformance"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/node"
@@ -121,7 +122,7 @@ an interface the runner cannot use.`,
 			// interface registers them (PACKET_MR_UNICAST), no
 			// promiscuous mode unless there are too many.
 			listen := conformance.ListenAddrs(dut)
-			locks, err := acquireRoles(iface, listen, role.Initiator, wait)
+			locks, err := session.AcquireRoles(iface, listen, role.Initiator, wait)
 			if err != nil {
 				return err
 			}
