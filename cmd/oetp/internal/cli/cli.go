@@ -1,6 +1,8 @@
-// Package cli holds what the command oetp and its subpackages share about
-// errors: a usage error (exit status 2) and the translation of a node's
-// configuration errors into usage errors that name the flags.
+// Package cli holds what the command oetp and its subpackages share: a
+// usage error (exit status 2) and the translation of a node's configuration
+// errors into usage errors that name the flags, the flag syntax of thread
+// placement and busy polling, the interface lookup, byte counts and codes as
+// people read them, and the build's version.
 package cli
 
 import (
