@@ -43,7 +43,8 @@
 // internal/regs (what regs does with an address table), internal/hubrun
 // (oetp hub's configuration, run and status), internal/session (the route
 // of a one-shot command: its own endpoint or a hub),
-// internal/cli (the usage error and flag syntax the others share) and
+// internal/cli (the usage error and flag syntax the others share),
+// internal/atexit (what an interrupted command undoes) and
 // internal/manpages (go generate's man pages).
 package main
 

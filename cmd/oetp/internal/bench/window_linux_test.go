@@ -26,18 +26,7 @@ func TestWindowEcho(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.close()
-	stdin, stdinW := io.Pipe()
-	defer stdinW.Close()
-	ready := &syncBuf{}
-	done := make(chan error, 1)
-	go func() {
-		done <- far.Do(func() error { return WindowEcho(far.IfName(), stdin, ready) })
-	}()
-	for deadline := time.Now().Add(10 * time.Second); ready.String() != "ready\n"; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no ready line: %q", ready.String())
-		}
-	}
+	_, _, done := startEchoProc(t, far, func(stdin io.Reader, out io.Writer) error { return WindowEcho(far.IfName(), stdin, out) })
 	wreq, wrsp := windowFrames(opDMAWrite, near.MAC(), far.MAC())
 	rreq, rrsp := windowFrames(opDMARead, near.MAC(), far.MAC())
 	if len(wreq) != 8192 || len(wrsp) != 20 || len(rreq) != 28 || len(rrsp) != 8192 {
