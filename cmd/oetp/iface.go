@@ -35,15 +35,3 @@ func checkBusyPoll(d time.Duration) error { return cli.CheckBusyPoll(d) }
 
 // lookupIface finds the interface name given by flag (cli.LookupIface).
 func lookupIface(flag, name string) (*net.Interface, error) { return cli.LookupIface(flag, name) }
-
-// ifaceFlag is the flag the interface errors name.
-const ifaceFlag = "--iface"
-
-// reworded is err with a message in the user's words.
-type reworded struct {
-	msg string
-	err error
-}
-
-func (e *reworded) Error() string { return e.msg }
-func (e *reworded) Unwrap() error { return e.err }
