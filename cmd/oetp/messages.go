@@ -3,11 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
@@ -139,13 +139,7 @@ func transportNote(s *localSession, r *opResult) string {
 
 // fileWords is a file operation's error as "PATH: REASON" ("/x: no such
 // file or directory"), without Go's name of the operation ("open /x: ...").
-func fileWords(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Path + ": " + pe.Err.Error()
-	}
-	return err.Error()
-}
+func fileWords(err error) string { return cli.FileWords(err) }
 
 // hubDialHint is what to do when no hub answers at the socket or address a
 // command was given: empty for other failures (a refused token, an
