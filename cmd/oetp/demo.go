@@ -35,7 +35,10 @@ software rewrites a board's peer CSRs:
   2. a unicast DMA write to slave1 (master mode 3, slave mode 2);
   3. its read-back (master mode 2, slave mode 3), compared byte for byte;
   4. replication: one multicast DMA write of --size bytes to the group (the
-     master's group entry mode 3, every slave's entry for the master mode 2);
+     master's group entry mode 3, every slave's entry for the master mode 2),
+     paced as oetp dma write --member paces it: each slave is probed with
+     unicast writes of the first fragment and the group's fragments go out
+     at the slowest slave's pace;
   5. failures: a DMA write outside slave2's window (the master records
      REMOTE_INVALID, the slave LOCAL_INVALID) and a request the switch drops
      (the master records TIMEOUT, the slave nothing).

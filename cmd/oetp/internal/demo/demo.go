@@ -31,6 +31,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/replicate"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -601,6 +602,26 @@ func (d *demo) dmaReadBack(ctx context.Context) {
 func (d *demo) dmaGroup(ctx context.Context) {
 	name := fmt.Sprintf("dma group write 0x%x", DataBase)
 	st, t0 := d.begin(name, "ok", masterGroupPeer, d.slaves...)
+	// The group write is paced as oetp dma write --member paces it: each
+	// slave is probed with unicast writes of the first fragment (the
+	// master's entries for the slaves are in mode 3 in this phase), and
+	// the group's fragments go out at the slowest slave's pace, so a slave
+	// whose receive queue is short loses nothing at any --size.
+	src, err := memory.NewRAM(0, uint64(len(d.src)))
+	if err == nil {
+		src.WriteAt(d.src, 0)
+	}
+	peers := make([]int, len(d.slaves))
+	for i := range d.slaves {
+		peers[i] = i + 1
+	}
+	var pace *replicate.Pacing
+	if err == nil {
+		var probes []replicate.Probe
+		if probes, err = replicate.ProbeMembers(ctx, d.master.ep, peers, DataBase, src, 0, uint64(len(d.src))); err == nil {
+			pace = replicate.NewPacing(probes, peers)
+		}
+	}
 	served := func(s endpoint.Stats) uint64 { return s.ServedDMAWrite }
 	busy := func(s endpoint.Stats) uint64 { return s.DropResponderBusy }
 	base := d.baseline(served, 0)
@@ -609,7 +630,10 @@ func (d *demo) dmaGroup(ctx context.Context) {
 	for i := range d.slaves {
 		queueBase[i] = d.fab.queueDrops(i + 1)
 	}
-	tr, err := d.master.ep.DMAWrite(ctx, masterGroupPeer, DataBase, d.src)
+	var tr endpoint.Transfer
+	if err == nil {
+		tr, err = pace.Write(ctx, d.master.ep, masterGroupPeer, DataBase, src, 0, uint64(len(d.src)), nil)
+	}
 	st.Bytes, st.Fragments = tr.Bytes, tr.Fragments
 	st.outcome(err, wire.CodeNone)
 	if err == nil {
@@ -628,7 +652,7 @@ func (d *demo) dmaGroup(ctx context.Context) {
 				}
 			}
 		} else {
-			st.Detail = fmt.Sprintf("completed locally; %d/%d slaves applied all %d fragments", got, len(d.slaves), tr.Fragments)
+			st.Detail = fmt.Sprintf("completed locally, paced at %v a fragment; %d/%d slaves applied all %d fragments", pace.Interval.Round(time.Microsecond), got, len(d.slaves), tr.Fragments)
 		}
 	}
 	d.end(st, t0, masterGroupPeer, d.slaves, wire.CodeNone, wire.CodeNone)

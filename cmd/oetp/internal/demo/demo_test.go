@@ -92,6 +92,27 @@ func TestRunReportsLoss(t *testing.T) {
 	}
 }
 
+// TestGroupWritePaced runs the replication step on switch ports whose
+// receive queues hold 4 frames: sent back to back, 64 fragments to 8
+// slaves overflow them; paced from the slaves' probes, every slave applies
+// every fragment and the digests are equal.
+func TestGroupWritePaced(t *testing.T) {
+	defer func(n int) { memQueueLen = n }(memQueueLen)
+	memQueueLen = 4
+	rep, err := Run(context.Background(), Options{Slaves: 8, Size: 512 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	rep.WriteText(&table)
+	if !rep.OK {
+		t.Fatalf("the demo failed with short receive queues:\n%s", table.String())
+	}
+	if !strings.Contains(table.String(), "8/8 slaves applied all 65 fragments") {
+		t.Errorf("the group write step does not say every slave applied every fragment:\n%s", table.String())
+	}
+}
+
 // TestLossyLink checks the transmit-side loss used on network namespaces.
 func TestLossyLink(t *testing.T) {
 	sw, err := mem.NewSwitch(mem.Config{})

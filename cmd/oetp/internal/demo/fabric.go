@@ -39,8 +39,12 @@ type memFabric struct {
 	ports []link.Link
 }
 
+// memQueueLen is the switch ports' receive queue length in frames (0: the
+// switch's default); tests shorten it.
+var memQueueLen = 0
+
 func newMemFabric(nodes int, loss float64, seed uint64) (*memFabric, error) {
-	sw, err := mem.NewSwitch(mem.Config{Seed: int64(seed)})
+	sw, err := mem.NewSwitch(mem.Config{Seed: int64(seed), QueueLen: memQueueLen})
 	if err != nil {
 		return nil, err
 	}
