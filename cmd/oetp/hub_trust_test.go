@@ -531,4 +531,36 @@ func TestHubReadOnlyUser(t *testing.T) {
 	if v, err := d.Read(0x10); err != nil || v != 0xC0FFEE01 {
 		t.Errorf("0x10 = %#x %v after the refused write", v, err)
 	}
+	// A user in neither list is refused at OPEN: the same DENIED result
+	// as a refused operation, not a usage error.
+	if code := f.hub.stop(); code != 0 {
+		t.Fatalf("hub exit %d", code)
+	}
+	writeFile(t, f.config, []byte(hubConfigText(f.sock, "read = [\"root\"]\nwrite = [\"root\"]\n")))
+	f.hub = f.startHub(t, "--socket", sock)
+	if err := os.Chown(sock, -1, hostile.UID); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"rmem", "read", "--addr", "0x10"}, {"dma", "write", "--addr", "0x100000", "--in", in}} {
+		out, errOut, code = run(append(args, "--json")...)
+		var r struct {
+			OK             bool `json:"ok"`
+			Code           int  `json:"error_code"`
+			Error, Message string
+			OutcomeUnknown *bool `json:"outcome_unknown"`
+			Via            string
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%s as nobody: %v\n%s%s", args[0], err, out, errOut)
+		}
+		if code != 2 || r.OK || r.Code != 136 || r.Error != "DENIED" || r.OutcomeUnknown == nil || *r.OutcomeUnknown || r.Via != "hub" ||
+			!strings.HasPrefix(r.Message, `DENIED: OPEN of device "board1" refused: uid 65534 (nobody), pid `) ||
+			!strings.Contains(r.Message, `is not in its read = ["root"] and write = ["root"]`) {
+			t.Errorf("%s as nobody at OPEN: exit %d\n%s%s", args[0], code, out, errOut)
+		}
+		out, errOut, code = run(args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "failed: DENIED: OPEN of device") || strings.Contains(errOut, "--help") {
+			t.Errorf("%s as nobody at OPEN, text: exit %d\n%s%s", args[0], code, out, errOut)
+		}
+	}
 }

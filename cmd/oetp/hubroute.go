@@ -50,6 +50,13 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*session.Hu
 	if errors.As(err, &oi) {
 		return nil, f.hubOpenInterrupted(mode, oi.Path)
 	}
+	var od *session.OpenDenied
+	if errors.As(err, &od) {
+		// The device's rules refuse this user any access: the
+		// operation's DENIED result (openFailed), as a later refusal.
+		f.via, f.hubPath = viaHub, od.Path
+		return nil, &deniedError{od.Err}
+	}
 	return s, err
 }
 

@@ -508,6 +508,14 @@ func (f *opFlags) openFailed(cmd *cobra.Command, op string, err error) error {
 		}
 		return f.finish(cmd, r, "")
 	}
+	if errors.Is(err, client.ErrDenied) {
+		// The hub refused the device at OPEN: the DENIED result of a refusal.
+		r := newResult(op, f, err, 0)
+		if strings.HasPrefix(op, "dma ") {
+			r.setTransfer(endpoint.Transfer{})
+		}
+		return f.finish(cmd, r, "")
+	}
 	var ue *usageError
 	if !errors.As(err, &ue) {
 		err = &usageError{Err: err}

@@ -51,6 +51,17 @@ type OpenInterrupted struct{ Path string }
 
 func (e *OpenInterrupted) Error() string { return "interrupted while opening the hub at " + e.Path }
 
+// OpenDenied is FindHub's error when the hub at Path refused the device at
+// OPEN (the client is in neither its read nor its write list): Err is the
+// hub's DENIED, naming the rule; nothing was sent.
+type OpenDenied struct {
+	Path string
+	Err  error
+}
+
+func (e *OpenDenied) Error() string { return e.Err.Error() }
+func (e *OpenDenied) Unwrap() error { return e.Err }
+
 // Bypass are the flags a hub cannot honour for one operation (its device
 // has its own timeouts, frame size and recovery policy; a capture needs the
 // command's own link): given explicitly, they make the command run its own
@@ -128,6 +139,9 @@ func FindHub(q HubQuery, mode endpoint.Mode) (*Hub, error) {
 	}
 	if err != nil {
 		c.Close()
+		if errors.Is(err, client.ErrDenied) {
+			return nil, &OpenDenied{Path: path, Err: err}
+		}
 		if explicit || !client.IsNoDevice(err) {
 			return nil, cli.Usagef("--hub %s: %v", path, err)
 		}
