@@ -248,6 +248,12 @@ func (g *Group) write(addr uint32, data []byte, verify bool) (proto.GroupResult,
 	}
 	t, err := pace.Write(opCtx, g.ep, 0, addr, src, 0, uint64(len(data)), nil)
 	res.Bytes, res.Fragments = t.Bytes, t.Fragments
+	for _, d := range pace.Checks {
+		res.Pacing.ChecksUS = append(res.Pacing.ChecksUS, us(d))
+	}
+	if pace.Raised > 0 {
+		res.Pacing.RaisedToUS = us(pace.Interval)
+	}
 	if err != nil {
 		return res, err
 	}

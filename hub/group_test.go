@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -141,10 +142,25 @@ func TestGroupWrite(t *testing.T) {
 		}
 	}
 
+	if len(res.Pacing.ChecksUS) != 0 || res.Pacing.RaisedToUS != 0 {
+		t.Fatalf("6 fragments, one run: pacing checks %+v", res.Pacing)
+	}
+
 	// Without verify.
 	res, err = c.GroupWrite("pair", base+0x40000, data[:100], false)
 	if err != nil || res.Delivery != "unconfirmed" || res.Fragments != 1 || len(res.Members) != 2 || res.Members[0].State != "unverified" {
 		t.Fatalf("GroupWrite without verify: %+v, %v", res, err)
+	}
+	// 2 runs and a fragment: the slowest member is checked twice, as the
+	// CLI's group write reports it (JSON checks_us, raised_to_us).
+	long := make([]byte, (2*replicate.Run+1)*8160)
+	res, err = c.GroupWrite("pair", base+0x40000, long, false)
+	if p := res.Pacing; err != nil || res.Fragments != 2*replicate.Run+1 || len(p.ChecksUS) != 2 || p.ChecksUS[0] <= 0 || p.ChecksUS[1] <= 0 ||
+		p.RaisedToUS != 0 && p.RaisedToUS <= p.IntervalUS {
+		t.Fatalf("GroupWrite of %d fragments: pacing %+v, %v", 2*replicate.Run+1, res.Pacing, err)
+	}
+	if j, _ := json.Marshal(res.Pacing); !bytes.Contains(j, []byte(`"checks_us":[`)) {
+		t.Fatalf("pacing JSON %s", j)
 	}
 
 	// b3 cannot be read back.

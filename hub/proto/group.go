@@ -49,6 +49,11 @@ type GroupPacing struct {
 	Margin     float64      `json:"margin"`
 	Slowest    string       `json:"slowest"` // the slowest member's device name
 	Probes     []GroupProbe `json:"probes"`
+	// ChecksUS are the round trips of the slowest member's checks between
+	// runs of fragments (replicate.Run); RaisedToUS the interval they
+	// raised IntervalUS to, 0 when none did.
+	ChecksUS   []float64 `json:"checks_us,omitempty"`
+	RaisedToUS float64   `json:"raised_to_us,omitempty"`
 }
 
 // GroupProbe is one member's probes: unicast writes of the first fragment.

@@ -557,7 +557,8 @@ class Hub:
         every member back and rewrites by unicast the fragments that differ
         (docs/replication.md). Returns the result as a dict: ``members``
         (each with ``device``, ``state`` verified/repaired/failed,
-        ``fragments_repaired`` and ``repaired``), ``pacing``, ``delivery``.
+        ``fragments_repaired`` and ``repaired``), ``pacing`` (with the
+        checks between runs: ``checks_us``, ``raised_to_us``), ``delivery``.
         A member that could not be verified raises :class:`OpError` naming
         it, with the result in ``.result``."""
         import json
