@@ -4,7 +4,8 @@ Run by the Go test TestHubGroupWrite (cmd/oetp group_hub_net_test.go) with
 OETP_HUB (the hub's socket) and OETP_TEST_GROUP (a group of two devices,
 OETP_TEST_MEMBERS their names, comma-separated). It writes a block to the
 group with verify=True, checks the per-member report, reads every member
-back through its own device and exits 0 only when all of it holds.
+back through its own device, writes a longer block (its pacing reports the
+checks between runs) and exits 0 only when all of it holds.
 """
 
 import os
@@ -31,6 +32,14 @@ def main():
             assert m["state"] == "verified" and m["fragments_checked"] == 13 and m["repaired"] == [], m
         for name in members:
             assert hub.device(name).read_block(0x100000, len(data)) == data, name
+        # More than one run of 16 fragments: the slowest member is checked
+        # between runs, reported as the CLI does.
+        res = hub.group_write(group, 0x100000, data * 3, verify=True)
+        p = res["pacing"]
+        assert res["delivery"] == "verified" and res["fragments"] > 32 and len(p["checks_us"]) == (res["fragments"] - 1) // 16, res
+        assert all(c > 0 for c in p["checks_us"]) and p.get("raised_to_us", p["interval_us"] + 1) > p["interval_us"], p
+        for name in members:
+            assert hub.device(name).read_block(0x100000, 3 * len(data)) == data * 3, name
         try:
             hub.group_write("no-such-group", 0x100000, data[:4])
         except oetp.HubError as e:
