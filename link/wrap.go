@@ -39,8 +39,10 @@ type Hooks struct {
 // goes to inner's when there is no Write hook; with one, the data is
 // filled into the caller's frame, which then takes the path of Write
 // through the hook (so the hook sees, delays, drops or records the whole
-// frame, as for Write). The result's Unwrap
-// returns inner, for its own methods (such as Stats).
+// frame, as for Write). Every wrapper is also a Tracker and a Batcher:
+// Dropped, Hold and Release reach inner when it implements them and do
+// nothing otherwise. The result's Unwrap returns inner, for its own
+// methods (such as Stats).
 //
 // Wrap allocates nothing per frame: a Write through the wrapper costs one
 // single-frame slice that lives on the wrapper, guarded by a lock.
@@ -249,6 +251,29 @@ func (w *wrapped) Close() error {
 
 // Unwrap returns the wrapped link.
 func (w *wrapped) Unwrap() Link { return w.inner }
+
+// Dropped forwards to the inner link when it tracks requests (Tracker),
+// and does nothing otherwise: a link that does not track has nothing to
+// forget.
+func (w *wrapped) Dropped(f []byte) {
+	if t, ok := w.inner.(Tracker); ok {
+		t.Dropped(f)
+	}
+}
+
+// Hold and Release forward to the inner link when it batches (Batcher),
+// and do nothing otherwise: its writes go out as they are made.
+func (w *wrapped) Hold() {
+	if b, ok := w.inner.(Batcher); ok {
+		b.Hold()
+	}
+}
+
+func (w *wrapped) Release() {
+	if b, ok := w.inner.(Batcher); ok {
+		b.Release()
+	}
+}
 
 // loop is the Looper part of a wrapper of a Looper.
 type loop struct {
