@@ -506,17 +506,8 @@ func TestHubReadOnlyUser(t *testing.T) {
 	}
 	for _, args := range [][]string{{"rmem", "write", "--addr", "0x10", "--data", "0x11111111"}, {"dma", "write", "--addr", "0x100000", "--in", in}} {
 		out, errOut, code = run(append(args, "--json")...)
-		var r struct {
-			OK             bool `json:"ok"`
-			Code           int  `json:"error_code"`
-			Error, Message string
-			OutcomeUnknown *bool `json:"outcome_unknown"`
-			Via            string
-		}
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatalf("%s as nobody: %v\n%s%s", args[0], err, out, errOut)
-		}
-		if code != 2 || r.OK || r.Code != 136 || r.Error != "DENIED" || r.OutcomeUnknown == nil || *r.OutcomeUnknown || r.Via != "hub" ||
+		r := deniedResult(t, args[0], out, errOut)
+		if code != 2 || !r.denied() ||
 			!strings.HasPrefix(r.Message, "DENIED: "+strings.ReplaceAll(rule, `\"`, `"`)) || !strings.Contains(r.Message, `is not in its write = ["@staff"]`) {
 			t.Errorf("%s write as nobody: exit %d\n%s%s", args[0], code, out, errOut)
 		}
@@ -543,17 +534,8 @@ func TestHubReadOnlyUser(t *testing.T) {
 	}
 	for _, args := range [][]string{{"rmem", "read", "--addr", "0x10"}, {"dma", "write", "--addr", "0x100000", "--in", in}} {
 		out, errOut, code = run(append(args, "--json")...)
-		var r struct {
-			OK             bool `json:"ok"`
-			Code           int  `json:"error_code"`
-			Error, Message string
-			OutcomeUnknown *bool `json:"outcome_unknown"`
-			Via            string
-		}
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatalf("%s as nobody: %v\n%s%s", args[0], err, out, errOut)
-		}
-		if code != 2 || r.OK || r.Code != 136 || r.Error != "DENIED" || r.OutcomeUnknown == nil || *r.OutcomeUnknown || r.Via != "hub" ||
+		r := deniedResult(t, args[0], out, errOut)
+		if code != 2 || !r.denied() ||
 			!strings.HasPrefix(r.Message, `DENIED: OPEN of device "board1" refused: uid 65534 (nobody), pid `) ||
 			!strings.Contains(r.Message, `is not in its read = ["root"] and write = ["root"]`) {
 			t.Errorf("%s as nobody at OPEN: exit %d\n%s%s", args[0], code, out, errOut)
@@ -563,4 +545,30 @@ func TestHubReadOnlyUser(t *testing.T) {
 			t.Errorf("%s as nobody at OPEN, text: exit %d\n%s%s", args[0], code, out, errOut)
 		}
 	}
+}
+
+// deniedJSON is the part of a command's JSON result that a DENIED refusal
+// sets.
+type deniedJSON struct {
+	OK             bool `json:"ok"`
+	Code           int  `json:"error_code"`
+	Error, Message string
+	OutcomeUnknown *bool `json:"outcome_unknown"`
+	Via            string
+}
+
+// denied says whether r is a DENIED refusal through the hub: not ok, code
+// 136, and the operation known not to have executed.
+func (r deniedJSON) denied() bool {
+	return !r.OK && r.Code == 136 && r.Error == "DENIED" && r.OutcomeUnknown != nil && !*r.OutcomeUnknown && r.Via == "hub"
+}
+
+// deniedResult decodes the JSON result out of command cmd.
+func deniedResult(t *testing.T, cmd, out, errOut string) deniedJSON {
+	t.Helper()
+	var r deniedJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%s as nobody: %v\n%s%s", cmd, err, out, errOut)
+	}
+	return r
 }

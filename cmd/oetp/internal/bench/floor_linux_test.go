@@ -9,7 +9,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
@@ -86,17 +85,7 @@ func TestFloorEcho(t *testing.T) {
 			if want := retype(wire.AppendDMAReadRsp(nil, near.MAC(), far.MAC(), 10, region[size-8:])); !bytes.Equal(got, want) {
 				t.Errorf("after requests outside the region, the reply % x; want % x", got, want)
 			}
-			if err := s.write(stopFrame(far.MAC(), near.MAC())); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("FloorEcho: %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("FloorEcho did not return at the stop frame")
-			}
+			stopEcho(t, s, near, far, done, "FloorEcho")
 			// 1 write and 4 reads answered.
 			want := fmt.Sprintf("ready\ncrc32 %08x\ncpu ", crc32.ChecksumIEEE(region))
 			if !strings.HasPrefix(out.String(), want) || !strings.HasSuffix(out.String(), " 5\n") {

@@ -44,6 +44,23 @@ func startEchoProc(t *testing.T, h *netns.Host, echo func(stdin io.Reader, out i
 	return stdinW, out, done
 }
 
+// stopEcho sends the stop frame from near's socket s to the echo on far
+// and waits for the echo (named name) to return without error.
+func stopEcho(t *testing.T, s *rawSock, near, far *netns.Host, done chan error, name string) {
+	t.Helper()
+	if err := s.write(stopFrame(far.MAC(), near.MAC())); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not return at the stop frame", name)
+	}
+}
+
 // TestRawEcho runs the raw echo of the proc scenario's echo process in this
 // process on the far host of a veth pair and checks that it answers each
 // request with exactly the baseline's reply, addressed to the request's
@@ -77,17 +94,7 @@ func TestRawEcho(t *testing.T) {
 	if err := s.write(w); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.write(stopFrame(far.MAC(), near.MAC())); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("RawEcho: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("RawEcho did not return at the stop frame")
-	}
+	stopEcho(t, s, near, far, done, "RawEcho")
 	s.drain()
 	if m, err := s.read(buf); err == nil {
 		t.Errorf("a frame after the stop: % x", buf[:min(m, 24)])

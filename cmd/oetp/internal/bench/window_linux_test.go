@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"io"
 	"testing"
-	"time"
 
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
@@ -72,17 +71,7 @@ func TestWindowEcho(t *testing.T) {
 	if gotW != writes || gotR != reads {
 		t.Errorf("%d write and %d read replies; want %d and %d", gotW, gotR, writes, reads)
 	}
-	if err := s.write(stopFrame(far.MAC(), near.MAC())); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("WindowEcho: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("WindowEcho did not return at the stop frame")
-	}
+	stopEcho(t, s, near, far, done, "WindowEcho")
 	if m, err := s.read(make([]byte, 9216)); err == nil {
 		t.Errorf("a frame after the last reply (the RMEM write answered?): %d bytes", m)
 	}
