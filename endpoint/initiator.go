@@ -142,6 +142,9 @@ type block struct {
 	// lastSent is when the block's previous group frame was handed over.
 	interval time.Duration
 	lastSent time.Time
+	// pause times the wait between group frames, made at the first wait
+	// and reused: a cancelled context ends the wait at once.
+	pause *time.Timer
 }
 
 // lateRing remembers the most recently invalidated Request IDs, to tell

@@ -1,6 +1,8 @@
 package endpoint_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +191,38 @@ func TestGroupInterval(t *testing.T) {
 	c.GroupInterval = -time.Millisecond
 	if err := a.SetConfig(c); err == nil || !strings.Contains(err.Error(), "GroupInterval") {
 		t.Fatalf("SetConfig with a negative GroupInterval: %v", err)
+	}
+}
+
+// TestGroupIntervalCancel: a cancelled context ends a paced group block
+// during the wait between frames, not after it: with an hour's interval the
+// block returns once the first frame is out and the context is cancelled,
+// with that frame counted and the context's error.
+func TestGroupIntervalCancel(t *testing.T) {
+	sw := newSwitch(t, mem.Config{})
+	sniff := newTap(t, sw, macS, true)
+	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 40, GroupInterval: time.Hour})
+	setPeer(t, a, 0, win(group, endpoint.ModeDMARead))
+	src := testutil.Pattern(160, 3)
+	ctx, cancel := context.WithCancel(bg())
+	defer cancel()
+	type result struct {
+		tr  endpoint.Transfer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tr, err := a.DMAWrite(ctx, 0, 0x1100, src)
+		done <- result{tr, err}
+	}()
+	eqBytes(t, "first fragment", frame(group, macA, 0x40, le(0), le(0x1100), le(40), data(src[:40]), eod), sniff.next(t))
+	cancel()
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, context.Canceled) || r.tr.Bytes != 40 || r.tr.Fragments != 1 {
+			t.Fatalf("cancelled group DMAWrite = %+v, %v; want 40 bytes, 1 fragment, context.Canceled", r.tr, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the group block did not end when its context was cancelled")
 	}
 }

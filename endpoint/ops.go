@@ -421,7 +421,20 @@ func (e *Endpoint) runGroupBlock(ctx context.Context, blk *block, pol *RetryPoli
 			// Config.GroupInterval: the frame is built, its Request ID
 			// taken; it waits here, before the link has it.
 			if wait := blk.interval - time.Since(blk.lastSent); wait > 0 {
-				time.Sleep(wait)
+				if blk.pause == nil {
+					blk.pause = time.NewTimer(wait)
+				} else {
+					blk.pause.Reset(wait)
+				}
+				select {
+				case <-blk.pause.C:
+				case <-ctx.Done():
+					// The frame was not handed over: the block stops
+					// where it stands, as between frames below.
+					blk.pause.Stop()
+					blk.failOff = blk.done
+					return wire.CodeTimeout, ctx.Err(), false
+				}
 			}
 		}
 		if err := in.send(r, frame, fill, rid); err != nil {
