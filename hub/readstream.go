@@ -176,6 +176,9 @@ func (c *conn) streamReadBlock(hdr proto.Header, d *Device, addr, n uint32, out 
 	}
 	<-done
 	s.free()
+	// The ring is back in the pool: its budget returns before the last
+	// reply goes out, so a client that has the reply finds it returned.
+	c.releaseHeld()
 	if !alive {
 		return out, false
 	}

@@ -197,9 +197,16 @@ func TestReadBlockStreamStalledClient(t *testing.T) {
 	if th.h.Stalls() != 1 {
 		t.Errorf("stalls counted: %d, want 1", th.h.Stalls())
 	}
-	for deadline := time.Now().Add(5 * time.Second); th.h.Buffered() != 0; time.Sleep(10 * time.Millisecond) {
+	waitReleased(t, th.h)
+}
+
+// waitReleased waits up to 5 s for the hub's memory budget to be all
+// returned.
+func waitReleased(t *testing.T, h *hub.Hub) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); h.Buffered() != 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes still held", th.h.Buffered())
+			t.Fatalf("%d bytes of the budget still held", h.Buffered())
 		}
 	}
 }
