@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/conformance"
 	"github.com/openenoc/oetp/link/pcap"
@@ -160,7 +161,7 @@ an interface the runner cannot use.`,
 				o.Pcap = pw
 			}
 			var rep *conformance.Report
-			err = runInterruptible(cmd, "oetp conformance run", interruptGrace, func(ctx context.Context) (err error) {
+			err = interrupt.Run(cmd, "oetp conformance run", interrupt.Grace, func(ctx context.Context) (err error) {
 				rep, err = conformance.Run(ctx, o)
 				return err
 			})

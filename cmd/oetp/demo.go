@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/demo"
+	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 )
 
 func init() { register("demo", newDemoCmd) }
@@ -74,11 +75,11 @@ usage (or --netns without the privileges it needs).`,
 				opt.Log = out
 			}
 			var rep *demo.Report
-			err := runInterruptible(cmd, "oetp demo", interruptGrace, func(ctx context.Context) (err error) {
+			err := interrupt.Run(cmd, "oetp demo", interrupt.Grace, func(ctx context.Context) (err error) {
 				rep, err = demo.Run(ctx, opt)
 				return err
 			})
-			var ie *interruptError
+			var ie *interrupt.Error
 			if errors.As(err, &ie) {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
+	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
@@ -152,7 +153,7 @@ every member verified, 1 naming the member that did not.`,
       --member 02:0e:0c:00:00:02 --member 02:0e:0c:00:00:03 --verify --verify-mac 02:0e:0c:00:00:a2`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := opContext(cmd)
+			ctx, cancel := interrupt.Context(cmd)
 			defer cancel()
 			src, err := dmafile.OpenInput(cmd.InOrStdin(), in, f.addr.v)
 			if err != nil {
@@ -267,7 +268,7 @@ unicast.`,
   oetp dma read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x100000 --length 64 --out - | xxd`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := opContext(cmd)
+			ctx, cancel := interrupt.Context(cmd)
 			defer cancel()
 			if length.v == 0 {
 				return usagef("--length 0: a DMA block carries at least one byte")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/rundir"
@@ -44,7 +45,7 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*session.Hu
 			break
 		}
 	}
-	q.Context = commandContext()
+	q.Context = interrupt.CommandContext()
 	s, err := session.FindHub(q, mode)
 	var oi *session.OpenInterrupted
 	if errors.As(err, &oi) {

@@ -19,6 +19,7 @@ import (
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
+	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/endpoint"
@@ -330,10 +331,10 @@ func newResult(op string, f *opFlags, err error, elapsed time.Duration) opResult
 			// The hub's access rules refused it: nothing was sent.
 			r.ErrorCode, r.Error, r.Message = de.Status, de.Name, de.Name+": "+de.Message
 		}
-		if sig := interruptSignal(); sig != nil {
+		if sig := interrupt.Signal(); sig != nil {
 			// The operation's context was cancelled by the signal: the
 			// engine's TIMEOUT "context canceled" is no timeout.
-			r.Interrupted = signalName(sig)
+			r.Interrupted = interrupt.Name(sig)
 			if errors.Is(err, context.Canceled) {
 				r.Message = "interrupted by " + r.Interrupted
 			} else {
@@ -386,7 +387,7 @@ func (f *opFlags) finish(cmd *cobra.Command, r opResult, human string) error {
 	}
 	err := fmt.Errorf("%s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Addr, msg)
 	if r.Interrupted != "" {
-		return interruptedError(err)
+		return interrupt.Wrap(err)
 	}
 	switch code := endpoint.CodeOf(r.err); {
 	case code == wire.CodeTimeout && r.rtoNote != "":

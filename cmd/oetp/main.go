@@ -27,8 +27,8 @@
 //   - usagef(...) / usageError: bad usage or configuration, exit status 2.
 //     The message names the flag or argument and says how to fix it;
 //   - any other error: the operation failed, exit status 1;
-//   - an interrupted one-shot command (opContext, interruptedError): exit
-//     status 130 after SIGINT, 143 after SIGTERM.
+//   - an interrupted one-shot command (interrupt.Context, interrupt.Wrap):
+//     exit status 130 after SIGINT, 143 after SIGTERM.
 //
 // Errors raised by cobra itself before a command runs (unknown command or
 // flag, unparsable flag value, wrong argument count) are usage errors too.
@@ -44,6 +44,7 @@
 // (oetp hub's configuration, run and status), internal/session (the route
 // of a one-shot command: its own endpoint or a hub),
 // internal/cli (the usage error and flag syntax the others share),
+// internal/interrupt (what SIGINT and SIGTERM do to a command),
 // internal/atexit (what an interrupted command undoes) and
 // internal/manpages (go generate's man pages).
 package main
@@ -58,6 +59,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
+	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 )
 
 // Exit statuses.
@@ -208,10 +210,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	var ie *interruptError
+	var ie *interrupt.Error
 	if errors.As(err, &ie) {
 		fmt.Fprintf(stderr, "oetp: %v\n", err)
-		return ie.exitCode()
+		return ie.ExitCode()
 	}
 	var de *deniedError
 	if errors.As(err, &de) {

@@ -325,7 +325,7 @@ func TestMistakes(t *testing.T) {
 	// Interrupted: SIGTERM while a read waits forever for a reply that
 	// serve never sends (it has no entry for the MAC, and says so).
 	stranger := "02:0e:0c:00:00:55"
-	res := interrupt(t, cl, bin, syscall.SIGTERM, func() bool { return strings.Contains(srv.stderr.String(), stranger) },
+	res := signalOetp(t, cl, bin, syscall.SIGTERM, func() bool { return strings.Contains(srv.stderr.String(), stranger) },
 		op("rmem", "read", "--peer", sv.MAC().String(), "--mac", stranger, "--addr", "0", "--timeout", "0", "--json")...)
 	if res.code != 143 || !strings.Contains(res.stderr, "interrupted by SIGTERM") || !strings.Contains(res.stdout, `"interrupted":"SIGTERM"`) ||
 		!strings.Contains(res.stdout, `"outcome_unknown":true`) || strings.Contains(res.stdout+res.stderr, "context canceled") {
@@ -333,7 +333,7 @@ func TestMistakes(t *testing.T) {
 	}
 	// The same through the hub: serve has no entry for the hub's RMEM MAC
 	// and drops its request; the hub waits up to its device's 20s.
-	res = interrupt(t, cl, bin, os.Interrupt, func() bool { return strings.Contains(srv.stderr.String(), "02:0e:0c:00:05:01") },
+	res = signalOetp(t, cl, bin, os.Interrupt, func() bool { return strings.Contains(srv.stderr.String(), "02:0e:0c:00:05:01") },
 		"rmem", "read", "--iface", cl.IfName(), "--hub", filepath.Join(dir, "hubA.sock"), "--peer", sv.MAC().String(), "--addr", "0", "--json")
 	if res.code != 130 || !strings.Contains(res.stderr, "interrupted by SIGINT") || strings.Contains(res.stdout+res.stderr, "context canceled") {
 		t.Errorf("rmem read through the hub after SIGINT: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
@@ -341,7 +341,7 @@ func TestMistakes(t *testing.T) {
 	t.Logf("through the hub, after SIGINT: stdout %q, stderr %q", res.stdout, res.stderr)
 	// SIGINT in the middle of a paced write: the bytes done and where it
 	// failed are kept.
-	res = interrupt(t, cl, bin, os.Interrupt, func() bool {
+	res = signalOetp(t, cl, bin, os.Interrupt, func() bool {
 		b, err := os.ReadFile(ddr)
 		return err == nil && bytes.HasPrefix(b, []byte("fedcba9876543210"))
 	}, op("dma", "write", "--peer", sv.MAC().String(), "--mac", writer, "--addr", "0x100000", "--in", big, "--fragment", "992", "--rate", "200K", "--json")...)
@@ -388,14 +388,14 @@ type interruptResult struct {
 	stdout, stderr string
 }
 
-// interrupt starts oetp args on h, sends sig once ready() holds, and
+// signalOetp starts oetp args on h, sends sig once ready() holds, and
 // checks that the process ends within a second of it.
-func interrupt(t *testing.T, h *netns.Host, bin string, sig os.Signal, ready func() bool, args ...string) interruptResult {
+func signalOetp(t *testing.T, h *netns.Host, bin string, sig os.Signal, ready func() bool, args ...string) interruptResult {
 	t.Helper()
 	return interruptCmd(t, h.Command(bin, args...), sig, func(*exec.Cmd, *syncBuffer) bool { return ready() })
 }
 
-// interruptCmd is interrupt for a prepared command; ready also sees the
+// interruptCmd is signalOetp for a prepared command; ready also sees the
 // process and its standard output.
 func interruptCmd(t *testing.T, cmd *exec.Cmd, sig os.Signal, ready func(*exec.Cmd, *syncBuffer) bool) interruptResult {
 	t.Helper()

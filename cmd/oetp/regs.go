@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/addrtable"
+	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 	"github.com/openenoc/oetp/cmd/oetp/internal/regs"
 	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/endpoint"
@@ -318,7 +319,7 @@ func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do
 			return regsResult{}, f.openFailed(cmd, op, err)
 		}
 	}
-	ctx, cancel := opContext(cmd)
+	ctx, cancel := interrupt.Context(cmd)
 	defer cancel()
 	t0 := time.Now()
 	done, err := do(regs.Context(ctx, n), session.Device{S: s})
@@ -340,7 +341,7 @@ func (f *regsOpFlags) finishRegs(cmd *cobra.Command, r regsResult, human string)
 	}
 	if r.Done > 0 {
 		// Part of a multi-word access ran: a failure, never bad usage.
-		return interruptedError(fmt.Errorf("%s %s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Node, r.Addr, r.Message))
+		return interrupt.Wrap(fmt.Errorf("%s %s %s at 0x%08x failed: %s", r.Op, r.Peer, r.Node, r.Addr, r.Message))
 	}
 	quiet := f.opFlags
 	quiet.json = false

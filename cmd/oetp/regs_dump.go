@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/addrtable"
+	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 	"github.com/openenoc/oetp/cmd/oetp/internal/regs"
 	"github.com/openenoc/oetp/endpoint"
 )
@@ -84,7 +85,7 @@ may have executed); 2 bad usage (flags, table, PATH).`,
 			if err != nil {
 				return f.openFailed(cmd, "regs dump", err)
 			}
-			ctx, cancel := opContext(cmd)
+			ctx, cancel := interrupt.Context(cmd)
 			defer cancel()
 			t0 := time.Now()
 			words, err := s.ReadWords(ctx, addrs)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 	"github.com/openenoc/oetp/endpoint"
 )
 
@@ -74,7 +75,7 @@ unicast only.`,
   oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x2000 --retries 5 --volatile   # a FIFO: one try`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := opContext(cmd)
+			ctx, cancel := interrupt.Context(cmd)
 			defer cancel()
 			s, err := f.open(endpoint.ModeRMEM)
 			if err != nil {
@@ -119,7 +120,7 @@ reply and no timer (delivery is best effort). A zero mask is a valid no-op.`,
   oetp rmem write --iface eth1 --peer 03:0e:0c:00:00:01 --addr 0x1004 --data 1   # every group member`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := opContext(cmd)
+			ctx, cancel := interrupt.Context(cmd)
 			defer cancel()
 			s, err := f.open(endpoint.ModeRMEM)
 			if err != nil {
