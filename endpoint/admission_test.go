@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
@@ -19,15 +18,11 @@ import (
 // exact ERROR_RSP, the code recorded for the peer and the memory contents,
 // which a malformed request never changes.
 func TestDMAWriteAdmissionOrder(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	// B: RAM [0x1000, 0x9000), SLVERR [0x9000, 0xA000), a hole above; the
 	// Map tells how an access would answer without performing it.
-	space := memory.NewMap()
-	ram, _ := memory.NewRAM(0x1000, 0x8000)
-	fault, _ := memory.NewFault(0x9000, 0x1000, memory.SLVERR)
-	space.Add(0x1000, 0x8000, ram)
-	space.Add(0x9000, 0x1000, fault)
+	space, ram := newSLVERRMap(t, 0x1000, 0x8000, 0x9000, 0x1000)
 	// MaxFrame 1000: fragment ceiling 968.
 	b := newEP(t, sw, macB, space, endpoint.Config{MaxFrame: 1000})
 	five := []byte{1, 2, 3, 4, 5}
@@ -86,7 +81,7 @@ func TestDMAWriteAdmissionOrder(t *testing.T) {
 
 	// A memory that cannot tell (no memory.Prober) reports the framing
 	// error.
-	sw2 := newSwitch(t, mem.Config{})
+	sw2 := newSwitch(t)
 	p2 := newTap(t, sw2, macP, false)
 	b2 := newEP(t, sw2, macB, &countingSpace{Space: space}, endpoint.Config{MaxFrame: 1000})
 	setPeer(t, b2, 0, endpoint.Peer{MAC: macP, Mode: endpoint.ModeDMAWrite, WindowBase: 0x1000, WindowSize: 0xA000})
@@ -154,11 +149,7 @@ func TestMalformedResponseCodes(t *testing.T) {
 
 	// DMA reads into a local Space: RAM [0x1000, 0x1008), SLVERR
 	// [0x2000, 0x3000), a hole above.
-	local := memory.NewMap()
-	ram, _ := memory.NewRAM(0x1000, 8)
-	slv, _ := memory.NewFault(0x2000, 0x1000, memory.SLVERR)
-	local.Add(0x1000, 8, ram)
-	local.Add(0x2000, 0x1000, slv)
+	local, ram := newSLVERRMap(t, 0x1000, 8, 0x2000, 0x1000)
 	setPeer(t, a, 0, win(macP, endpoint.ModeDMAWrite))
 	for _, c := range []struct {
 		name  string

@@ -6,7 +6,6 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -24,7 +23,7 @@ func TestZeroAllocs(t *testing.T) {
 	}
 	for _, spin := range []bool{false, true} {
 		for _, timeout := range []time.Duration{0, time.Minute} {
-			sw := newSwitch(t, mem.Config{})
+			sw := newSwitch(t)
 			cfg := endpoint.Config{RMEMTimeout: timeout, DMATimeout: timeout, MaxFragment: 256}
 			ep := func(mac wire.MAC) *endpoint.Endpoint {
 				var l link.Link = attach(t, sw, mac)

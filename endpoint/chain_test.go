@@ -2,13 +2,10 @@ package endpoint_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -24,7 +21,7 @@ func TestChainPerFragmentTimeout(t *testing.T) {
 	// packages) delays no reply by the 3/8 of it left as slack.
 	const timeout = 320 * time.Millisecond
 	a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, DMATimeout: timeout})
-	src := testutil.Pattern(16, 3)
+	src := pattern(16, 3)
 	res := dmaWrite(a, 0, 0x1000, src)
 	for k := range 4 {
 		f := p.next(t)
@@ -49,9 +46,7 @@ func TestChainPerFragmentTimeout(t *testing.T) {
 		t.Fatalf("third fragment timed out %v after it was sent, want about %v", waited, timeout)
 	}
 	wantCode(t, "unanswered fragment", r.err, wire.CodeTimeout)
-	if !errors.Is(r.err, endpoint.ErrTimeout) || r.tr != (endpoint.Transfer{Bytes: 8, Fragments: 2}) {
-		t.Fatalf("timed-out block = %+v, %v", r.tr, r.err)
-	}
+	wantFailed(t, "timed-out block", r, endpoint.ErrTimeout, moved(8, 2))
 	p.none(t, 20*time.Millisecond) // no fragment after the failed one
 	p.send(t, frame(macA, macP, 0x41, le(6)))
 	eventually(t, "late reply", func() bool { return a.Stats().DropLateResponse == 1 })
@@ -71,14 +66,14 @@ func TestChainTimeoutSampledPerFragment(t *testing.T) {
 	if err := a.SetConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	p.send(t, frame(macA, macP, 0x31, le(0), testutil.Pattern(4, 1), eod))
+	p.send(t, frame(macA, macP, 0x31, le(0), pattern(4, 1), eod))
 	eqBytes(t, "fragment 1", frame(macP, macA, 0x30, le(1), le(0x2004), le(4)), p.next(t))
 	r := await(t, res)
 	wantCode(t, "fragment with the new timeout", r.err, wire.CodeTimeout)
 	if r.tr != (endpoint.Transfer{Bytes: 4, Fragments: 1}) {
 		t.Fatalf("transfer %+v", r.tr)
 	}
-	eqBytes(t, "data of the completed fragment", append(testutil.Pattern(4, 1), make([]byte, 8)...), dst)
+	eqBytes(t, "data of the completed fragment", append(pattern(4, 1), make([]byte, 8)...), dst)
 	p.none(t, 20*time.Millisecond)
 }
 
@@ -91,29 +86,25 @@ func TestChainCancelAndReset(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg())
 	res := async(func() result { tr, err := a.DMARead(ctx, 0, 0x2000, dst); return result{tr: tr, err: err} })
 	p.next(t)
-	p.send(t, frame(macA, macP, 0x31, le(0), testutil.Pattern(4, 1), eod))
+	p.send(t, frame(macA, macP, 0x31, le(0), pattern(4, 1), eod))
 	eqBytes(t, "fragment 1", frame(macP, macA, 0x30, le(1), le(0x2004), le(4)), p.next(t))
 	cancel()
 	r := await(t, res)
 	wantCode(t, "cancelled block", r.err, wire.CodeTimeout)
-	if !errors.Is(r.err, context.Canceled) || r.tr != (endpoint.Transfer{Bytes: 4, Fragments: 1}) {
-		t.Fatalf("cancelled block = %+v, %v", r.tr, r.err)
-	}
-	p.send(t, frame(macA, macP, 0x31, le(1), testutil.Pattern(4, 2), eod))
+	wantFailed(t, "cancelled block", r, context.Canceled, moved(4, 1))
+	p.send(t, frame(macA, macP, 0x31, le(1), pattern(4, 2), eod))
 	eventually(t, "late reply", func() bool { return a.Stats().DropLateResponse == 1 })
-	eqBytes(t, "caller's buffer", append(testutil.Pattern(4, 1), make([]byte, 8)...), dst)
+	eqBytes(t, "caller's buffer", append(pattern(4, 1), make([]byte, 8)...), dst)
 	p.none(t, 20*time.Millisecond)
 
 	res = dmaRead(a, 0, 0x2000, dst)
 	p.next(t)
-	p.send(t, frame(macA, macP, 0x31, le(2), testutil.Pattern(4, 3), eod))
+	p.send(t, frame(macA, macP, 0x31, le(2), pattern(4, 3), eod))
 	p.next(t)
 	a.Reset()
 	r = await(t, res)
 	wantCode(t, "reset block", r.err, wire.CodeTimeout)
-	if !errors.Is(r.err, endpoint.ErrReset) || r.tr != (endpoint.Transfer{Bytes: 4, Fragments: 1}) {
-		t.Fatalf("reset block = %+v, %v", r.tr, r.err)
-	}
+	wantFailed(t, "reset block", r, endpoint.ErrReset, moved(4, 1))
 	p.none(t, 20*time.Millisecond)
 }
 
@@ -121,13 +112,13 @@ func TestChainCancelAndReset(t *testing.T) {
 // in both directions and checks every byte, the fragment count and the
 // Request IDs used.
 func TestChainLongBlock(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	ramB := newRAM(t)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 64, DMATimeout: time.Minute})
 	b := newEP(t, sw, macB, ramB, endpoint.Config{})
 	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
 	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
-	src := testutil.Pattern(4000, 11)
+	src := pattern(4000, 11)
 	tr, err := a.DMAWrite(bg(), 0, 0x2000, src)
 	if err != nil || tr != (endpoint.Transfer{Bytes: 4000, Fragments: 63}) {
 		t.Fatalf("DMAWrite = %+v, %v", tr, err)

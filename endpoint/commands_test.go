@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -34,7 +32,7 @@ var eod = []byte{0xd0, 0xe0, 0xd0, 0xe0}
 // TestRMEMCommands: RMEM_READ_REQ/RSP and RMEM_WRITE_REQ/RSP, octet for
 // octet, with BitEnable 0x5, 0xF, 0xFFFFFFFF and 0 (a successful no-op).
 func TestRMEMCommands(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	ramA, ramB := newRAM(t), newRAM(t)
 	a := newEP(t, sw, macA, ramA, endpoint.Config{})
@@ -89,7 +87,7 @@ func TestRMEMCommands(t *testing.T) {
 // 4, 5 and 8160 at aligned and unaligned addresses: exact frames (word
 // padding zero, EndOfData at 14+4*ceil(L/4) of the PDU), exact memory.
 func TestDMACommands(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	ramA, ramB, ramC := newRAM(t), newRAM(t), newRAM(t)
 	a := newEP(t, sw, macA, ramA, endpoint.Config{})
@@ -106,7 +104,7 @@ func TestDMACommands(t *testing.T) {
 			name := fmt.Sprintf("len %d at %#x", n, addr)
 			guard := bytes.Repeat([]byte{0xEE}, n+16)
 			ramB.WriteAt(guard, addr-8)
-			src := testutil.Pattern(n, byte(n)+byte(addr))
+			src := pattern(n, byte(n)+byte(addr))
 			tr, err := a.DMAWrite(bg(), 0, addr, src)
 			if err != nil || tr != (endpoint.Transfer{Bytes: uint64(n), Fragments: 1}) {
 				t.Fatalf("%s: DMAWrite = %+v, %v", name, tr, err)

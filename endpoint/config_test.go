@@ -13,10 +13,10 @@ import (
 // TestConfigDefaults: zero fields select the documented defaults, resolved
 // against the link.
 func TestConfigDefaults(t *testing.T) {
-	sw := newSwitch(t, mem.Config{MaxFrame: 1514})
+	sw := newSwitchWith(t, mem.Config{MaxFrame: 1514})
 	e := newEP(t, sw, macA, newRAM(t), endpoint.Config{})
 	diff(t, "defaults", endpoint.Config{MAC: macA, MaxFrame: 1514, MaxFragment: 1480, Contexts: 1, Outstanding: 1, RawQueue: 64, EventQueue: 64}, e.Config())
-	small := newEP(t, newSwitch(t, mem.Config{}), macB, newRAM(t), endpoint.Config{MaxFrame: 36})
+	small := newEP(t, newSwitch(t), macB, newRAM(t), endpoint.Config{MaxFrame: 36})
 	if got := small.Config().MaxFragment; got != 4 {
 		t.Fatalf("MaxFragment for MaxFrame 36 = %d, want 4", got)
 	}
@@ -25,7 +25,7 @@ func TestConfigDefaults(t *testing.T) {
 // TestConfigErrors: New and SetConfig reject invalid values with an error
 // that names the field.
 func TestConfigErrors(t *testing.T) {
-	sw := newSwitch(t, mem.Config{MaxFrame: 1514})
+	sw := newSwitchWith(t, mem.Config{MaxFrame: 1514})
 	cases := []struct {
 		cfg  endpoint.Config
 		want string
@@ -83,7 +83,7 @@ func TestConfigErrors(t *testing.T) {
 // (TestDisabledAndDuplicatePeers: which entry serves it); Peer reports
 // unused entries.
 func TestPeerTable(t *testing.T) {
-	e := newEP(t, newSwitch(t, mem.Config{}), macA, newRAM(t), endpoint.Config{})
+	e := newEP(t, newSwitch(t), macA, newRAM(t), endpoint.Config{})
 	setPeer(t, e, 0, win(macB, endpoint.ModeRMEM))
 	setPeer(t, e, 1, win(group, endpoint.ModeRMEM))
 	setPeer(t, e, 2, win(group, endpoint.ModeDMARead))
@@ -121,7 +121,7 @@ func TestPeerTable(t *testing.T) {
 // address, the link is made promiscuous so requests for Config.MAC arrive,
 // and replies carry Config.MAC as their source.
 func TestOwnMACOtherThanLink(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{MAC: macX})
 	setPeer(t, b, 0, win(macP, endpoint.ModeRMEM))

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -83,13 +81,13 @@ func noEvent(t *testing.T, e *endpoint.Endpoint) {
 // PEER_DMA_COMPLETE, successful ones with code NONE; successful RMEM
 // operations and successful received requests raise nothing.
 func TestCompletionEvents(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	events := endpoint.EventEnable{PeerDMAComplete: true, RMEMError: true}
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{Events: events, MaxFragment: 8})
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{Events: events})
 	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
 	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
-	if _, err := a.DMAWrite(bg(), 0, 0x1000, testutil.Pattern(20, 0)); err != nil {
+	if _, err := a.DMAWrite(bg(), 0, 0x1000, pattern(20, 0)); err != nil {
 		t.Fatal(err)
 	}
 	ev, _ := a.NextEvent(bg())

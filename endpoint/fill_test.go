@@ -2,13 +2,11 @@ package endpoint_test
 
 import (
 	"bytes"
-	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/pcap"
@@ -73,13 +71,13 @@ func wantFragments(src []byte, addr, rid uint32, mfs int) [][]byte {
 // slot) with exactly the bytes of the codec's encoding, Request IDs in
 // order, and the counts of Write.
 func TestDMAWriteFilledInPlace(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	spy := &fillSpy{Port: attach(t, sw, macA)}
 	a := newEPOn(t, spy, newRAM(t), endpoint.Config{MaxFragment: 12})
 	setPeer(t, a, 0, win(macP, endpoint.ModeDMARead))
 	endpoint.SetRequestID(a, 0x77)
-	src := testutil.Pattern(30, 5) // 12 + 12 + 6: the last fragment has word padding
+	src := pattern(30, 5) // 12 + 12 + 6: the last fragment has word padding
 	res := dmaWrite(a, 0, 0x2002, src)
 	got := answerWrites(t, p, 3)
 	r := await(t, res)
@@ -118,22 +116,20 @@ func TestDMAWriteFilledInPlace(t *testing.T) {
 // the link as the frame is written) is cancelled: nothing is sent, nothing
 // counted, and the block fails with ErrReset.
 func TestDMAWriteFillCancelled(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	spy := &fillSpy{Port: attach(t, sw, macA)}
 	a := newEPOn(t, spy, newRAM(t), endpoint.Config{})
 	setPeer(t, a, 0, win(macP, endpoint.ModeDMARead))
 	spy.onFill = func() { spy.onFill = nil; a.Reset() }
-	r := await(t, dmaWrite(a, 0, 0x2000, testutil.Pattern(100, 1)))
-	if !errors.Is(r.err, endpoint.ErrReset) || r.tr.Bytes != 0 {
-		t.Fatalf("DMAWrite = %+v, %v; want ErrReset and nothing done", r.tr, r.err)
-	}
+	r := await(t, dmaWrite(a, 0, 0x2000, pattern(100, 1)))
+	wantFailed(t, "DMAWrite", r, endpoint.ErrReset, result{})
 	p.none(t, 20*time.Millisecond)
 	if st := a.Stats(); st.TxFrames != 0 || st.TxBytes != 0 || st.TxErrors != 0 || spy.fills.Load() != 1 {
 		t.Errorf("TxFrames %d TxBytes %d TxErrors %d after %d fills; want 0, 0, 0 after 1", st.TxFrames, st.TxBytes, st.TxErrors, spy.fills.Load())
 	}
 	// The next block works.
-	res := dmaWrite(a, 0, 0x2000, testutil.Pattern(100, 2))
+	res := dmaWrite(a, 0, 0x2000, pattern(100, 2))
 	answerWrites(t, p, 1)
 	if r := await(t, res); r.err != nil {
 		t.Fatal(r.err)
@@ -143,7 +139,7 @@ func TestDMAWriteFillCancelled(t *testing.T) {
 // A capture (pcap.Tee, a link.Wrap with a Write hook) of a FillWriter keeps
 // the capability, and records exactly the frames the peer receives.
 func TestDMAWriteFillCaptured(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	var buf bytes.Buffer
 	w, err := pcap.NewWriter(&buf, 65535)
@@ -156,7 +152,7 @@ func TestDMAWriteFillCaptured(t *testing.T) {
 	}
 	a := newEPOn(t, tee, newRAM(t), endpoint.Config{MaxFragment: 16})
 	setPeer(t, a, 0, win(macP, endpoint.ModeDMARead))
-	res := dmaWrite(a, 0, 0x3000, testutil.Pattern(40, 3))
+	res := dmaWrite(a, 0, 0x3000, pattern(40, 3))
 	got := answerWrites(t, p, 3)
 	if r := await(t, res); r.err != nil {
 		t.Fatal(r.err)
@@ -182,7 +178,7 @@ func TestDMAWriteFillCaptured(t *testing.T) {
 	for i := range got {
 		eqBytes(t, "captured fragment", got[i], sent[i])
 	}
-	eqBytes(t, "fragment", wantFragments(testutil.Pattern(40, 3), 0x3000, 0, 16)[2], got[2])
+	eqBytes(t, "fragment", wantFragments(pattern(40, 3), 0x3000, 0, 16)[2], got[2])
 }
 
 // A responder whose memory answers at once reads a DMA read's data
@@ -191,28 +187,20 @@ func TestDMAWriteFillCaptured(t *testing.T) {
 // ERROR_RSP a read of the memory first would have sent, and records and
 // counts the same.
 func TestDMAReadResponseFilled(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	spy := &fillSpy{Port: attach(t, sw, macB)}
-	m := memory.NewMap()
-	ram, _ := memory.NewRAM(0x1000, 0x1000)
-	slv, _ := memory.NewFault(0x2000, 0x1000, memory.SLVERR)
-	if err := m.Add(0x1000, 0x1000, ram); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Add(0x2000, 0x1000, slv); err != nil {
-		t.Fatal(err)
-	}
+	m, ram := newSLVERRMap(t, 0x1000, 0x1000, 0x2000, 0x1000)
 	if !memory.IsImmediate(m) {
 		t.Fatal("the test's memory is not memory.Immediate")
 	}
-	ram.WriteAt(testutil.Pattern(0x1000, 9), 0x1000)
+	ram.WriteAt(pattern(0x1000, 9), 0x1000)
 	b := newEPOn(t, spy, m, endpoint.Config{})
 	setPeer(t, b, 0, endpoint.Peer{MAC: macP, Mode: endpoint.ModeDMARead, WindowBase: 0x1000, WindowSize: 0x3000})
 	dr := func(rid, addr, n uint32) []byte { return frame(macB, macP, 0x30, le(rid), le(addr), le(n)) }
 
 	p.send(t, dr(1, 0x1003, 7))
-	eqBytes(t, "DMA_READ_RSP", wire.AppendDMAReadRsp(nil, macP, macB, 1, testutil.Pattern(0x1000, 9)[3:10]), p.next(t))
+	eqBytes(t, "DMA_READ_RSP", wire.AppendDMAReadRsp(nil, macP, macB, 1, pattern(0x1000, 9)[3:10]), p.next(t))
 	if f, w := spy.fills.Load(), spy.writes.Load(); f != 1 || w != 0 {
 		t.Errorf("%d WriteFill and %d Write calls for a DMA read, want 1 and 0", f, w)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link/mem"
-	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -34,15 +33,7 @@ func FuzzReceive(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	space := memory.NewMap()
-	ram, _ := memory.NewRAM(ramBase, ramSize)
-	fault, _ := memory.NewFault(0x20000, 0x1000, memory.SLVERR)
-	if err := space.Add(ramBase, ramSize, ram); err != nil {
-		f.Fatal(err)
-	}
-	if err := space.Add(0x20000, 0x1000, fault); err != nil {
-		f.Fatal(err)
-	}
+	space, _ := newSLVERRMap(f, ramBase, ramSize, 0x20000, 0x1000)
 	e := newEP(f, sw, macB, space, endpoint.Config{Group: group, Contexts: 2})
 	for i, m := range []endpoint.Mode{endpoint.ModeRMEM, endpoint.ModeDMAWrite, endpoint.ModeDMARead} {
 		setPeer(f, e, i, endpoint.Peer{MAC: peers[i], Mode: m, WindowBase: 0, WindowSize: 1 << 32})

@@ -47,6 +47,7 @@ var (
 	newEPOn    = endpointtest.NewEndpoint
 	setPeer    = endpointtest.SetPeer
 	eventually = testutil.Eventually
+	pattern    = testutil.Pattern
 	wantCode   = endpointtest.WantCode
 	wantStatus = endpointtest.WantStatus
 	failed     = endpointtest.Failed
@@ -54,12 +55,37 @@ var (
 
 func newRAM(t testing.TB) *memory.RAM { t.Helper(); return endpointtest.NewRAM(t, ramBase, ramSize) }
 
+// newSLVERRMap returns a Map with RAM at [base, base+size) and, unless
+// slvSize is 0, a region at [slvBase, slvBase+slvSize) that answers SLVERR;
+// an address in neither is a hole, which answers DECERR.
+func newSLVERRMap(t testing.TB, base uint32, size uint64, slvBase uint32, slvSize uint64) (*memory.Map, *memory.RAM) {
+	t.Helper()
+	m := memory.NewMap()
+	ram, err := memory.NewRAM(base, size)
+	if err == nil {
+		err = m.Add(base, size, ram)
+	}
+	if err == nil && slvSize != 0 {
+		var f *memory.Fault
+		if f, err = memory.NewFault(slvBase, slvSize, memory.SLVERR); err == nil {
+			err = m.Add(slvBase, slvSize, f)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, ram
+}
+
 // win returns a peer entry whose window is the whole test RAM.
 func win(mac wire.MAC, mode endpoint.Mode) endpoint.Peer {
 	return endpointtest.Window(mac, mode, ramBase, ramSize)
 }
 
-func newSwitch(t testing.TB, cfg mem.Config) *mem.Switch {
+// newSwitch returns a switch with the default configuration and a deep queue.
+func newSwitch(t testing.TB) *mem.Switch { t.Helper(); return newSwitchWith(t, mem.Config{}) }
+
+func newSwitchWith(t testing.TB, cfg mem.Config) *mem.Switch {
 	t.Helper()
 	if cfg.QueueLen == 0 {
 		cfg.QueueLen = 4096

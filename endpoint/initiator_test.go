@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
@@ -18,7 +17,7 @@ import (
 // the test plays the remote side byte by byte.
 func newScripted(t *testing.T, mode endpoint.Mode, cfg endpoint.Config) (*endpoint.Endpoint, *tap, *mem.Switch) {
 	t.Helper()
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	a := newEP(t, sw, macA, newRAM(t), cfg)
 	setPeer(t, a, 0, win(macP, mode))
@@ -47,6 +46,23 @@ func await(t testing.TB, c <-chan result) result {
 		t.Fatal("operation did not complete")
 	}
 	return result{}
+}
+
+// failedRead is what a failed RMEM read returns: all ones.
+var failedRead = result{data: 0xFFFFFFFF}
+
+// moved is the result of a block that moved n bytes in frags fragments.
+func moved(n uint64, frags int) result {
+	return result{tr: endpoint.Transfer{Bytes: n, Fragments: frags}}
+}
+
+// wantFailed fails t unless r's error wraps err and r's data and transfer
+// are want's.
+func wantFailed(t testing.TB, what string, r result, err error, want result) {
+	t.Helper()
+	if !errors.Is(r.err, err) || r.data != want.data || r.tr != want.tr {
+		t.Fatalf("%s = %#x, %+v, %v; want %#x, %+v and an error wrapping %v", what, r.data, r.tr, r.err, want.data, want.tr, err)
+	}
 }
 
 func pending(t testing.TB, c <-chan result) {
@@ -270,7 +286,7 @@ func TestUnmatchedResponses(t *testing.T) {
 // first frame on the wire afterwards carries Request ID 0). Failures with
 // a peer index in range are recorded and raise their events.
 func TestLocalInvalid(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{Events: endpoint.EventEnable{RMEMError: true, PeerDMAComplete: true}})
 	setPeer(t, a, 0, win(macP, endpoint.ModeRMEM))
@@ -337,7 +353,7 @@ func TestLocalInvalid(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer a.SetConfig(base)
-			_, err := a.DMAWrite(bg(), 1, 0x1000, testutil.Pattern(64, 0))
+			_, err := a.DMAWrite(bg(), 1, 0x1000, pattern(64, 0))
 			return err
 		}, endpoint.PeerDMAComplete})
 	}
@@ -367,7 +383,7 @@ func TestLocalInvalid(t *testing.T) {
 // one of 8, one at a time, with consecutive Request IDs and addresses;
 // progress is reported after each; reading it back fragments the same way.
 func TestDMAFragmentation(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	ramB := newRAM(t)
 	cfg := endpoint.Config{MaxFragment: 31}
@@ -379,7 +395,7 @@ func TestDMAFragmentation(t *testing.T) {
 	setPeer(t, c, 0, win(macB, endpoint.ModeDMAWrite))
 	setPeer(t, b, 1, win(macC, endpoint.ModeDMARead))
 	const n, remote = 20000, 0x1003
-	src := testutil.Pattern(n, 3)
+	src := pattern(n, 3)
 	var progress []uint64
 	ctx := endpoint.WithProgress(bg(), func(done uint64) { progress = append(progress, done) })
 	tr, err := a.DMAWrite(ctx, 0, remote, src)
@@ -425,7 +441,7 @@ func TestDMAFragmentation(t *testing.T) {
 // multiple of four (7 → 4, 8161..8163 → 8160) and sampled at block start:
 // changing it during a block affects only later blocks.
 func TestMaxFragmentRounding(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{})
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
@@ -464,7 +480,7 @@ func TestMaxFragmentRounding(t *testing.T) {
 		if got := a.Config().MaxFragment; got != c.mfs {
 			t.Fatalf("stored MaxFragment %d, want %d as written", got, c.mfs)
 		}
-		if _, err := a.DMAWrite(bg(), 0, 0x1000, testutil.Pattern(c.n, 1)); err != nil {
+		if _, err := a.DMAWrite(bg(), 0, 0x1000, pattern(c.n, 1)); err != nil {
 			t.Fatal(err)
 		}
 		diff(t, fmt.Sprintf("fragments with MaxFragment %d", c.mfs), c.want, lengths(len(c.want)))
@@ -478,11 +494,11 @@ func TestMaxFragmentRounding(t *testing.T) {
 		c.MaxFragment = 4
 		a.SetConfig(c)
 	})
-	if _, err := a.DMAWrite(ctx, 0, 0x1000, testutil.Pattern(20, 1)); err != nil {
+	if _, err := a.DMAWrite(ctx, 0, 0x1000, pattern(20, 1)); err != nil {
 		t.Fatal(err)
 	}
 	diff(t, "block with a live change", []uint32{8, 8, 4}, lengths(3))
-	if _, err := a.DMAWrite(bg(), 0, 0x1000, testutil.Pattern(8, 1)); err != nil {
+	if _, err := a.DMAWrite(bg(), 0, 0x1000, pattern(8, 1)); err != nil {
 		t.Fatal(err)
 	}
 	diff(t, "next block", []uint32{4, 4}, lengths(2))
@@ -492,18 +508,10 @@ func TestMaxFragmentRounding(t *testing.T) {
 // region (slverr) or a hole (DECERR).
 func faultMap(t *testing.T, slverr bool) (*memory.Map, *memory.RAM) {
 	t.Helper()
-	m := memory.NewMap()
-	r, _ := memory.NewRAM(0x1000, 0x1000)
-	if err := m.Add(0x1000, 0x1000, r); err != nil {
-		t.Fatal(err)
-	}
 	if slverr {
-		f, _ := memory.NewFault(0x2000, 0x1000, memory.SLVERR)
-		if err := m.Add(0x2000, 0x1000, f); err != nil {
-			t.Fatal(err)
-		}
+		return newSLVERRMap(t, 0x1000, 0x1000, 0x2000, 0x1000)
 	}
-	return m, r
+	return newSLVERRMap(t, 0x1000, 0x1000, 0, 0)
 }
 
 // TestDMALocalMemoryErrors: a local source read error fails the block with
@@ -512,7 +520,7 @@ func faultMap(t *testing.T, slverr bool) (*memory.Map, *memory.RAM) {
 // LOCAL_AXI_WR_SLVERR/DECERR. Earlier fragments stay delivered; the remote
 // side records nothing.
 func TestDMALocalMemoryErrors(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	ramB, ramC := newRAM(t), newRAM(t)
 	cfg := endpoint.Config{MaxFragment: 16}
@@ -529,7 +537,7 @@ func TestDMALocalMemoryErrors(t *testing.T) {
 		want   wire.Code
 	}{{true, wire.CodeLocalAXIRdSlverr}, {false, wire.CodeLocalAXIRdDecerr}} {
 		src, ram := faultMap(t, k.slverr)
-		ram.WriteAt(testutil.Pattern(16, 9), 0x1FF0)
+		ram.WriteAt(pattern(16, 9), 0x1FF0)
 		tr, err := a.DMAWriteFrom(bg(), 0, 0x3000, src, 0x1FF0, 40)
 		wantCode(t, "write from faulty source", err, k.want)
 		if !errors.Is(err, endpoint.ErrMemory) {
@@ -538,17 +546,17 @@ func TestDMALocalMemoryErrors(t *testing.T) {
 		if tr != (endpoint.Transfer{Bytes: 16, Fragments: 1}) {
 			t.Fatalf("transfer %+v, want one fragment of 16 bytes", tr)
 		}
-		eqBytes(t, "fragment 0", frame(macB, macA, 0x40, le(rid), le(0x3000), le(16), testutil.Pattern(16, 9), eod), sniff.next(t))
+		eqBytes(t, "fragment 0", frame(macB, macA, 0x40, le(rid), le(0x3000), le(16), pattern(16, 9), eod), sniff.next(t))
 		sniff.next(t)
 		rid += 2 // the failed fragment consumed its Request ID
 		got := make([]byte, 20)
 		ramB.ReadAt(got, 0x3000)
-		eqBytes(t, "B's memory", append(testutil.Pattern(16, 9), 0, 0, 0, 0), got)
+		eqBytes(t, "B's memory", append(pattern(16, 9), 0, 0, 0, 0), got)
 		wantStatus(t, "A", a, 0, failed(k.want))
 		wantStatus(t, "B", b, 0, endpoint.PeerStatus{})
 		a.ClearError(0)
 	}
-	ramC.WriteAt(testutil.Pattern(40, 5), 0x4000)
+	ramC.WriteAt(pattern(40, 5), 0x4000)
 	for _, k := range []struct {
 		slverr bool
 		want   wire.Code
@@ -561,7 +569,7 @@ func TestDMALocalMemoryErrors(t *testing.T) {
 		}
 		got := make([]byte, 16)
 		ram.ReadAt(got, 0x1FF0)
-		eqBytes(t, "A's memory", testutil.Pattern(40, 5)[:16], got)
+		eqBytes(t, "A's memory", pattern(40, 5)[:16], got)
 		for f := range 2 {
 			eqBytes(t, "read request", frame(macC, macA, 0x30, le(rid), le(0x4000+16*uint32(f)), le(16)), sniff.next(t))
 			sniff.next(t)
@@ -583,8 +591,8 @@ func TestRMEMBeforeNextFragment(t *testing.T) {
 	a, p, sw := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4})
 	q := newTap(t, sw, macQ, false)
 	setPeer(t, a, 1, win(macQ, endpoint.ModeRMEM))
-	dma := dmaWrite(a, 0, 0x1000, testutil.Pattern(12, 1))
-	eqBytes(t, "fragment 0", frame(macP, macA, 0x40, le(0), le(0x1000), le(4), testutil.Pattern(12, 1)[:4], eod), p.next(t))
+	dma := dmaWrite(a, 0, 0x1000, pattern(12, 1))
+	eqBytes(t, "fragment 0", frame(macP, macA, 0x40, le(0), le(0x1000), le(4), pattern(12, 1)[:4], eod), p.next(t))
 	rm := rmemRead(a, 1, 0x2000)
 	eventually(t, "RMEM waiting", func() bool { r, _ := endpoint.SlotWaiting(a); return r == 1 })
 	q.none(t, 10*time.Millisecond) // not preempting the outstanding fragment
@@ -596,7 +604,7 @@ func TestRMEMBeforeNextFragment(t *testing.T) {
 		t.Fatalf("RMEMRead = %+v", r)
 	}
 	for k := 1; k < 3; k++ {
-		eqBytes(t, "fragment", frame(macP, macA, 0x40, le(uint32(k+1)), le(0x1000+4*uint32(k)), le(4), testutil.Pattern(12, 1)[4*k:4*k+4], eod), p.next(t))
+		eqBytes(t, "fragment", frame(macP, macA, 0x40, le(uint32(k+1)), le(0x1000+4*uint32(k)), le(4), pattern(12, 1)[4*k:4*k+4], eod), p.next(t))
 		p.send(t, frame(macA, macP, 0x41, le(uint32(k+1))))
 	}
 	if r := await(t, dma); r.err != nil || r.tr.Fragments != 3 {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -16,7 +15,7 @@ import (
 // complete, but a request addressed to it, even from a configured RMEM peer,
 // gets no reply of any kind (one MAC, one responder).
 func TestInitiatorOnly(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
 	a := newEP(t, sw, macA, nil, endpoint.Config{RMEMTimeout: time.Second})
 	p := newTap(t, sw, macP, false)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
@@ -15,7 +14,7 @@ import (
 // request goes before a waiting initiating frame, whatever their arrival
 // order; raw and initiating frames take turns in arrival order.
 func TestReplyPriority(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	gate := newGate(attach(t, sw, macB))
 	b := newEPOn(t, gate, newRAM(t), endpoint.Config{})
@@ -59,7 +58,7 @@ func TestReplyPriority(t *testing.T) {
 // several maximum-size fragments and RMEM operations complete, with
 // response timers running, and the bytes arrive intact.
 func TestSlowLink(t *testing.T) {
-	sw := newSwitch(t, mem.Config{Latency: 2 * time.Millisecond, Bandwidth: 4 << 20})
+	sw := newSwitchWith(t, mem.Config{Latency: 2 * time.Millisecond, Bandwidth: 4 << 20})
 	ramB := newRAM(t)
 	cfg := endpoint.Config{DMATimeout: 5 * time.Second, RMEMTimeout: 5 * time.Second}
 	a := newEP(t, sw, macA, newRAM(t), cfg)
@@ -69,7 +68,7 @@ func TestSlowLink(t *testing.T) {
 	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
 	setPeer(t, c, 0, win(macB, endpoint.ModeDMAWrite))
 	setPeer(t, b, 1, win(macC, endpoint.ModeDMARead))
-	src := testutil.Pattern(20000, 9)
+	src := pattern(20000, 9)
 	start := time.Now()
 	tr, err := a.DMAWrite(bg(), 0, 0x1001, src)
 	if err != nil || tr != (endpoint.Transfer{Bytes: 20000, Fragments: 3}) {

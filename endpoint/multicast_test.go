@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
@@ -22,7 +20,7 @@ import (
 // accepted only by an endpoint whose group is all ones. Group reads are
 // refused locally, never transmitted, and consume no Request ID.
 func TestMulticast(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 40, DMATimeout: time.Hour, RMEMTimeout: time.Hour})
 	timer := endpoint.InstallFakeTimer(a)
@@ -42,7 +40,7 @@ func TestMulticast(t *testing.T) {
 	setPeer(t, c, 0, endpoint.Peer{MAC: macA, Mode: endpoint.ModeDMAWrite, WindowBase: 0x1000, WindowSize: 0x800, EventEnable: true})
 
 	// A three-fragment group write.
-	src := testutil.Pattern(100, 1)
+	src := pattern(100, 1)
 	tr, err := a.DMAWrite(bg(), 0, 0x1100, src)
 	if err != nil || tr != (endpoint.Transfer{Bytes: 100, Fragments: 3}) {
 		t.Fatalf("group DMAWrite = %+v, %v", tr, err)
@@ -134,7 +132,7 @@ func TestMulticast(t *testing.T) {
 // TestGroupChange: SetConfig moves the group membership: the link leaves
 // the old group and joins the new one.
 func TestGroupChange(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	ramB := newRAM(t)
 	b := newEP(t, sw, macB, ramB, endpoint.Config{Group: group})
@@ -166,12 +164,12 @@ func TestGroupChange(t *testing.T) {
 // unpaced block; a negative interval is
 // refused.
 func TestGroupInterval(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	const interval = 5 * time.Millisecond
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 40, GroupInterval: interval})
 	setPeer(t, a, 0, win(group, endpoint.ModeDMARead))
-	src := testutil.Pattern(160, 3)
+	src := pattern(160, 3)
 	t0 := time.Now()
 	tr, err := a.DMAWrite(bg(), 0, 0x1100, src)
 	el := time.Since(t0)
@@ -199,11 +197,11 @@ func TestGroupInterval(t *testing.T) {
 // block returns once the first frame is out and the context is cancelled,
 // with that frame counted and the context's error.
 func TestGroupIntervalCancel(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 40, GroupInterval: time.Hour})
 	setPeer(t, a, 0, win(group, endpoint.ModeDMARead))
-	src := testutil.Pattern(160, 3)
+	src := pattern(160, 3)
 	ctx, cancel := context.WithCancel(bg())
 	defer cancel()
 	type result struct {

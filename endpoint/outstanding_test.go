@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -16,7 +15,7 @@ import (
 // Request ID; the block completes with every fragment answered.
 func TestOutstandingWindow(t *testing.T) {
 	a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, Outstanding: 3, DMATimeout: time.Second})
-	src := testutil.Pattern(20, 9) // five fragments
+	src := pattern(20, 9) // five fragments
 	res := dmaWrite(a, 0, 0x1000, src)
 	var rids []uint32
 	expect := func(k int) {
@@ -47,7 +46,7 @@ func TestOutstandingWindow(t *testing.T) {
 // the failed fragment's address.
 func TestOutstandingFailureStops(t *testing.T) {
 	a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, Outstanding: 2, DMATimeout: time.Second})
-	src := testutil.Pattern(24, 1) // six fragments
+	src := pattern(24, 1) // six fragments
 	res := dmaWrite(a, 0, 0x2000, src)
 	f0, f1 := p.next(t), p.next(t)
 	p.send(t, frame(macA, macP, 0xff, le(wire.Frame(f0).RequestID()), le(wire.CauseAXIWrSlverr)))

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -66,7 +65,7 @@ func TestRawPolicies(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.policy.String(), func(t *testing.T) {
-			sw := newSwitch(t, mem.Config{})
+			sw := newSwitch(t)
 			p := newTap(t, sw, macP, false)
 			b := newEP(t, sw, macB, newRAM(t), endpoint.Config{RawPolicy: c.policy, Group: group})
 			for _, f := range all {
@@ -91,7 +90,7 @@ func TestRawPolicies(t *testing.T) {
 // frame over MaxFrame is dropped, RecvRaw reports a short buffer, and
 // SendRaw transmits a frame unchanged.
 func TestRawQueueAndSend(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{RawPolicy: endpoint.RawFiltered, RawQueue: 2, MaxFrame: 1000})
 	for i := range 3 {

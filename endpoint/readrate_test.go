@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -17,7 +16,7 @@ import (
 // counted; a second later the budget serves two more. Another peer's
 // budget is its own, and RMEM requests are never charged.
 func TestMaxReadRate(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	q := newTap(t, sw, macQ, false)
 	ram := newRAM(t)
@@ -71,7 +70,7 @@ func TestMaxReadRate(t *testing.T) {
 
 // TestMaxReadRateOff: with no bound (the default) every read is served.
 func TestMaxReadRateOff(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
 	setPeer(t, b, 0, win(macP, endpoint.ModeDMARead))

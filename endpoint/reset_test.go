@@ -2,20 +2,17 @@ package endpoint_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
 // TestRequestIDWrap: the counter wraps naturally from 0xFFFFFFFF to 0,
 // across RMEM operations and DMA fragments alike, and replies still match.
 func TestRequestIDWrap(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 4})
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
@@ -32,7 +29,7 @@ func TestRequestIDWrap(t *testing.T) {
 	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
 	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
 	endpoint.SetRequestID(a, 0xFFFFFFFF)
-	if tr, err := a.DMAWrite(bg(), 0, 0x1000, testutil.Pattern(8, 0)); err != nil || tr.Fragments != 2 {
+	if tr, err := a.DMAWrite(bg(), 0, 0x1000, pattern(8, 0)); err != nil || tr.Fragments != 2 {
 		t.Fatalf("DMAWrite = %+v, %v", tr, err)
 	}
 	for _, rid := range []uint32{0xFFFFFFFF, 0} {
@@ -64,9 +61,7 @@ func TestReset(t *testing.T) {
 	a.Reset()
 	r := await(t, res)
 	wantCode(t, "reset read", r.err, wire.CodeTimeout)
-	if !errors.Is(r.err, endpoint.ErrReset) || r.data != 0xFFFFFFFF {
-		t.Fatalf("reset read = %#x, %v", r.data, r.err)
-	}
+	wantFailed(t, "reset read", r, endpoint.ErrReset, failedRead)
 	wantStatus(t, "reset peer", a, 0, endpoint.PeerStatus{})
 	wantStatus(t, "earlier failure", a, 1, failed(wire.CodeLocalInvalid))
 	ctx, cancel := context.WithTimeout(bg(), 20*time.Millisecond)
@@ -100,15 +95,13 @@ func TestReset(t *testing.T) {
 	a.SetConfig(c)
 	ctx = endpoint.WithProgress(bg(), func(uint64) { a.Reset() })
 	res = async(func() result {
-		tr, err := a.DMAWrite(ctx, 0, 0x1000, testutil.Pattern(12, 0))
+		tr, err := a.DMAWrite(ctx, 0, 0x1000, pattern(12, 0))
 		return result{tr: tr, err: err}
 	})
-	eqBytes(t, "fragment", frame(macP, macA, 0x40, le(1), le(0x1000), le(4), testutil.Pattern(12, 0)[:4], eod), p.next(t))
+	eqBytes(t, "fragment", frame(macP, macA, 0x40, le(1), le(0x1000), le(4), pattern(12, 0)[:4], eod), p.next(t))
 	p.send(t, frame(macA, macP, 0x41, le(1)))
 	r = await(t, res)
-	if !errors.Is(r.err, endpoint.ErrReset) || r.tr != (endpoint.Transfer{Bytes: 4, Fragments: 1}) {
-		t.Fatalf("block across Reset = %+v, %v", r.tr, r.err)
-	}
+	wantFailed(t, "block across Reset", r, endpoint.ErrReset, moved(4, 1))
 	p.none(t, 10*time.Millisecond)
 	wantStatus(t, "block peer", a, 0, endpoint.PeerStatus{})
 }
@@ -116,18 +109,18 @@ func TestReset(t *testing.T) {
 // TestResetResponder: a responder context working when Reset comes drops
 // its result: no reply, no record.
 func TestResetResponder(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	slow := &blockingSpace{Space: newRAM(t), lo: 0x1000, hi: 0x2000, entered: make(chan struct{}, 1), release: make(chan struct{})}
 	b := newEP(t, sw, macB, slow, endpoint.Config{})
 	setPeer(t, b, 0, win(macP, endpoint.ModeDMAWrite))
-	p.send(t, frame(macB, macP, 0x40, le(7), le(0x1000), le(4), testutil.Pattern(4, 0), eod))
+	p.send(t, frame(macB, macP, 0x40, le(7), le(0x1000), le(4), pattern(4, 0), eod))
 	<-slow.entered
 	b.Reset()
 	close(slow.release)
 	p.none(t, 30*time.Millisecond)
 	// The context is free again and serves the next request normally.
-	p.send(t, frame(macB, macP, 0x40, le(8), le(0x3000), le(4), testutil.Pattern(4, 0), eod))
+	p.send(t, frame(macB, macP, 0x40, le(8), le(0x3000), le(4), pattern(4, 0), eod))
 	eqBytes(t, "reply", frame(macP, macB, 0x41, le(8)), p.next(t))
 	wantStatus(t, "B", b, 0, endpoint.PeerStatus{})
 	if s := b.Stats(); s.ServedDMAWrite != 1 {
@@ -139,7 +132,7 @@ func TestResetResponder(t *testing.T) {
 // first request; the default is 0; SetConfig leaves the running counter
 // (and the reported value) alone; Reset returns the counter to 0.
 func TestInitialRequestID(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
 	setPeer(t, b, 0, win(macA, endpoint.ModeRMEM))
@@ -206,10 +199,10 @@ func TestProgressCallbackOutlivesBlock(t *testing.T) {
 			})
 			endpoint.SetRequestID(a, 1)
 			res := async(func() result {
-				tr, err := a.DMAWrite(ctx, 0, 0x1000, testutil.Pattern(12, 0))
+				tr, err := a.DMAWrite(ctx, 0, 0x1000, pattern(12, 0))
 				return result{tr: tr, err: err}
 			})
-			eqBytes(t, "fragment", frame(macP, macA, 0x40, le(1), le(0x1000), le(4), testutil.Pattern(12, 0)[:4], eod), p.next(t))
+			eqBytes(t, "fragment", frame(macP, macA, 0x40, le(1), le(0x1000), le(4), pattern(12, 0)[:4], eod), p.next(t))
 			p.send(t, frame(macA, macP, 0x41, le(1)))
 			select {
 			case <-waited:
@@ -229,9 +222,7 @@ func TestProgressCallbackOutlivesBlock(t *testing.T) {
 			if how == "cancel" {
 				want = context.Canceled
 			}
-			if !errors.Is(r.err, want) || r.tr != (endpoint.Transfer{Bytes: 4, Fragments: 1}) {
-				t.Fatalf("block = %+v, %v; want 4 bytes in 1 fragment and %v", r.tr, r.err, want)
-			}
+			wantFailed(t, "block", r, want, moved(4, 1))
 			wantCode(t, "block", r.err, wire.CodeTimeout)
 			if calls != 1 {
 				t.Fatalf("progress called %d times", calls)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
@@ -44,15 +43,7 @@ func (c *countingSpace) WriteWord(a, d, m uint32) bool {
 // accesses.
 func responderMemory(t *testing.T) (*countingSpace, *memory.RAM) {
 	t.Helper()
-	m := memory.NewMap()
-	r, _ := memory.NewRAM(0x1000, 0x8000)
-	f, _ := memory.NewFault(0x9000, 0x1000, memory.SLVERR)
-	if err := m.Add(0x1000, 0x8000, r); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Add(0x9000, 0x1000, f); err != nil {
-		t.Fatal(err)
-	}
+	m, r := newSLVERRMap(t, 0x1000, 0x8000, 0x9000, 0x1000)
 	return &countingSpace{Space: m}, r
 }
 
@@ -61,7 +52,7 @@ func responderMemory(t *testing.T) (*countingSpace, *memory.RAM) {
 // source peer's status (10 for an incomplete DMA_WRITE_REQ, whose ERROR_RSP
 // carries cause 2), and no memory access for a rejected request.
 func TestResponderAdmission(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	q := newTap(t, sw, macQ, false)
 	space, ram := responderMemory(t)
@@ -69,7 +60,7 @@ func TestResponderAdmission(t *testing.T) {
 	b := newEP(t, sw, macB, space, endpoint.Config{MaxFrame: 1000, Events: endpoint.EventEnable{PeerDMAComplete: true, RMEMError: true}})
 	window := endpoint.Peer{MAC: macP, WindowBase: 0x1000, WindowSize: 0xA000, EventEnable: true}
 	setPeer(t, b, 1, endpoint.Peer{MAC: macQ, Mode: endpoint.ModeDMARead, WindowBase: 0xFFFFFF00, WindowSize: 0x100})
-	ram.WriteAt(testutil.Pattern(0x8000, 0), 0x1000)
+	ram.WriteAt(pattern(0x8000, 0), 0x1000)
 	pad := func(f []byte, n int) []byte { return append(f, make([]byte, n-len(f))...) }
 	rmw := func(rid, addr, mask, d uint32) []byte {
 		return frame(macB, macP, 0x20, le(rid), le(addr), le(mask), le(d))
@@ -91,8 +82,8 @@ func TestResponderAdmission(t *testing.T) {
 		accesses int64
 		wrote    bool // memory at 0x2000 changed
 	}{
-		{"RMEM read", 1, rmr(1, 0x2000), frame(macP, macB, 0x11, le(1), testutil.Pattern(0x8000, 0)[0x1000:0x1004]), 0, 0, 1, false},
-		{"RMEM read padded to 60", 1, pad(rmr(2, 0x2000), 60), frame(macP, macB, 0x11, le(2), testutil.Pattern(0x8000, 0)[0x1000:0x1004]), 0, 0, 1, false},
+		{"RMEM read", 1, rmr(1, 0x2000), frame(macP, macB, 0x11, le(1), pattern(0x8000, 0)[0x1000:0x1004]), 0, 0, 1, false},
+		{"RMEM read padded to 60", 1, pad(rmr(2, 0x2000), 60), frame(macP, macB, 0x11, le(2), pattern(0x8000, 0)[0x1000:0x1004]), 0, 0, 1, false},
 		{"RMEM read padded to 61", 1, pad(rmr(3, 0x2000), 61), nil, 2, 2, 0, false},
 		{"RMEM read truncated", 1, rmr(4, 0x2000)[:23], nil, 2, 2, 0, false},
 		{"RMEM write too long", 1, append(rmw(5, 0x2000, 1, 1), 0), nil, 2, 2, 0, false},
@@ -134,10 +125,10 @@ func TestResponderAdmission(t *testing.T) {
 		{"DMA read zero length", 3, dr(41, 0x2000, 0), nil, 1, 1, 0, false},
 		{"DMA read over fragment ceiling", 3, dr(42, 0x2000, 969), nil, 3, 3, 0, false},
 		{"DMA read truncated", 3, dr(43, 0x2000, 4)[:27], nil, 2, 2, 0, false},
-		{"DMA read at fragment ceiling", 3, dr(44, 0x1000, 968), frame(macP, macB, 0x31, le(44), testutil.Pattern(0x8000, 0)[:968], eod), 0, 0, 1, false},
+		{"DMA read at fragment ceiling", 3, dr(44, 0x1000, 968), frame(macP, macB, 0x31, le(44), pattern(0x8000, 0)[:968], eod), 0, 0, 1, false},
 		{"DMA read SLVERR", 3, dr(45, 0x8FFC, 8), nil, 4, 4, 1, false},
 		{"DMA read DECERR", 3, dr(46, 0xA000, 8), nil, 5, 5, 1, false},
-		{"DMA read", 3, dr(47, 0x3003, 5), frame(macP, macB, 0x31, le(47), data(testutil.Pattern(0x8000, 0)[0x2003:0x2008]), eod), 0, 0, 1, false},
+		{"DMA read", 3, dr(47, 0x3003, 5), frame(macP, macB, 0x31, le(47), data(pattern(0x8000, 0)[0x2003:0x2008]), eod), 0, 0, 1, false},
 	}
 	var failures uint64
 	for _, c := range cases {
@@ -174,7 +165,7 @@ func TestResponderAdmission(t *testing.T) {
 		}
 		diff(t, c.name+": event", endpoint.Event{Source: src, Peer: 0, Code: c.record}, ev)
 	}
-	want := bytes.Clone(testutil.Pattern(0x8000, 0)[0x1000:0x100C])
+	want := bytes.Clone(pattern(0x8000, 0)[0x1000:0x100C])
 	want[1], want[3] = 0xAA, 0xAA // RMEM write, BitEnable 0xFF00FF00
 	copy(want[1:], five)          // DMA write at 0x2001
 	got := make([]byte, len(want))
@@ -211,7 +202,7 @@ func TestResponderAdmission(t *testing.T) {
 // the entry), and of several entries with one MAC the lowest enabled index
 // serves its requests, its mode checked and its status recorded.
 func TestDisabledAndDuplicatePeers(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	q := newTap(t, sw, macQ, false)
 	space := &countingSpace{Space: newRAM(t)}
@@ -263,7 +254,7 @@ func TestDisabledAndDuplicatePeers(t *testing.T) {
 // never reaches the raw queue, even with the promiscuous raw policy. Group
 // writes are served (or fail and are recorded) without any reply.
 func TestResponderDrops(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	u := newTap(t, sw, macD, false) // not in B's peer table
 	space := &countingSpace{Space: newRAM(t)}
@@ -338,7 +329,7 @@ func TestResponderDrops(t *testing.T) {
 // cause 6; A records REMOTE_AXI_WR_SLVERR (14) in its entry for B and
 // raises its own event. Each side names its own peer index.
 func TestWorkedExample(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	sniff := newTap(t, sw, macS, true)
 	target, _ := memory.NewFault(0x1000, 0x1000, memory.SLVERR)
 	events := endpoint.EventEnable{PeerDMAComplete: true}
@@ -347,7 +338,7 @@ func TestWorkedExample(t *testing.T) {
 	setPeer(t, a, 2, endpoint.Peer{MAC: macB, Mode: endpoint.ModeDMARead, EventEnable: true})
 	setPeer(t, b, 5, endpoint.Peer{MAC: macA, Mode: endpoint.ModeDMAWrite, WindowBase: 0x1000, WindowSize: 0x1000, EventEnable: true})
 	endpoint.SetRequestID(a, 0x1234)
-	tr, err := a.DMAWrite(bg(), 2, 0x1800, testutil.Pattern(100, 0))
+	tr, err := a.DMAWrite(bg(), 2, 0x1800, pattern(100, 0))
 	wantCode(t, "A's DMA write", err, wire.CodeRemoteAXIWrSlverr)
 	if err.Error() != "oetp: DMA write to peer 2: REMOTE_AXI_WR_SLVERR (14)" {
 		t.Fatalf("error text %q", err)
@@ -355,7 +346,7 @@ func TestWorkedExample(t *testing.T) {
 	if tr != (endpoint.Transfer{}) {
 		t.Fatalf("transfer %+v", tr)
 	}
-	eqBytes(t, "request", frame(macB, macA, 0x40, le(0x1234), le(0x1800), le(100), testutil.Pattern(100, 0), eod), sniff.next(t))
+	eqBytes(t, "request", frame(macB, macA, 0x40, le(0x1234), le(0x1800), le(100), pattern(100, 0), eod), sniff.next(t))
 	eqBytes(t, "ERROR_RSP", unhex(t, "020e0c00000a 020e0c00000b 88b5 0e ff 34120000 06000000"), sniff.next(t))
 	wantStatus(t, "B's entry for A", b, 5, failed(wire.CodeLocalAXIWrSlverr))
 	wantStatus(t, "A's entry for B", a, 2, failed(wire.CodeRemoteAXIWrSlverr))
@@ -389,7 +380,7 @@ func (s *blockingSpace) WriteAt(p []byte, a uint32) memory.Resp {
 // initiator times out; the receive loop keeps going, so the endpoint's own
 // RMEM read completes meanwhile; after the release everything completes.
 func TestBusyResponder(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	ramB := newRAM(t)
 	slow := &blockingSpace{Space: ramB, lo: 0x8000, hi: 0x9000, entered: make(chan struct{}, 1), release: make(chan struct{})}
 	ramD := newRAM(t)
@@ -406,7 +397,7 @@ func TestBusyResponder(t *testing.T) {
 	timerC := endpoint.InstallFakeTimer(c)
 	ramD.WriteWord(0x1100, 0xD00D, 0xFFFFFFFF)
 
-	dw := dmaWrite(a, 0, 0x8000, testutil.Pattern(16, 4))
+	dw := dmaWrite(a, 0, 0x8000, pattern(16, 4))
 	<-slow.entered
 	cw := async(func() result { return result{err: c.RMEMWrite(bg(), 0, 0x1000, 0xC, 0xFFFFFFFF)} })
 	eventually(t, "busy drop", func() bool { return b.Stats().DropResponderBusy == 1 })
@@ -431,7 +422,7 @@ func TestBusyResponder(t *testing.T) {
 	}
 	got := make([]byte, 16)
 	ramB.ReadAt(got, 0x8000)
-	eqBytes(t, "B's memory", testutil.Pattern(16, 4), got)
+	eqBytes(t, "B's memory", pattern(16, 4), got)
 	if err := c.RMEMWrite(bg(), 0, 0x1000, 0xC, 0xFFFFFFFF); err != nil {
 		t.Fatalf("C's retry: %v", err)
 	}
@@ -447,7 +438,7 @@ func TestBusyResponder(t *testing.T) {
 // each other at the same time (A writes to B while B reads from A) and
 // both complete every block with the right bytes.
 func TestSimultaneousRoles(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	ramA, ramB := newRAM(t), newRAM(t)
 	cfg := endpoint.Config{MaxFragment: 100, Contexts: 1}
 	a := newEP(t, sw, macA, ramA, cfg)
@@ -455,14 +446,14 @@ func TestSimultaneousRoles(t *testing.T) {
 	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))  // A writes to B, serves B's reads
 	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite)) // B reads from A, accepts A's writes
 	const rounds, n = 50, 1000
-	ramA.WriteAt(testutil.Pattern(n, 0x33), 0x5000)
+	ramA.WriteAt(pattern(n, 0x33), 0x5000)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*rounds)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		for i := range rounds {
-			if _, err := a.DMAWrite(bg(), 0, 0x2000, testutil.Pattern(n, byte(i))); err != nil {
+			if _, err := a.DMAWrite(bg(), 0, 0x2000, pattern(n, byte(i))); err != nil {
 				errs <- err
 			}
 		}
@@ -473,7 +464,7 @@ func TestSimultaneousRoles(t *testing.T) {
 		for range rounds {
 			if _, err := b.DMARead(bg(), 0, 0x5000, dst); err != nil {
 				errs <- err
-			} else if !bytes.Equal(dst, testutil.Pattern(n, 0x33)) {
+			} else if !bytes.Equal(dst, pattern(n, 0x33)) {
 				errs <- fmt.Errorf("B read wrong bytes")
 			}
 		}
@@ -485,7 +476,7 @@ func TestSimultaneousRoles(t *testing.T) {
 	}
 	got := make([]byte, n)
 	ramB.ReadAt(got, 0x2000)
-	eqBytes(t, "B's memory", testutil.Pattern(n, rounds-1), got)
+	eqBytes(t, "B's memory", pattern(n, rounds-1), got)
 	sa, sb := a.Stats(), b.Stats()
 	if sa.ServedDMARead != rounds*10 || sb.ServedDMAWrite != rounds*10 || sa.DropResponderBusy+sb.DropResponderBusy != 0 {
 		t.Fatalf("A served %d reads, B served %d writes, busy drops %d/%d", sa.ServedDMARead, sb.ServedDMAWrite, sa.DropResponderBusy, sb.DropResponderBusy)
@@ -495,13 +486,13 @@ func TestSimultaneousRoles(t *testing.T) {
 // TestContexts: Contexts bounds the requests served at the same time;
 // raising it with SetConfig takes effect at once.
 func TestContexts(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	slow := &blockingSpace{Space: newRAM(t), lo: 0x1000, hi: 0x2000, entered: make(chan struct{}, 4), release: make(chan struct{})}
 	b := newEP(t, sw, macB, slow, endpoint.Config{})
 	setPeer(t, b, 0, win(macP, endpoint.ModeDMAWrite))
 	req := func(rid uint32) []byte {
-		return frame(macB, macP, 0x40, le(rid), le(0x1000+4*rid), le(4), testutil.Pattern(4, 0), eod)
+		return frame(macB, macP, 0x40, le(rid), le(0x1000+4*rid), le(4), pattern(4, 0), eod)
 	}
 	p.send(t, req(0))
 	<-slow.entered
@@ -530,7 +521,7 @@ func TestContexts(t *testing.T) {
 // TestLastUnknownSource: the source MAC and command of the latest request
 // dropped for an unknown source are kept for tools to report.
 func TestLastUnknownSource(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	u := newTap(t, sw, macD, false) // not in B's peer table
 	q := newTap(t, sw, macQ, false)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
@@ -247,7 +246,7 @@ func TestRetryDMAFragment(t *testing.T) {
 	a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, DMATimeout: time.Second})
 	setPolicy(t, a, 0, endpoint.RetryPolicy{Retries: 1, Deadline: time.Hour, MinRTO: 10 * time.Millisecond})
 	timer := endpoint.InstallFakeTimer(a)
-	src := testutil.Pattern(12, 5)
+	src := pattern(12, 5)
 	res := dmaWrite(a, 0, 0x1000, src)
 	frag := func(rid, k uint32) []byte {
 		return frame(macP, macA, 0x40, le(rid), le(0x1000+4*k), le(4), src[4*k:4*k+4], eod)
@@ -281,7 +280,7 @@ func TestRetryDMAFragment(t *testing.T) {
 // block is written and read back (by a second endpoint: one mode per peer
 // entry) with the right bytes.
 func TestRetryLossyBlocks(t *testing.T) {
-	sw := newSwitch(t, mem.Config{Seed: 12})
+	sw := newSwitchWith(t, mem.Config{Seed: 12})
 	cfg := endpoint.Config{MaxFragment: 256, DMATimeout: 50 * time.Millisecond}
 	a := newEP(t, sw, macA, newRAM(t), cfg)
 	c := newEP(t, sw, macC, newRAM(t), cfg)
@@ -305,7 +304,7 @@ func TestRetryLossyBlocks(t *testing.T) {
 	var retries int
 	back := make([]byte, 8192)
 	for k := range 10 {
-		src := testutil.Pattern(8192, byte(k))
+		src := pattern(8192, byte(k))
 		tr, err := a.DMAWrite(bg(), 0, 0x2000, src)
 		if err != nil || tr.Bytes != 8192 || tr.Fragments != 32 {
 			t.Fatalf("block %d: %+v, %v", k, tr, err)
@@ -327,7 +326,7 @@ func TestRetryLossyBlocks(t *testing.T) {
 // chained path; it is called after every fragment, in order, before the
 // next fragment is sent.
 func TestProgressKeepsChain(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 64})
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
 	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
@@ -343,7 +342,7 @@ func TestProgressKeepsChain(t *testing.T) {
 		}
 	})
 	before := endpoint.ChainedFragments(a)
-	tr, err := a.DMAWrite(ctx, 0, 0x1000, testutil.Pattern(1000, 1))
+	tr, err := a.DMAWrite(ctx, 0, 0x1000, pattern(1000, 1))
 	if err != nil || tr.Fragments != 16 {
 		t.Fatalf("DMAWrite = %+v, %v", tr, err)
 	}
@@ -363,7 +362,7 @@ func TestRetryZeroAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	cfg := endpoint.Config{RMEMTimeout: time.Minute, DMATimeout: time.Minute, MaxFragment: 256}
 	a := newEP(t, sw, macA, newRAM(t), cfg)
 	b := newEP(t, sw, macB, newRAM(t), cfg)

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -20,7 +18,7 @@ import (
 // RMEM_ERROR raised, all-ones data); a late reply is discarded; with the
 // timeout now 0 the next operation waits, without a timer, for its reply.
 func TestTimeoutStartsAfterWrite(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	gate := newGate(attach(t, sw, macA))
 	a := newEPOn(t, gate, newRAM(t), endpoint.Config{RMEMTimeout: 5 * time.Millisecond, Events: endpoint.EventEnable{RMEMError: true}})
@@ -54,9 +52,7 @@ func TestTimeoutStartsAfterWrite(t *testing.T) {
 	timer.Fire()
 	r := await(t, res)
 	wantCode(t, "expired read", r.err, wire.CodeTimeout)
-	if !errors.Is(r.err, endpoint.ErrTimeout) || r.data != 0xFFFFFFFF {
-		t.Fatalf("expired read = %#x, %v", r.data, r.err)
-	}
+	wantFailed(t, "expired read", r, endpoint.ErrTimeout, failedRead)
 	wantStatus(t, "A", a, 0, failed(wire.CodeTimeout))
 	ev, _ := a.NextEvent(bg())
 	diff(t, "event", endpoint.Event{Source: endpoint.RMEMError, Code: wire.CodeTimeout}, ev)
@@ -101,21 +97,21 @@ func TestDMATimeoutLateReply(t *testing.T) {
 	if r.tr != (endpoint.Transfer{}) {
 		t.Fatalf("transfer %+v", r.tr)
 	}
-	p.send(t, frame(macA, macP, 0x31, le(0), testutil.Pattern(8, 1), eod))
+	p.send(t, frame(macA, macP, 0x31, le(0), pattern(8, 1), eod))
 	eventually(t, "late reply", func() bool { return a.Stats().DropLateResponse == 1 })
 	eqBytes(t, "local memory after a late reply", bytes.Repeat([]byte{0x55}, 8), dst)
 
 	res = dmaRead(a, 0, 0x2000, dst)
 	eqBytes(t, "next request", frame(macP, macA, 0x30, le(1), le(0x2000), le(8)), p.next(t))
 	<-timer.Started()
-	p.send(t, frame(macA, macP, 0x31, le(0), testutil.Pattern(8, 1), eod))
+	p.send(t, frame(macA, macP, 0x31, le(0), pattern(8, 1), eod))
 	eventually(t, "second late reply", func() bool { return a.Stats().DropLateResponse == 2 })
 	pending(t, res)
-	p.send(t, frame(macA, macP, 0x31, le(1), testutil.Pattern(8, 2), eod))
+	p.send(t, frame(macA, macP, 0x31, le(1), pattern(8, 2), eod))
 	if r := await(t, res); r.err != nil {
 		t.Fatal(r.err)
 	}
-	eqBytes(t, "local memory", testutil.Pattern(8, 2), dst)
+	eqBytes(t, "local memory", pattern(8, 2), dst)
 }
 
 // TestRealTimeout: with the real timer, a silent peer fails the operation
@@ -189,9 +185,7 @@ func TestContextCancel(t *testing.T) {
 	cancel()
 	r := await(t, res)
 	wantCode(t, "cancelled while waiting", r.err, wire.CodeTimeout)
-	if !errors.Is(r.err, context.Canceled) || r.data != 0xFFFFFFFF {
-		t.Fatalf("cancelled read = %#x, %v", r.data, r.err)
-	}
+	wantFailed(t, "cancelled read", r, context.Canceled, failedRead)
 	wantStatus(t, "A", a, 0, failed(wire.CodeTimeout))
 	p.send(t, frame(macA, macP, 0x11, le(0), le(1)))
 	eventually(t, "late reply", func() bool { return a.Stats().DropLateResponse == 1 })
@@ -204,16 +198,14 @@ func TestContextCancel(t *testing.T) {
 	cfg.MaxFragment = 4
 	a.SetConfig(cfg)
 	res = async(func() result {
-		tr, err := a.DMAWrite(ctx, 1, 0x1000, testutil.Pattern(12, 0))
+		tr, err := a.DMAWrite(ctx, 1, 0x1000, pattern(12, 0))
 		return result{tr: tr, err: err}
 	})
 	f := q.next(t)
 	q.send(t, frame(macA, macQ, 0x41, le(wire.Frame(f).RequestID())))
 	r = await(t, res)
 	wantCode(t, "cancelled block", r.err, wire.CodeTimeout)
-	if r.tr != (endpoint.Transfer{Bytes: 4, Fragments: 1}) || !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("cancelled block = %+v, %v", r.tr, r.err)
-	}
+	wantFailed(t, "cancelled block", r, context.Canceled, moved(4, 1))
 	q.none(t, 10*time.Millisecond)
 	wantStatus(t, "A", a, 1, failed(wire.CodeTimeout))
 }
@@ -228,27 +220,26 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := await(t, res)
-	if !errors.Is(r.err, endpoint.ErrClosed) {
-		t.Fatalf("waiting read after Close: %v", r.err)
-	}
 	wantStatus(t, "A", a, 0, endpoint.PeerStatus{})
-	if _, err := a.RMEMRead(bg(), 0, 0x1000); !errors.Is(err, endpoint.ErrClosed) {
-		t.Fatalf("RMEMRead after Close: %v", err)
-	}
-	if _, err := a.DMAWrite(bg(), 0, 0x1000, []byte{1}); !errors.Is(err, endpoint.ErrClosed) {
-		t.Fatalf("DMAWrite after Close: %v", err)
-	}
-	if _, err := a.NextEvent(bg()); !errors.Is(err, endpoint.ErrClosed) {
-		t.Fatalf("NextEvent after Close: %v", err)
-	}
-	if _, err := a.RecvRaw(bg(), nil); !errors.Is(err, endpoint.ErrClosed) {
-		t.Fatalf("RecvRaw after Close: %v", err)
-	}
-	if err := a.SendRaw(make([]byte, 20)); !errors.Is(err, endpoint.ErrClosed) {
-		t.Fatalf("SendRaw after Close: %v", err)
-	}
-	if err := a.SetConfig(a.Config()); !errors.Is(err, endpoint.ErrClosed) {
-		t.Fatalf("SetConfig after Close: %v", err)
+	_, readErr := a.RMEMRead(bg(), 0, 0x1000)
+	_, writeErr := a.DMAWrite(bg(), 0, 0x1000, []byte{1})
+	_, eventErr := a.NextEvent(bg())
+	_, recvErr := a.RecvRaw(bg(), nil)
+	for _, c := range []struct {
+		what string
+		err  error
+	}{
+		{"waiting read after Close", r.err},
+		{"RMEMRead after Close", readErr},
+		{"DMAWrite after Close", writeErr},
+		{"NextEvent after Close", eventErr},
+		{"RecvRaw after Close", recvErr},
+		{"SendRaw after Close", a.SendRaw(make([]byte, 20))},
+		{"SetConfig after Close", a.SetConfig(a.Config())},
+	} {
+		if !errors.Is(c.err, endpoint.ErrClosed) {
+			t.Fatalf("%s: %v, want ErrClosed", c.what, c.err)
+		}
 	}
 	if err := a.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/link"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -31,7 +30,7 @@ func (r *refusingLink) Write(f []byte) error {
 // LOCAL_AXIS (2) wrapping ErrLink and the link's error, and is counted in
 // TxErrors, not TxFrames or TxBytes; the next operation works again.
 func TestLinkRefusesRequest(t *testing.T) {
-	sw := newSwitch(t, mem.Config{})
+	sw := newSwitch(t)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
 	rl := &refusingLink{Link: attach(t, sw, macA)}
 	a := newEPOn(t, rl, newRAM(t), endpoint.Config{})

@@ -10,9 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
@@ -65,7 +63,7 @@ func TestWarmNextFragment(t *testing.T) {
 	const n = 2*wire.MaxFragment + 100
 	const remote = ramBase + 0x100
 	for _, spin := range []bool{false, true} {
-		sw := newSwitch(t, mem.Config{})
+		sw := newSwitch(t)
 		var la, lb link.Link = attach(t, sw, macA), attach(t, sw, macB)
 		if spin {
 			la, lb = spinLink{la}, spinLink{lb}
@@ -74,7 +72,7 @@ func TestWarmNextFragment(t *testing.T) {
 		local := &touchLog{RAM: newRAM(t)}
 		a := newEPOn(t, la, newRAM(t), endpoint.Config{DMATimeout: waitLong})
 		b := newEPOn(t, lb, remoteMem, endpoint.Config{})
-		src := testutil.Pattern(n, 7)
+		src := pattern(n, 7)
 		if r := local.WriteAt(src, ramBase); r != memory.OKAY {
 			t.Fatal(r)
 		}
