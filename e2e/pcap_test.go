@@ -1,9 +1,6 @@
 package e2e_test
 
 import (
-	"errors"
-	"io"
-	"os"
 	"testing"
 	"time"
 
@@ -70,42 +67,24 @@ func TestPcapTee(t *testing.T) {
 	// be recorded after DMARead has returned.
 	eventually(t, "all ten records", func() bool { return len(pcaptest.ReadCapture(t, path)) >= 10 })
 	end := time.Now()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcap.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Format() != pcap.PcapNG {
-		t.Fatalf("file format %v, want pcapng (the default)", r.Format())
+	format, records := pcaptest.ReadRecords(t, path)
+	if format != pcap.PcapNG {
+		t.Fatalf("file format %v, want pcapng (the default)", format)
 	}
 	var gotSent, gotReceived [][]byte
 	var last [2]time.Time
-	for {
-		ts, fr, err := r.Next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				t.Fatal(err)
-			}
-			break
-		}
-		if r.OrigLen() != len(fr) {
-			t.Fatalf("record truncated: %d of %d bytes", len(fr), r.OrigLen())
-		}
+	for _, r := range records {
 		dir := 0
-		if wire.Frame(fr).Src() == macA {
-			gotSent = append(gotSent, append([]byte(nil), fr...))
+		if wire.Frame(r.Frame).Src() == macA {
+			gotSent = append(gotSent, r.Frame)
 		} else {
 			dir = 1
-			gotReceived = append(gotReceived, append([]byte(nil), fr...))
+			gotReceived = append(gotReceived, r.Frame)
 		}
-		if ts.Before(begin) || ts.After(end) || ts.Before(last[dir]) {
-			t.Fatalf("record stamped %v: outside [%v, %v] or before %v", ts, begin, end, last[dir])
+		if r.Time.Before(begin) || r.Time.After(end) || r.Time.Before(last[dir]) {
+			t.Fatalf("record stamped %v: outside [%v, %v] or before %v", r.Time, begin, end, last[dir])
 		}
-		last[dir] = ts
+		last[dir] = r.Time
 	}
 	eqFrames(t, "recorded as sent", sent, gotSent)
 	eqFrames(t, "recorded as received", received, gotReceived)

@@ -6,13 +6,32 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/openenoc/oetp/link/pcap"
 )
 
+// Record is one record of a capture: its stamp and a copy of its frame.
+type Record struct {
+	Time  time.Time
+	Frame []byte
+}
+
 // ReadCapture returns every frame of the pcap or pcapng file at path, each
 // a copy, and fails the test on a read error or a truncated record.
 func ReadCapture(t testing.TB, path string) [][]byte {
+	t.Helper()
+	_, records := ReadRecords(t, path)
+	frames := make([][]byte, len(records))
+	for i, r := range records {
+		frames[i] = r.Frame
+	}
+	return frames
+}
+
+// ReadRecords returns the format and every record of the pcap or pcapng
+// file at path, and fails the test on a read error or a truncated record.
+func ReadRecords(t testing.TB, path string) (pcap.Format, []Record) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -23,18 +42,18 @@ func ReadCapture(t testing.TB, path string) [][]byte {
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	var frames [][]byte
+	var records []Record
 	for {
-		_, fr, err := r.Next()
+		ts, fr, err := r.Next()
 		if errors.Is(err, io.EOF) {
-			return frames
+			return r.Format(), records
 		}
 		if err != nil {
-			t.Fatalf("%s: record %d: %v", path, len(frames), err)
+			t.Fatalf("%s: record %d: %v", path, len(records), err)
 		}
 		if r.OrigLen() != len(fr) {
-			t.Fatalf("%s: record %d truncated: %d of %d bytes", path, len(frames), len(fr), r.OrigLen())
+			t.Fatalf("%s: record %d truncated: %d of %d bytes", path, len(records), len(fr), r.OrigLen())
 		}
-		frames = append(frames, append([]byte(nil), fr...))
+		records = append(records, Record{Time: ts, Frame: append([]byte(nil), fr...)})
 	}
 }
