@@ -11,7 +11,9 @@
 // the endpoint's v1 answer into the DATA response, kept in the replay cache.
 // ACKs, NAKs, retransmissions, replays and the handshake never reach the
 // endpoint. One goroutine per Link runs the retransmission timers; the
-// steady state allocates nothing.
+// steady state allocates nothing. A DMA fragment's payload is written once,
+// by the endpoint, straight into the transport's copy of the frame
+// (link.FillWriter).
 //
 // The responder side delivers every request of a received batch at once and
 // writes the batch's responses, first transmissions and coalesced ACKs with
@@ -27,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,6 +182,7 @@ type execEntry struct {
 type Link struct {
 	inner    link.Link
 	filter   link.Filter
+	fw       link.FillWriter // the inner link's, or nil
 	cfg      Config
 	mac      wire.MAC
 	maxFrame int
@@ -239,6 +243,7 @@ func New(inner link.Link, cfg Config) (*Link, error) {
 		l.clock = transport.NewMonotonicClock()
 	}
 	l.filter, _ = inner.(link.Filter)
+	l.fw, _ = inner.(link.FillWriter)
 	m := map[wire.MAC]*peer{}
 	l.peers.Store(&m)
 	const batch = 32
@@ -535,12 +540,68 @@ func (l *Link) Release() {
 // Write hands one frame from the endpoint to the medium: through the
 // transport for a reliable peer, unchanged otherwise.
 func (l *Link) Write(f []byte) error {
+	_, err := l.write(f, 0, 0, nil)
+	return err
+}
+
+// WriteFill is Write for a frame whose data, frame[at:at+m], fill writes
+// (link.FillWriter): for a reliable peer straight into the transport's copy
+// of the frame (the request's slot in the window, the response's in the
+// replay cache), so that a DMA fragment's payload is copied once, from its
+// source; for any other peer through the inner link's WriteFill, or into
+// frame before the inner link's Write.
+func (l *Link) WriteFill(frame []byte, at, m int, fill func(data []byte) bool) (bool, error) {
+	if at < 0 || m < 0 || at+m > len(frame) {
+		panic("rlink: WriteFill: the data lies outside the frame")
+	}
+	return l.write(frame, at, m, fill)
+}
+
+// passFill writes f unchanged to the inner link, its data filled by fill
+// when fill is set (see WriteFill).
+func (l *Link) passFill(f []byte, at, m int, fill func([]byte) bool) (bool, error) {
+	if fill == nil {
+		return true, l.inner.Write(f)
+	}
+	if l.fw != nil {
+		return l.fw.WriteFill(f, at, m, fill)
+	}
+	if !fill(f[at : at+m]) {
+		return false, nil
+	}
+	return true, l.inner.Write(f)
+}
+
+// refuseFill lets fill, if set, write the data of a frame that is refused
+// (link.FillWriter calls fill exactly once); false when it cancels it.
+func refuseFill(f []byte, at, m int, fill func([]byte) bool) bool {
+	return fill == nil || fill(f[at:at+m])
+}
+
+// appendFill appends frame to b, its data frame[at:at+m] written by fill
+// (when set) in b instead of copied; false when fill cancels the frame. b
+// has room for frame (a transport buffer of MaxFrame bytes).
+func appendFill(b, frame []byte, at, m int, fill func([]byte) bool) ([]byte, bool) {
+	if fill == nil {
+		return append(b, frame...), true
+	}
+	b = append(b, frame[:at]...)
+	n := len(b)
+	b = slices.Grow(b, m)[:n+m]
+	if !fill(b[n : n+m]) {
+		return b[:n], false
+	}
+	return append(b, frame[at+m:]...), true
+}
+
+// write is Write and WriteFill (fill nil: f is whole).
+func (l *Link) write(f []byte, at, m int, fill func([]byte) bool) (bool, error) {
 	if len(f) < wire.ParamOffset+4 || f[12] != byte(wire.EtherType>>8) || f[13] != byte(wire.EtherType&0xff) || f[14] != wire.Magic {
-		return l.inner.Write(f)
+		return l.passFill(f, at, m, fill)
 	}
 	p := l.peer(wire.MAC(f[0:6]))
 	if p == nil {
-		return l.inner.Write(f)
+		return l.passFill(f, at, m, fill)
 	}
 	cmd := wire.Cmd(f[15])
 	p.mu.Lock()
@@ -551,52 +612,69 @@ func (l *Link) Write(f []byte) error {
 		if j := p.findExec(rid); j >= 0 {
 			// The answer to the request delivered with this Request ID.
 			e := p.exec[j]
+			if len(f) > p.r.MaxV1Frame() {
+				if !refuseFill(f, at, m, fill) {
+					return false, nil
+				}
+				p.exec[j].set = false
+				p.exN--
+				p.r.RefusePSN(e.psn)
+				return true, ErrTooLong
+			}
+			b, ok := appendFill(p.r.ResponseBufferPSN(e.psn), f, at, m, fill)
+			if !ok {
+				// Cancelled: the request stays delivered, for the
+				// answer the endpoint writes instead.
+				return false, nil
+			}
 			p.exec[j].set = false
 			p.exN--
-			if len(f) > p.r.MaxV1Frame() {
-				p.r.RefusePSN(e.psn)
-				return ErrTooLong
-			}
-			b := p.r.ResponseBufferPSN(e.psn)
-			if fr := p.r.RespondPSN(e.psn, append(b, f...)); fr != nil {
+			if fr := p.r.RespondPSN(e.psn, b); fr != nil {
 				p.outFirst = append(p.outFirst[:0], fr)
 				l.sendFirst(p.outFirst)
 			}
-			return nil
+			return true, nil
 		}
 		if p.takeRefused(rid) {
 			// The answer to a request reported dropped: the initiator
 			// resends it and it executes then; sending this one too
 			// would execute it twice.
 			l.c.late.Add(1)
-			return nil
+			return refuseFill(f, at, m, fill), nil
 		}
-		return l.inner.Write(f) // the answer to a v1 request of the peer
+		return l.passFill(f, at, m, fill) // the answer to a v1 request of the peer
 	case !cmd.IsRequest() || p.fallback || p.mode == V1:
-		return l.inner.Write(f)
+		return l.passFill(f, at, m, fill)
 	}
 	if err := l.ensureSenderLocked(p); err != nil {
-		return err
+		return refuseFill(f, at, m, fill), err
 	}
 	if len(f) > p.s.MaxV1Frame() {
-		return ErrTooLong
+		return refuseFill(f, at, m, fill), ErrTooLong
 	}
 	armed := false
 	if _, ok := p.s.Deadline(); ok {
 		armed = true
 	}
 	if p.blN > 0 || !p.s.Room() {
+		if !refuseFill(f, at, m, fill) {
+			return false, nil
+		}
 		if !l.backlogLocked(p, f) {
-			return ErrWindowFull
+			return true, ErrWindowFull
 		}
 	} else {
-		p.s.Queue(append(p.s.Buffer(), f...))
+		b, ok := appendFill(p.s.Buffer(), f, at, m, fill)
+		if !ok {
+			return false, nil
+		}
+		p.s.Queue(b)
 	}
 	l.flushLocked(p)
 	if !armed {
 		l.wakeTimers()
 	}
-	return nil
+	return true, nil
 }
 
 // WriteBatch writes the frames one by one; see Write.

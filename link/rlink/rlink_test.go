@@ -319,15 +319,7 @@ func TestV1PeerUntouched(t *testing.T) {
 // read by B's, its answer written by B's and read by A's, through both
 // transports.
 func TestZeroAllocsPerFrame(t *testing.T) {
-	sw, _ := mem.NewSwitch(mem.Config{Seed: 1})
-	pa, _ := sw.Attach(macA)
-	pb, _ := sw.Attach(macB)
-	la, _ := rlink.New(pa, rlink.Config{})
-	lb, _ := rlink.New(pb, rlink.Config{})
-	defer la.Close()
-	defer lb.Close()
-	la.SetPeer(macB, rlink.Reliable)
-	lb.SetPeer(macA, rlink.Reliable)
+	pa, pb, la, lb := linkPair(t, 1)
 	bufs := [][]byte{make([]byte, 8193)}
 	sizes := []int{0}
 	abufs := [][]byte{make([]byte, 8193)}
