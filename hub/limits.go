@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"errors"
 	"net"
 	"os"
@@ -46,21 +47,11 @@ const (
 
 // withDefaults fills the zero fields.
 func (l Limits) withDefaults() Limits {
-	if l.MaxClients == 0 {
-		l.MaxClients = DefaultMaxClients
-	}
-	if l.MaxMessage == 0 {
-		l.MaxMessage = DefaultMaxMessage
-	}
-	if l.MemoryBudget == 0 {
-		l.MemoryBudget = DefaultMemoryBudget
-	}
-	if l.IdleTimeout == 0 {
-		l.IdleTimeout = DefaultIdleTimeout
-	}
-	if l.ReadDeadline == 0 {
-		l.ReadDeadline = DefaultReadDeadline
-	}
+	l.MaxClients = cmp.Or(l.MaxClients, DefaultMaxClients)
+	l.MaxMessage = cmp.Or(l.MaxMessage, DefaultMaxMessage)
+	l.MemoryBudget = cmp.Or(l.MemoryBudget, DefaultMemoryBudget)
+	l.IdleTimeout = cmp.Or(l.IdleTimeout, DefaultIdleTimeout)
+	l.ReadDeadline = cmp.Or(l.ReadDeadline, DefaultReadDeadline)
 	return l
 }
 

@@ -19,6 +19,7 @@
 package transport
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -75,40 +76,23 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Depth == 0 {
-		c.Depth = DefaultDepth
-	}
+	c.Depth = cmp.Or(c.Depth, DefaultDepth)
 	if c.Depth < 1 || c.Depth > reliable.MaxDepth {
 		return c, fmt.Errorf("transport: Config.Depth %d outside 1..%d", c.Depth, reliable.MaxDepth)
 	}
-	if c.MaxFrame == 0 {
-		c.MaxFrame = 8192
-	}
+	c.MaxFrame = cmp.Or(c.MaxFrame, 8192)
 	if c.MaxFrame < reliable.MinFrameLen+6 || c.MaxFrame > reliable.MaxBody {
 		return c, fmt.Errorf("transport: Config.MaxFrame %d outside %d..8192", c.MaxFrame, reliable.MinFrameLen+6)
 	}
-	if c.InitialRTO == 0 {
-		c.InitialRTO = DefaultInitialRTO
-	}
-	if c.MinRTO == 0 {
-		c.MinRTO = DefaultMinRTO
-	}
-	if c.MaxRTO == 0 {
-		c.MaxRTO = DefaultMaxRTO
-	}
+	c.InitialRTO = cmp.Or(c.InitialRTO, DefaultInitialRTO)
+	c.MinRTO = cmp.Or(c.MinRTO, DefaultMinRTO)
+	c.MaxRTO = cmp.Or(c.MaxRTO, DefaultMaxRTO)
 	if c.InitialRTO < 0 || c.MinRTO < 0 || c.MaxRTO < c.MinRTO {
 		return c, errors.New("transport: Config timeouts must be positive with MinRTO <= MaxRTO")
 	}
-	if c.MaxRetries == 0 {
-		c.MaxRetries = DefaultMaxRetries
-	}
-	if c.SynAttempts == 0 {
-		c.SynAttempts = DefaultSynAttempts
-	}
-	if c.InitialCwnd == 0 {
-		c.InitialCwnd = DefaultInitialCwnd
-	}
-	c.InitialCwnd = min(max(c.InitialCwnd, 1), c.Depth)
+	c.MaxRetries = cmp.Or(c.MaxRetries, DefaultMaxRetries)
+	c.SynAttempts = cmp.Or(c.SynAttempts, DefaultSynAttempts)
+	c.InitialCwnd = min(max(cmp.Or(c.InitialCwnd, DefaultInitialCwnd), 1), c.Depth)
 	if c.Credits == 0 || c.Credits > c.Depth {
 		c.Credits = c.Depth
 	}
