@@ -66,46 +66,34 @@ var rmem = []string{KeyPeerRMEM}
 
 var allCases = []Case{
 	// Implementation status and scope: VLAN-tagged frames are not v1.
-	{sec: "scope", Needs: rmem,
-		Rule: "VLAN tags, automatic retries, duplicate suppression, and soft reset are outside this version.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("scope", rmem, ModeRMEM, 4,
+		"VLAN tags, automatic retries, duplicate suppression, and soft reset are outside this version.",
+		func(t *T, p Peer, a uint32) {
 			t.None("802.1Q-tagged (VID 5) RMEM_READ_REQ", tagged(t.rmemReadReq(p, t.RID(), a), 0x8100, 5))
-		}},
-	{sec: "scope", Needs: rmem,
-		Rule: "VLAN tags, automatic retries, duplicate suppression, and soft reset are outside this version.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("scope", rmem, ModeRMEM, 4,
+		"VLAN tags, automatic retries, duplicate suppression, and soft reset are outside this version.",
+		func(t *T, p Peer, a uint32) {
 			t.None("802.1ad-tagged (S-VID 7) RMEM_READ_REQ", tagged(t.rmemReadReq(p, t.RID(), a), 0x88A8, 7))
 			t.None("802.1ad + 802.1Q double-tagged RMEM_READ_REQ", tagged(tagged(t.rmemReadReq(p, t.RID(), a), 0x8100, 5), 0x88A8, 7))
-		}},
-	{sec: "scope", Needs: rmem,
-		Rule: "VLAN tags, automatic retries, duplicate suppression, and soft reset are outside this version.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("scope", rmem, ModeRMEM, 4,
+		"VLAN tags, automatic retries, duplicate suppression, and soft reset are outside this version.",
+		func(t *T, p Peer, a uint32) {
 			t.None("priority-tagged (802.1Q VID 0, PCP 3) RMEM_READ_REQ", tagged(t.rmemReadReq(p, t.RID(), a), 0x8100, 3<<13))
-		}},
-	{sec: "frame", Needs: rmem,
-		Rule: "The figure describes an untagged frame; VLAN support would change these offsets and needs an explicit decision.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("frame", rmem, ModeRMEM, 4,
+		"The figure describes an untagged frame; VLAN support would change these offsets and needs an explicit decision.",
+		func(t *T, p Peer, a uint32) {
 			t.writeWord(p, a, 0x5A5A0001)
 			t.None("802.1Q-tagged RMEM_WRITE_REQ", tagged(t.rmemWriteReq(p, t.RID(), a, 0xFFFFFFFF, 0x0BADBAD0), 0x8100, 5))
-			if got := t.readWord(p, a); got != 0x5A5A0001 {
-				t.Errorf("the tagged write changed memory: %#08x reads %#08x, want 0x5a5a0001", a, got)
-			}
-		}},
+			t.wantWord(p, a, 0x5A5A0001, "the tagged write changed memory")
+		}),
 
 	// Established encapsulation.
-	{sec: "access", Needs: rmem,
-		Rule: "Other EtherTypes, or 0x88B5 with different Magic, follow the raw non-oETP receive policy.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("access", rmem, ModeRMEM, 4,
+		"Other EtherTypes, or 0x88B5 with different Magic, follow the raw non-oETP receive policy.",
+		func(t *T, p Peer, a uint32) {
 			for _, magic := range []byte{0x0F, 0x00, 0xE0} {
 				f := t.rmemReadReq(p, t.RID(), a)
 				f[14] = magic
@@ -114,12 +102,10 @@ var allCases = []Case{
 			f := t.rmemReadReq(p, t.RID(), a)
 			f[12], f[13] = 0x88, 0xB6
 			t.None("RMEM_READ_REQ with EtherType 0x88B6", f)
-		}},
-	{sec: "frame", Needs: rmem,
-		Rule: "The first parameter starts at frame offset 16.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("frame", rmem, ModeRMEM, 4,
+		"The first parameter starts at frame offset 16.",
+		func(t *T, p Peer, a uint32) {
 			rid := uint32(0x04030201)
 			f := t.One("RMEM_READ_REQ", t.rmemReadReq(p, rid, a))
 			if len(f) < 24 {
@@ -130,19 +116,15 @@ var allCases = []Case{
 			if !bytes.Equal(f[:20], want) {
 				t.Errorf("reply starts % x, want % x (destination, source, EtherType, Magic, Cmd, Request ID at offset 16)", f[:20], want)
 			}
-		}},
+		}),
 
 	// Command layouts.
-	{sec: "cmd", Needs: rmem,
-		Rule: "RMEM READ_REQ/READ_RSP/WRITE_REQ/WRITE_RSP PDU lengths are 10, 10, 18, and 6 bytes.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("cmd", rmem, ModeRMEM, 4,
+		"RMEM READ_REQ/READ_RSP/WRITE_REQ/WRITE_RSP PDU lengths are 10, 10, 18, and 6 bytes.",
+		func(t *T, p Peer, a uint32) {
 			t.writeWord(p, a, 0xC0FFEE01)
-			if got := t.readWord(p, a); got != 0xC0FFEE01 {
-				t.Errorf("RMEM_READ_RSP carries %#08x after writing 0xc0ffee01", got)
-			}
-		}},
+			t.wantWord(p, a, 0xC0FFEE01, "RMEM_READ_RSP after writing 0xc0ffee01")
+		}),
 	{sec: "cmd", Needs: rmem,
 		Rule: "RMEM reads carry no BitEnable, always read a complete aligned word, and return the complete Data word.",
 		run: func(t *T) {
@@ -150,12 +132,8 @@ var allCases = []Case{
 			a := t.scratch(p, 8, 8)
 			t.writeWord(p, a, 0xA1B2C3D4)
 			t.writeWord(p, a+4, 0x11223344)
-			if got := t.readWord(p, a+4); got != 0x11223344 {
-				t.Errorf("word %#08x reads %#08x, want 0x11223344", a+4, got)
-			}
-			if got := t.readWord(p, a); got != 0xA1B2C3D4 {
-				t.Errorf("word %#08x reads %#08x, want 0xa1b2c3d4", a, got)
-			}
+			t.wantWord(p, a+4, 0x11223344, "the second word")
+			t.wantWord(p, a, 0xA1B2C3D4, "the first word")
 		}},
 	{sec: "cmd", Needs: []string{KeyPeerDMAWrite},
 		Rule: "DMA write requests have three metadata parameters, Data, and EndOfData, with PDU length 18 + 4*ceil(B/4).",
@@ -184,80 +162,45 @@ var allCases = []Case{
 				}
 			}
 		}},
-	{sec: "cmd", Needs: rmem,
-		Rule: "All other Cmd values are reserved.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("cmd", rmem, ModeRMEM, 4,
+		"All other Cmd values are reserved.",
+		func(t *T, p Peer, a uint32) {
 			for _, c := range []byte{0x00, 0x12, 0x22, 0x50, 0x80, 0xF0, 0xFE} {
 				t.None(fmt.Sprintf("reserved Cmd %#02x in an RMEM_READ_REQ layout", c), frameOf(t.Target(), p.MAC, c, []uint32{t.RID(), a}))
 			}
-		}},
-	{sec: "cmd", Needs: rmem,
-		Rule: "Decode exact assigned codes before applying the request/response pairing rule; an arbitrary value with bit 0 set is not automatically a valid response.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("cmd", rmem, ModeRMEM, 4,
+		"Decode exact assigned codes before applying the request/response pairing rule; an arbitrary value with bit 0 set is not automatically a valid response.",
+		func(t *T, p Peer, a uint32) {
 			for _, c := range []byte{0x01, 0x13, 0x51, 0xFD} {
 				t.None(fmt.Sprintf("reserved Cmd %#02x", c), frameOf(t.Target(), p.MAC, c, []uint32{t.RID(), a}))
 			}
-		}},
+		}),
 
 	// Parameter encoding.
-	{sec: "param", Needs: rmem,
-		Rule: "Every four-byte oETP parameter uses little-endian byte order: 0x11223344 is encoded as 44 33 22 11.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("param", rmem, ModeRMEM, 4,
+		"Every four-byte oETP parameter uses little-endian byte order: 0x11223344 is encoded as 44 33 22 11.",
+		func(t *T, p Peer, a uint32) {
 			t.writeWord(p, a, 0x11223344)
 			f := t.Reply("RMEM_READ_REQ", t.rmemReadReq(p, t.RID(), a), wire.RMEMReadRsp, wire.RMEMReadRspPDULen)
 			if !bytes.Equal(f[20:24], []byte{0x44, 0x33, 0x22, 0x11}) {
 				t.Errorf("RMEM_READ_RSP Data octets % x, want 44 33 22 11", f[20:24])
 			}
-		}},
-	{sec: "cmd", Needs: rmem,
-		Rule: "BitEnable = 0xFFFFFFFF writes the complete word; 0x00000005 enables only Data bits 0 and 2 and maps to CPUIF wr_biten = 0x00000005.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
-			t.writeWord(p, a, 0xFFFFFFFF)
-			t.Reply("RMEM_WRITE_REQ with BitEnable 0x00000005", t.rmemWriteReq(p, t.RID(), a, 5, 0), wire.RMEMWriteRsp, wire.RMEMWriteRspPDULen)
-			if got := t.readWord(p, a); got != 0xFFFFFFFA {
-				t.Errorf("0xffffffff written with Data 0 under BitEnable 0x5 reads %#08x, want 0xfffffffa", got)
-			}
-		}},
-	{sec: "param", Needs: rmem,
-		Rule: "Bit i enables Data bit i, for i = 0 through 31.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
-			t.writeWord(p, a, 0x0000FFFF)
-			t.Reply("RMEM_WRITE_REQ with BitEnable 0x80018001", t.rmemWriteReq(p, t.RID(), a, 0x80018001, 0xFFFF0000), wire.RMEMWriteRsp, wire.RMEMWriteRspPDULen)
-			if got := t.readWord(p, a); got != 0x80017FFE {
-				t.Errorf("0x0000ffff written with Data 0xffff0000 under BitEnable 0x80018001 reads %#08x, want 0x80017ffe", got)
-			}
-		}},
-	{sec: "cmd", Needs: rmem,
-		Rule: "BitEnable = 0x00000000 is a successful no-op: after the usual frame, peer-policy, alignment, and range validation, do not issue a target CPUIF write.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
-			t.writeWord(p, a, 0x600DF00D)
-			t.Reply("RMEM_WRITE_REQ with BitEnable 0", t.rmemWriteReq(p, t.RID(), a, 0, 0xFFFFFFFF), wire.RMEMWriteRsp, wire.RMEMWriteRspPDULen)
-			if got := t.readWord(p, a); got != 0x600DF00D {
-				t.Errorf("a zero-BitEnable write changed the word: %#08x, want 0x600df00d", got)
-			}
-		}},
-	{sec: "cmd", Needs: rmem,
-		Rule: "Invalid requests are not made valid by a zero mask.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+		}),
+	maskedWriteCase("cmd", "BitEnable = 0xFFFFFFFF writes the complete word; 0x00000005 enables only Data bits 0 and 2 and maps to CPUIF wr_biten = 0x00000005.",
+		0xFFFFFFFF, 5, 0, 0xFFFFFFFA),
+	maskedWriteCase("param", "Bit i enables Data bit i, for i = 0 through 31.",
+		0x0000FFFF, 0x80018001, 0xFFFF0000, 0x80017FFE),
+	maskedWriteCase("cmd", "BitEnable = 0x00000000 is a successful no-op: after the usual frame, peer-policy, alignment, and range validation, do not issue a target CPUIF write.",
+		0x600DF00D, 0, 0xFFFFFFFF, 0x600DF00D),
+	onScratch("cmd", rmem, ModeRMEM, 4,
+		"Invalid requests are not made valid by a zero mask.",
+		func(t *T, p Peer, a uint32) {
 			t.ErrorRsp("unaligned zero-BitEnable RMEM_WRITE_REQ", t.rmemWriteReq(p, t.RID(), a+2, 0, 0), wire.CauseInvalid)
 			if end := p.Window.End(); end+4 <= 1<<32 {
 				t.ErrorRsp("zero-BitEnable RMEM_WRITE_REQ past the window", t.rmemWriteReq(p, t.RID(), uint32(end+3)&^3, 0, 0), wire.CauseInvalid)
 			}
-		}},
+		}),
 	{sec: "cmd", Needs: []string{KeyPeerRMEM, KeySlvErr},
 		Rule: "BitEnable = 0x00000000 is a successful no-op: after the usual frame, peer-policy, alignment, and range validation, do not issue a target CPUIF write.",
 		run: func(t *T) {
@@ -265,11 +208,9 @@ var allCases = []Case{
 			a := t.inErr(KeySlvErr, t.DUT().SlvErr, p, 4, 4)
 			t.Reply("zero-BitEnable RMEM_WRITE_REQ to a SLVERR word", t.rmemWriteReq(p, t.RID(), a, 0, 1), wire.RMEMWriteRsp, wire.RMEMWriteRspPDULen)
 		}},
-	{sec: "param", Needs: []string{KeyPeerDMAWrite},
-		Rule: "The receiver writes them at successive destination addresses without reversing each four-byte group.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			a := t.scratch(p, 8, 4)
+	onScratch("param", []string{KeyPeerDMAWrite}, ModeDMAWrite, 8,
+		"The receiver writes them at successive destination addresses without reversing each four-byte group.",
+		func(t *T, p Peer, a uint32) {
 			data := []byte{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08}
 			t.dmaWrite(p, a, data)
 			if r, ok := t.DUT().peer(ModeRMEM); ok && r.Window.Contains(a, 8) {
@@ -285,20 +226,16 @@ var allCases = []Case{
 			if !bytes.Equal(got, data) {
 				t.Errorf("DMA write of % x reads back % x", data, got)
 			}
-		}},
-	{sec: "param", Needs: []string{KeyPeerDMARead},
-		Rule: "Unused bytes in the final parameter are zero on transmit, ignored on receive, and never written to memory.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMARead)
-			a := t.scratch(p, 8, 4)
+		}),
+	onScratch("param", []string{KeyPeerDMARead}, ModeDMARead, 8,
+		"Unused bytes in the final parameter are zero on transmit, ignored on receive, and never written to memory.",
+		func(t *T, p Peer, a uint32) {
 			t.writeBack(a, []byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF})
 			t.dmaRead(p, a, 5) // checks the three padding bytes
-		}},
-	{sec: "param", Needs: []string{KeyPeerDMAWrite},
-		Rule: "Unused bytes in the final parameter are zero on transmit, ignored on receive, and never written to memory.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			a := t.scratch(p, 8, 4)
+		}),
+	onScratch("param", []string{KeyPeerDMAWrite}, ModeDMAWrite, 8,
+		"Unused bytes in the final parameter are zero on transmit, ignored on receive, and never written to memory.",
+		func(t *T, p Peer, a uint32) {
 			t.dmaWrite(p, a, []byte{0, 0, 0, 0, 0, 0, 0, 0})
 			req := t.dmaWriteReq(p, t.RID(), a, []byte{1, 2, 3, 4, 5})
 			copy(req[33:36], []byte{0xAA, 0xBB, 0xCC})
@@ -310,14 +247,12 @@ var allCases = []Case{
 			if want := []byte{1, 2, 3, 4, 5, 0, 0, 0}; !bytes.Equal(got, want) {
 				t.Errorf("memory holds % x, want % x: word padding was written", got, want)
 			}
-		}},
+		}),
 
 	// Lengths, MTU, and padding.
-	{sec: "length", Needs: rmem,
-		Rule: "Accept either the exact logical length or, for a PDU shorter than 46 bytes, the frame padded to 46 payload bytes.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("length", rmem, ModeRMEM, 4,
+		"Accept either the exact logical length or, for a PDU shorter than 46 bytes, the frame padded to 46 payload bytes.",
+		func(t *T, p Peer, a uint32) {
 			t.writeWord(p, a, 0x0F0F0F0F)
 			req := padTo(t.rmemReadReq(p, t.RID(), a), 60, 0xA5)
 			f := t.Reply("RMEM_READ_REQ padded to 60 bytes with 0xa5", req, wire.RMEMReadRsp, wire.RMEMReadRspPDULen)
@@ -326,86 +261,68 @@ var allCases = []Case{
 			}
 			req = padTo(t.rmemWriteReq(p, t.RID(), a, 0xFFFFFFFF, 0x12345678), 60, 0xFF)
 			t.Reply("RMEM_WRITE_REQ padded to 60 bytes with 0xff", req, wire.RMEMWriteRsp, wire.RMEMWriteRspPDULen)
-			if got := t.readWord(p, a); got != 0x12345678 {
-				t.Errorf("the padded write left %#08x, want 0x12345678", got)
-			}
-		}},
-	{sec: "length", Needs: rmem,
-		Rule: "Reject truncation and other trailing lengths.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+			t.wantWord(p, a, 0x12345678, "the padded write")
+		}),
+	onScratch("length", rmem, ModeRMEM, 4,
+		"Reject truncation and other trailing lengths.",
+		func(t *T, p Peer, a uint32) {
 			t.ErrorRsp("RMEM_READ_REQ padded to 61 bytes", padTo(t.rmemReadReq(p, t.RID(), a), 61, 0), wire.CauseLength)
 			t.ErrorRsp("RMEM_WRITE_REQ padded to 64 bytes", padTo(t.rmemWriteReq(p, t.RID(), a, 1, 1), 64, 0), wire.CauseLength)
-		}},
-	{sec: "length", Needs: []string{KeyPeerRMEM, KeyShortFrames},
-		Rule: "Reject truncation and other trailing lengths.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("length", []string{KeyPeerRMEM, KeyShortFrames}, ModeRMEM, 4,
+		"Reject truncation and other trailing lengths.",
+		func(t *T, p Peer, a uint32) {
 			t.ErrorRsp("RMEM_READ_REQ with one trailing byte (25 bytes)", append(t.rmemReadReq(p, t.RID(), a), 0), wire.CauseLength)
 			t.ErrorRsp("RMEM_WRITE_REQ cut to 31 bytes", t.rmemWriteReq(p, t.RID(), a, 1, 1)[:31], wire.CauseLength)
 			t.ErrorRsp("RMEM_READ_REQ cut to 22 bytes", t.rmemReadReq(p, t.RID(), a)[:22], wire.CauseLength)
-		}},
-	{sec: "length", Needs: []string{KeyPeerDMAWrite},
-		Rule: "Reject truncation and other trailing lengths.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			a := t.scratch(p, 64, 4)
+		}),
+	onScratch("length", []string{KeyPeerDMAWrite}, ModeDMAWrite, 64,
+		"Reject truncation and other trailing lengths.",
+		func(t *T, p Peer, a uint32) {
 			t.ErrorRsp("DMA_WRITE_REQ of 40 bytes with a word after EndOfData", append(t.dmaWriteReq(p, t.RID(), a, t.pattern(40)), 0, 0, 0, 0), wire.CauseLength)
 			req := frameOf(t.Target(), p.MAC, byte(wire.DMAWriteReq), []uint32{t.RID(), a, 64}, t.pattern(32)...)
 			t.ErrorRsp("DMA_WRITE_REQ of Length 64 ending after 32 data bytes", req, wire.CauseLength)
-		}},
-	{sec: "length", Needs: []string{KeyPeerDMAWrite},
-		Rule: "Ignore Ethernet padding values on receive; their generation belongs to the external MAC, not the oETP engine.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("length", []string{KeyPeerDMAWrite}, ModeDMAWrite, 4,
+		"Ignore Ethernet padding values on receive; their generation belongs to the external MAC, not the oETP engine.",
+		func(t *T, p Peer, a uint32) {
 			data := t.pattern(4)
 			req := padTo(t.dmaWriteReq(p, t.RID(), a, data), 60, 0xEE)
 			t.Reply("DMA_WRITE_REQ of 4 bytes padded to 60 with 0xee", req, wire.DMAWriteRsp, wire.DMAWriteRspPDULen)
 			if got, ok := t.readBack(a, 4); ok && !bytes.Equal(got, data) {
 				t.Errorf("memory holds % x, want % x", got, data)
 			}
-		}},
-	{sec: "txn", Needs: []string{KeyPeerDMAWrite},
-		Rule: "An incomplete unicast DMA_WRITE_REQ receives ERROR_RSP wire cause 2 while its receiver records CSR code 10.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			a := t.scratch(p, 40, 4)
+		}),
+	onScratch("txn", []string{KeyPeerDMAWrite}, ModeDMAWrite, 40,
+		"An incomplete unicast DMA_WRITE_REQ receives ERROR_RSP wire cause 2 while its receiver records CSR code 10.",
+		func(t *T, p Peer, a uint32) {
 			req := t.dmaWriteReq(p, t.RID(), a, t.pattern(40))
 			req[len(req)-1] ^= 0x01
 			t.ErrorRsp("DMA_WRITE_REQ with EndOfData d0 e0 d0 e1", req, wire.CauseLength)
-		}},
-	{sec: "length", Needs: []string{KeyPeerDMAWrite},
-		Rule: "Zero-filled Ethernet padding cannot replace any missing nonzero trailer octet.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("length", []string{KeyPeerDMAWrite}, ModeDMAWrite, 4,
+		"Zero-filled Ethernet padding cannot replace any missing nonzero trailer octet.",
+		func(t *T, p Peer, a uint32) {
 			req := t.dmaWriteReq(p, t.RID(), a, t.pattern(4))
 			t.ErrorRsp("DMA_WRITE_REQ of 4 bytes without EndOfData, zero-padded to 60", padTo(req[:len(req)-4], 60, 0), wire.CauseLength)
-		}},
-	{sec: "length", Needs: []string{KeyPeerDMAWrite},
-		Rule: "These are fixed expected positions, not a delimiter search: arbitrary memory data may contain this value without ending the transfer.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			a := t.scratch(p, 16, 4)
+		}),
+	onScratch("length", []string{KeyPeerDMAWrite}, ModeDMAWrite, 16,
+		"These are fixed expected positions, not a delimiter search: arbitrary memory data may contain this value without ending the transfer.",
+		func(t *T, p Peer, a uint32) {
 			data := bytes.Repeat(eodBytes, 3)
 			data = append(data, 0x42, 0x43)
 			t.dmaWrite(p, a, data)
 			if got, ok := t.readBack(a, uint32(len(data))); ok && !bytes.Equal(got, data) {
 				t.Errorf("memory holds % x, want % x", got, data)
 			}
-		}},
-	{sec: "length", Needs: []string{KeyPeerDMARead},
-		Rule: "Relative to the PDU start its offset is 14 + 4*ceil(Length/4) for DMA_WRITE_REQ and 6 + 4*ceil(ExpectedLength/4) for DMA_READ_RSP.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMARead)
-			a := t.scratch(p, 64, 4)
+		}),
+	onScratch("length", []string{KeyPeerDMARead}, ModeDMARead, 64,
+		"Relative to the PDU start its offset is 14 + 4*ceil(Length/4) for DMA_WRITE_REQ and 6 + 4*ceil(ExpectedLength/4) for DMA_READ_RSP.",
+		func(t *T, p Peer, a uint32) {
 			for _, n := range []uint32{2, 7, 12, 61} {
 				t.dmaRead(p, a+1, n) // checks EndOfData at its fixed position
 			}
-		}},
+		}),
 	{sec: "cmd", Needs: []string{KeyPeerDMARead, KeyMaxFrame},
 		Rule: "The corresponding common peer DMA memory-fragment ceiling is 4 * floor((MAX_RAW_FRAME_SIZE - 32) / 4).",
 		run: func(t *T) {
@@ -417,43 +334,33 @@ var allCases = []Case{
 			a := t.scratch(p, uint64(ceil), 4)
 			t.dmaRead(p, a, ceil)
 		}},
-	{sec: "cmd", Needs: []string{KeyPeerDMARead, KeyMaxFrame},
-		Rule: "Received DMA requests use the synthesized fragment ceiling independently of the receiver’s local fragmentation setting.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMARead)
-			ceil := wire.FragmentCeiling(t.DUT().MaxFrame)
-			a := t.scratch(p, 4, 4)
-			t.ErrorRsp(fmt.Sprintf("DMA_READ_REQ of %d bytes (ceiling + 1)", ceil+1), t.dmaReadReq(p, t.RID(), a, ceil+1), wire.CauseOverflow)
-		}},
+	onScratch("cmd", []string{KeyPeerDMARead, KeyMaxFrame}, ModeDMARead, 4,
+		"Received DMA requests use the synthesized fragment ceiling independently of the receiver’s local fragmentation setting.",
+		func(t *T, p Peer, a uint32) {
+			n := wire.FragmentCeiling(t.DUT().MaxFrame) + 1
+			t.ErrorRsp(fmt.Sprintf("DMA_READ_REQ of %d bytes (ceiling + 1)", n), t.dmaReadReq(p, t.RID(), a, n), wire.CauseOverflow)
+		}),
 
 	// MAC addressing.
-	{sec: "addr", Needs: []string{KeyPeerRMEM, KeyGroup},
-		Rule: "For a group-addressed write, the initiator does not wait for a reply and the responder sends neither a success response nor ERROR_RSP.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("addr", []string{KeyPeerRMEM, KeyGroup}, ModeRMEM, 4,
+		"For a group-addressed write, the initiator does not wait for a reply and the responder sends neither a success response nor ERROR_RSP.",
+		func(t *T, p Peer, a uint32) {
 			t.writeWord(p, a, 0)
 			req := t.rmemWriteReq(p, t.RID(), a, 0xFFFFFFFF, 0x6E0C0001)
 			copy(req[0:6], t.DUT().Group[:])
 			t.None("RMEM_WRITE_REQ to the group", req)
-			if got := t.readWord(p, a); got != 0x6E0C0001 {
-				t.Errorf("the group write was not applied: %#08x reads %#08x, want 0x6e0c0001", a, got)
-			}
-		}},
-	{sec: "access", Needs: []string{KeyPeerRMEM, KeyGroup},
-		Rule: "A group write never receives an error reply.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+			t.wantWord(p, a, 0x6E0C0001, "the group write was not applied")
+		}),
+	onScratch("access", []string{KeyPeerRMEM, KeyGroup}, ModeRMEM, 4,
+		"A group write never receives an error reply.",
+		func(t *T, p Peer, a uint32) {
 			req := t.rmemWriteReq(p, t.RID(), a+1, 0xFFFFFFFF, 1)
 			copy(req[0:6], t.DUT().Group[:])
 			t.None("unaligned RMEM_WRITE_REQ to the group", req)
-		}},
-	{sec: "cmd", Needs: []string{KeyPeerDMAWrite, KeyGroup},
-		Rule: "Multicast writes still use 0x20 or 0x40 and generate neither 0x21/0x41 nor 0xFF responses.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			a := t.scratch(p, 8, 4)
+		}),
+	onScratch("cmd", []string{KeyPeerDMAWrite, KeyGroup}, ModeDMAWrite, 8,
+		"Multicast writes still use 0x20 or 0x40 and generate neither 0x21/0x41 nor 0xFF responses.",
+		func(t *T, p Peer, a uint32) {
 			data := t.pattern(8)
 			req := t.dmaWriteReq(p, t.RID(), a, data)
 			copy(req[0:6], t.DUT().Group[:])
@@ -465,25 +372,21 @@ var allCases = []Case{
 			copy(bad[0:6], t.DUT().Group[:])
 			bad[len(bad)-1] = 0
 			t.None("DMA_WRITE_REQ with a bad EndOfData to the group", bad)
-		}},
-	{sec: "addr", Needs: []string{KeyPeerRMEM, KeyGroup},
-		Rule: "Group-addressed read requests are rejected locally without transmission; receivers discard any such request without a response.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("addr", []string{KeyPeerRMEM, KeyGroup}, ModeRMEM, 4,
+		"Group-addressed read requests are rejected locally without transmission; receivers discard any such request without a response.",
+		func(t *T, p Peer, a uint32) {
 			req := t.rmemReadReq(p, t.RID(), a)
 			copy(req[0:6], t.DUT().Group[:])
 			t.None("RMEM_READ_REQ to the group", req)
-		}},
-	{sec: "addr", Needs: []string{KeyPeerDMARead, KeyGroup},
-		Rule: "Group-addressed read requests are rejected locally without transmission; receivers discard any such request without a response.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMARead)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("addr", []string{KeyPeerDMARead, KeyGroup}, ModeDMARead, 4,
+		"Group-addressed read requests are rejected locally without transmission; receivers discard any such request without a response.",
+		func(t *T, p Peer, a uint32) {
 			req := t.dmaReadReq(p, t.RID(), a, 4)
 			copy(req[0:6], t.DUT().Group[:])
 			t.None("DMA_READ_REQ to the group", req)
-		}},
+		}),
 	{sec: "addr", Needs: rmem,
 		Rule: "Broadcast is accepted only when multicast_address is configured to all ones.",
 		run: func(t *T) {
@@ -496,15 +399,11 @@ var allCases = []Case{
 			req := t.rmemWriteReq(p, t.RID(), a, 0xFFFFFFFF, 0x0B0B0B0B)
 			copy(req[0:6], wire.Broadcast[:])
 			t.None("broadcast RMEM_WRITE_REQ", req)
-			if got := t.readWord(p, a); got != 0xB0B0B0B0 {
-				t.Errorf("the broadcast write was applied: %#08x reads %#08x", a, got)
-			}
+			t.wantWord(p, a, 0xB0B0B0B0, "the broadcast write was applied")
 		}},
-	{sec: "addr", Needs: rmem,
-		Rule: "There is no implicit acceptance of other groups or broadcast traffic.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("addr", rmem, ModeRMEM, 4,
+		"There is no implicit acceptance of other groups or broadcast traffic.",
+		func(t *T, p Peer, a uint32) {
 			other := wire.MAC{0x03, 0x0E, 0x0C, 0xFF, 0xFF, 0xFE}
 			if other == t.DUT().Group {
 				other[5] = 0xFD
@@ -513,25 +412,19 @@ var allCases = []Case{
 			req := t.rmemWriteReq(p, t.RID(), a, 0xFFFFFFFF, 0x0C0C0C0C)
 			copy(req[0:6], other[:])
 			t.None("RMEM_WRITE_REQ to another group "+other.String(), req)
-			if got := t.readWord(p, a); got != 0xC0C0C0C0 {
-				t.Errorf("the write to another group was applied: %#08x reads %#08x", a, got)
-			}
-		}},
-	{sec: "addr", Needs: rmem,
-		Rule: "Individual destinations must equal conf.mac_address; group destinations must equal conf.multicast_address.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+			t.wantWord(p, a, 0xC0C0C0C0, "the write to another group was applied")
+		}),
+	onScratch("addr", rmem, ModeRMEM, 4,
+		"Individual destinations must equal conf.mac_address; group destinations must equal conf.multicast_address.",
+		func(t *T, p Peer, a uint32) {
 			other := t.Target()
 			other[5] ^= 0x80
 			t.writeWord(p, a, 0xD0D0D0D0)
 			req := t.rmemWriteReq(p, t.RID(), a, 0xFFFFFFFF, 0x0D0D0D0D)
 			copy(req[0:6], other[:])
 			t.None("RMEM_WRITE_REQ to another unicast MAC "+other.String(), req)
-			if got := t.readWord(p, a); got != 0xD0D0D0D0 {
-				t.Errorf("the write to another MAC was applied: %#08x reads %#08x", a, got)
-			}
-		}},
+			t.wantWord(p, a, 0xD0D0D0D0, "the write to another MAC was applied")
+		}),
 
 	// Peer access checks.
 	{sec: "access", Needs: []string{KeyPeerRMEM, KeyUnknownMAC},
@@ -546,50 +439,38 @@ var allCases = []Case{
 			t.None("DMA_READ_REQ from unknown_mac", t.dmaReadReq(u, t.RID(), a, 4))
 			t.None("DMA_WRITE_REQ from unknown_mac", t.dmaWriteReq(u, t.RID(), a, []byte{1, 2, 3, 4}))
 			t.None("unaligned RMEM_READ_REQ from unknown_mac", t.rmemReadReq(u, t.RID(), a+1))
-			if got := t.readWord(p, a); got != 0xE0E0E0E0 {
-				t.Errorf("a request from unknown_mac changed memory: %#08x reads %#08x", a, got)
-			}
+			t.wantWord(p, a, 0xE0E0E0E0, "a request from unknown_mac changed memory")
 		}},
-	{sec: "addr", Needs: []string{KeyPeerRMEM, KeyUnknownMAC, KeyGroup},
-		Rule: "The receiver resolves the unicast source MAC to its own peer table for access policy and address validation; the group destination is not a substitute for the source-peer lookup.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			u := Peer{MAC: t.DUT().UnknownMAC}
-			a := t.scratch(p, 4, 4)
+	onScratch("addr", []string{KeyPeerRMEM, KeyUnknownMAC, KeyGroup}, ModeRMEM, 4,
+		"The receiver resolves the unicast source MAC to its own peer table for access policy and address validation; the group destination is not a substitute for the source-peer lookup.",
+		func(t *T, p Peer, a uint32) {
 			t.writeWord(p, a, 0xF0F0F0F0)
-			req := t.rmemWriteReq(u, t.RID(), a, 0xFFFFFFFF, 2)
+			req := t.rmemWriteReq(Peer{MAC: t.DUT().UnknownMAC}, t.RID(), a, 0xFFFFFFFF, 2)
 			copy(req[0:6], t.DUT().Group[:])
 			t.None("group RMEM_WRITE_REQ from unknown_mac", req)
-			if got := t.readWord(p, a); got != 0xF0F0F0F0 {
-				t.Errorf("a group write from unknown_mac was applied: %#08x reads %#08x", a, got)
-			}
-		}},
-	{sec: "access", Needs: rmem,
-		Rule: "Recognized unicast requests from known peers with a trustworthy Request ID receive ERROR_RSP when command, length, or access validation fails, including an operation prohibited by that peer’s mode.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 8, 4)
+			t.wantWord(p, a, 0xF0F0F0F0, "a group write from unknown_mac was applied")
+		}),
+
+	onScratch("access", rmem, ModeRMEM, 8,
+		"Recognized unicast requests from known peers with a trustworthy Request ID receive ERROR_RSP when command, length, or access validation fails, including an operation prohibited by that peer’s mode.",
+		func(t *T, p Peer, a uint32) {
 			t.ErrorRsp("DMA_READ_REQ from the rmem peer", t.dmaReadReq(p, t.RID(), a, 4), wire.CauseInvalid)
 			t.ErrorRsp("DMA_WRITE_REQ from the rmem peer", t.dmaWriteReq(p, t.RID(), a, []byte{1, 2, 3, 4}), wire.CauseInvalid)
-		}},
-	{sec: "access", Needs: []string{KeyPeerDMAWrite},
-		Rule: "Recognized unicast requests from known peers with a trustworthy Request ID receive ERROR_RSP when command, length, or access validation fails, including an operation prohibited by that peer’s mode.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			a := t.scratch(p, 8, 4)
+		}),
+	onScratch("access", []string{KeyPeerDMAWrite}, ModeDMAWrite, 8,
+		"Recognized unicast requests from known peers with a trustworthy Request ID receive ERROR_RSP when command, length, or access validation fails, including an operation prohibited by that peer’s mode.",
+		func(t *T, p Peer, a uint32) {
 			t.ErrorRsp("RMEM_READ_REQ from the dma-write peer", t.rmemReadReq(p, t.RID(), a), wire.CauseInvalid)
 			t.ErrorRsp("RMEM_WRITE_REQ from the dma-write peer", t.rmemWriteReq(p, t.RID(), a, 1, 1), wire.CauseInvalid)
 			t.ErrorRsp("DMA_READ_REQ from the dma-write peer", t.dmaReadReq(p, t.RID(), a, 4), wire.CauseInvalid)
-		}},
-	{sec: "access", Needs: []string{KeyPeerDMARead},
-		Rule: "Recognized unicast requests from known peers with a trustworthy Request ID receive ERROR_RSP when command, length, or access validation fails, including an operation prohibited by that peer’s mode.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMARead)
-			a := t.scratch(p, 8, 4)
+		}),
+	onScratch("access", []string{KeyPeerDMARead}, ModeDMARead, 8,
+		"Recognized unicast requests from known peers with a trustworthy Request ID receive ERROR_RSP when command, length, or access validation fails, including an operation prohibited by that peer’s mode.",
+		func(t *T, p Peer, a uint32) {
 			t.ErrorRsp("RMEM_READ_REQ from the dma-read peer", t.rmemReadReq(p, t.RID(), a), wire.CauseInvalid)
 			t.ErrorRsp("RMEM_WRITE_REQ from the dma-read peer", t.rmemWriteReq(p, t.RID(), a, 1, 1), wire.CauseInvalid)
 			t.ErrorRsp("DMA_WRITE_REQ from the dma-read peer", t.dmaWriteReq(p, t.RID(), a, []byte{1, 2, 3, 4}), wire.CauseInvalid)
-		}},
+		}),
 	{sec: "access", Needs: []string{KeyPeerNone},
 		Rule: "Recognized unicast requests from known peers with a trustworthy Request ID receive ERROR_RSP when command, length, or access validation fails, including an operation prohibited by that peer’s mode.",
 		run: func(t *T) {
@@ -652,21 +533,17 @@ var allCases = []Case{
 			t.ErrorRsp("DMA_READ_REQ of Length 0", t.dmaReadReq(r, t.RID(), t.scratch(r, 4, 4), 0), wire.CauseInvalid)
 			t.ErrorRsp("DMA_WRITE_REQ of Length 0", t.dmaWriteReq(w, t.RID(), t.scratch(w, 4, 4), nil), wire.CauseInvalid)
 		}},
-	{sec: "cmd", Needs: rmem,
-		Rule: "Bulk DMA supports unaligned ranges; RMEM remains word aligned.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 8, 4)
+	onScratch("cmd", rmem, ModeRMEM, 8,
+		"Bulk DMA supports unaligned ranges; RMEM remains word aligned.",
+		func(t *T, p Peer, a uint32) {
 			for _, off := range []uint32{1, 2, 3} {
 				t.ErrorRsp(fmt.Sprintf("RMEM_READ_REQ at %#08x (unaligned)", a+off), t.rmemReadReq(p, t.RID(), a+off), wire.CauseInvalid)
 			}
 			t.ErrorRsp(fmt.Sprintf("RMEM_WRITE_REQ at %#08x (unaligned)", a+2), t.rmemWriteReq(p, t.RID(), a+2, 0xFFFFFFFF, 1), wire.CauseInvalid)
-		}},
-	{sec: "cmd", Needs: []string{KeyPeerDMAWrite},
-		Rule: "Bulk DMA supports unaligned ranges; RMEM remains word aligned.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			a := t.scratch(p, 16, 4)
+		}),
+	onScratch("cmd", []string{KeyPeerDMAWrite}, ModeDMAWrite, 16,
+		"Bulk DMA supports unaligned ranges; RMEM remains word aligned.",
+		func(t *T, p Peer, a uint32) {
 			t.writeBack(a, make([]byte, 16))
 			data := t.pattern(7)
 			t.dmaWrite(p, a+3, data)
@@ -684,16 +561,14 @@ var allCases = []Case{
 					t.Errorf("an unaligned DMA read at %#08x returns % x, want % x", a+3, got, data)
 				}
 			}
-		}},
-	{sec: "access", Needs: rmem,
-		Rule: "Bulk payload transfer starts without waiting for the complete Ethernet frame. Count and check framing and payload length while receiving data.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 8, 4)
+		}),
+	onScratch("access", rmem, ModeRMEM, 8,
+		"Bulk payload transfer starts without waiting for the complete Ethernet frame. Count and check framing and payload length while receiving data.",
+		func(t *T, p Peer, a uint32) {
 			req := t.dmaWriteReq(p, t.RID(), a, t.pattern(8))
 			req[len(req)-1] = 0
 			t.ErrorRsp("DMA_WRITE_REQ with a bad EndOfData from the rmem peer (mode is checked before framing)", req, wire.CauseInvalid)
-		}},
+		}),
 	{sec: "access", Needs: []string{KeyPeerDMAWrite},
 		Rule: "Bulk payload transfer starts without waiting for the complete Ethernet frame. Count and check framing and payload length while receiving data.",
 		run: func(t *T) {
@@ -710,22 +585,18 @@ var allCases = []Case{
 					map[uint32]string{wire.CauseLength: "late framing cause 2 replaces the window's cause 1"})
 			}
 		}},
-	{sec: "access", Needs: []string{KeyPeerDMAWrite, KeyMaxFrame},
-		Rule: "Bulk payload transfer starts without waiting for the complete Ethernet frame. Count and check framing and payload length while receiving data.",
-		run: func(t *T) {
-			p := t.Peer(ModeDMAWrite)
-			ceil := wire.FragmentCeiling(t.DUT().MaxFrame)
-			a := t.scratch(p, 4, 4)
-			req := padTo(frameOf(t.Target(), p.MAC, byte(wire.DMAWriteReq), []uint32{t.RID(), a, ceil + 4}, t.pattern(16)...), 60, 0)
-			t.ErrorRsp(fmt.Sprintf("DMA_WRITE_REQ of Length %d (ceiling + 4) in a 60-byte frame", ceil+4), req, wire.CauseOverflow)
-		}},
+	onScratch("access", []string{KeyPeerDMAWrite, KeyMaxFrame}, ModeDMAWrite, 4,
+		"Bulk payload transfer starts without waiting for the complete Ethernet frame. Count and check framing and payload length while receiving data.",
+		func(t *T, p Peer, a uint32) {
+			n := wire.FragmentCeiling(t.DUT().MaxFrame) + 4
+			req := padTo(frameOf(t.Target(), p.MAC, byte(wire.DMAWriteReq), []uint32{t.RID(), a, n}, t.pattern(16)...), 60, 0)
+			t.ErrorRsp(fmt.Sprintf("DMA_WRITE_REQ of Length %d (ceiling + 4) in a 60-byte frame", n), req, wire.CauseOverflow)
+		}),
 
 	// Transactions and access policy.
-	{sec: "txn", Needs: rmem,
-		Rule: "A reply must match an outstanding context’s source MAC, Request ID, and expected response command. It cannot create a memory operation itself. Discard unmatched/late replies.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("txn", rmem, ModeRMEM, 4,
+		"A reply must match an outstanding context’s source MAC, Request ID, and expected response command. It cannot create a memory operation itself. Discard unmatched/late replies.",
+		func(t *T, p Peer, a uint32) {
 			dst, src := t.Target(), p.MAC
 			t.writeWord(p, a, 0x1234ABCD)
 			t.None("unsolicited RMEM_READ_RSP", wire.AppendRMEMReadRsp(nil, dst, src, t.RID(), 7))
@@ -733,10 +604,8 @@ var allCases = []Case{
 			t.None("unsolicited DMA_WRITE_RSP", wire.AppendDMAWriteRsp(nil, dst, src, t.RID()))
 			t.None("unsolicited DMA_READ_RSP", wire.AppendDMAReadRsp(nil, dst, src, t.RID(), []byte{1, 2, 3, 4}))
 			t.None("RMEM_READ_RSP with a bad length", append(wire.AppendRMEMReadRsp(nil, dst, src, t.RID(), 7), 0))
-			if got := t.readWord(p, a); got != 0x1234ABCD {
-				t.Errorf("unsolicited responses changed memory: %#08x reads %#08x", a, got)
-			}
-		}},
+			t.wantWord(p, a, 0x1234ABCD, "unsolicited responses changed memory")
+		}),
 	{sec: "txn", Needs: rmem,
 		Rule: "An ERROR_RSP is never answered with another ERROR_RSP.",
 		run: func(t *T) {
@@ -769,58 +638,35 @@ var allCases = []Case{
 				t.Errorf("a DMA read of %d bytes returned different bytes than were written", n)
 			}
 		}},
-	{sec: "param", Needs: rmem,
-		Rule: "Each RMEM operation or DMA fragment receives an ID; any unicast reply echoes it.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("param", rmem, ModeRMEM, 4,
+		"Each RMEM operation or DMA fragment receives an ID; any unicast reply echoes it.",
+		func(t *T, p Peer, a uint32) {
 			for _, rid := range []uint32{0, 0xFFFFFFFF, 0x80000000, 0x000000FF, 0x12345678} {
 				t.Reply(fmt.Sprintf("RMEM_READ_REQ with Request ID %#08x", rid), t.rmemReadReq(p, rid, a), wire.RMEMReadRsp, wire.RMEMReadRspPDULen)
 			}
-		}},
-	{sec: "txn", Needs: rmem,
-		Rule: "A success response implies that the entire requested operation succeeded; there is no success Status or transferred-length parameter.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+		}),
+	onScratch("txn", rmem, ModeRMEM, 4,
+		"A success response implies that the entire requested operation succeeded; there is no success Status or transferred-length parameter.",
+		func(t *T, p Peer, a uint32) {
 			t.writeWord(p, a, 0x00C0FFEE) // the reply means the word is written:
-			if got := t.readWord(p, a); got != 0x00C0FFEE {
-				t.Errorf("the word read right after RMEM_WRITE_RSP is %#08x, want 0x00c0ffee", got)
-			}
-		}},
-	{sec: "rid", Needs: rmem,
-		Rule: "Version 1 adds no session/epoch parameter or duplicate-request suppression.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+			t.wantWord(p, a, 0x00C0FFEE, "the word read right after RMEM_WRITE_RSP")
+		}),
+	onScratch("rid", rmem, ModeRMEM, 4,
+		"Version 1 adds no session/epoch parameter or duplicate-request suppression.",
+		func(t *T, p Peer, a uint32) {
 			rid := t.RID()
 			t.Reply("RMEM_READ_REQ", t.rmemReadReq(p, rid, a), wire.RMEMReadRsp, wire.RMEMReadRspPDULen)
 			t.Reply("the same RMEM_READ_REQ again, same Request ID", t.rmemReadReq(p, rid, a), wire.RMEMReadRsp, wire.RMEMReadRspPDULen)
-		}},
+		}),
 
 	// Error origin and CSR status: bus errors.
-	{sec: "rmem", Needs: []string{KeyPeerRMEM, KeySlvErr},
-		Rule: "Local CPUIF execution errors use cause 4 for read failure and cause 6 for write failure because CPUIF supplies one error bit rather than an AXI response encoding.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.inErr(KeySlvErr, t.DUT().SlvErr, p, 4, 4)
-			t.ErrorRsp("RMEM_READ_REQ of a SLVERR word", t.rmemReadReq(p, t.RID(), a), wire.CauseAXIRdSlverr)
-			t.ErrorRsp("RMEM_WRITE_REQ of a SLVERR word", t.rmemWriteReq(p, t.RID(), a, 0xFFFFFFFF, 1), wire.CauseAXIWrSlverr)
-		}},
-	{sec: "rmem", Needs: []string{KeyPeerRMEM, KeyDecErr},
-		Rule: "Local CPUIF execution errors use cause 4 for read failure and cause 6 for write failure because CPUIF supplies one error bit rather than an AXI response encoding.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.inErr(KeyDecErr, t.DUT().DecErr, p, 4, 4)
-			t.ErrorRsp("RMEM_READ_REQ of a DECERR word", t.rmemReadReq(p, t.RID(), a), wire.CauseAXIRdSlverr)
-			t.ErrorRsp("RMEM_WRITE_REQ of a DECERR word", t.rmemWriteReq(p, t.RID(), a, 0xFFFFFFFF, 1), wire.CauseAXIWrSlverr)
-		}},
+	rmemBusErrorCase(KeySlvErr, "SLVERR", func(d *DUT) []Range { return d.SlvErr }),
+	rmemBusErrorCase(KeyDecErr, "DECERR", func(d *DUT) []Range { return d.DecErr }),
 	{sec: "error", Needs: []string{KeyPeerDMARead, KeySlvErr, KeyDecErr},
 		Rule: "Local CSR codes 4/5 denote AXI read SLVERR/DECERR; codes 6/7 denote AXI write SLVERR/DECERR.",
 		run: func(t *T) {
 			p := t.Peer(ModeDMARead)
-			s := t.inErr(KeySlvErr, t.DUT().SlvErr, p, 8, 4)
-			d := t.inErr(KeyDecErr, t.DUT().DecErr, p, 8, 4)
+			s, d := t.busErrors(p, 8)
 			t.readErrorRsp("DMA_READ_REQ of SLVERR memory", t.dmaReadReq(p, t.RID(), s, 8), wire.CauseAXIRdSlverr)
 			t.readErrorRsp("DMA_READ_REQ of DECERR memory", t.dmaReadReq(p, t.RID(), d, 8), wire.CauseAXIRdDecerr)
 		}},
@@ -828,8 +674,7 @@ var allCases = []Case{
 		Rule: "Local CSR codes 4/5 denote AXI read SLVERR/DECERR; codes 6/7 denote AXI write SLVERR/DECERR.",
 		run: func(t *T) {
 			p := t.Peer(ModeDMAWrite)
-			s := t.inErr(KeySlvErr, t.DUT().SlvErr, p, 8, 4)
-			d := t.inErr(KeyDecErr, t.DUT().DecErr, p, 8, 4)
+			s, d := t.busErrors(p, 8)
 			t.ErrorRsp("DMA_WRITE_REQ to SLVERR memory", t.dmaWriteReq(p, t.RID(), s, t.pattern(8)), wire.CauseAXIWrSlverr)
 			t.ErrorRsp("DMA_WRITE_REQ to DECERR memory", t.dmaWriteReq(p, t.RID(), d, t.pattern(8)), wire.CauseAXIWrDecerr)
 		}},
@@ -837,8 +682,7 @@ var allCases = []Case{
 		Rule: "The current DMA engine records local and completion-path errors separately and gives a fragment’s local memory error precedence when both are present.",
 		run: func(t *T) {
 			p := t.Peer(ModeDMAWrite)
-			s := t.inErr(KeySlvErr, t.DUT().SlvErr, p, 40, 4)
-			d := t.inErr(KeyDecErr, t.DUT().DecErr, p, 40, 4)
+			s, d := t.busErrors(p, 40)
 			for _, c := range []struct {
 				what  string
 				addr  uint32
@@ -875,20 +719,16 @@ var allCases = []Case{
 			}
 		}},
 	// A source MAC with the group bit set is no peer.
-	{sec: "addr", Needs: rmem,
-		Rule: "An Ethernet source address has its group bit clear; see IEEE 802.3 address-field definition, Section 3.2.3.",
-		run: func(t *T) {
-			p := t.Peer(ModeRMEM)
-			a := t.scratch(p, 4, 4)
+	onScratch("addr", rmem, ModeRMEM, 4,
+		"An Ethernet source address has its group bit clear; see IEEE 802.3 address-field definition, Section 3.2.3.",
+		func(t *T, p Peer, a uint32) {
 			t.writeWord(p, a, 0x6E6E0001)
 			g := p
 			g.MAC[0] |= 1
 			t.None("RMEM_READ_REQ from the rmem peer's MAC with the group bit set", t.rmemReadReq(g, t.RID(), a))
 			t.None("RMEM_WRITE_REQ from the rmem peer's MAC with the group bit set", t.rmemWriteReq(g, t.RID(), a, 0xFFFFFFFF, 0x0BADBAD0))
-			if got := t.readWord(p, a); got != 0x6E6E0001 {
-				t.Errorf("a request from a group source changed memory: %#08x reads %#08x, want 0x6e6e0001", a, got)
-			}
-		}},
+			t.wantWord(p, a, 0x6E6E0001, "a request from a group source changed memory")
+		}),
 	// A frame that ends before a whole Request ID.
 	{sec: "access", Needs: []string{KeyPeerRMEM, KeyShortFrames},
 		Rule: "Recognized unicast requests from known peers with a trustworthy Request ID receive ERROR_RSP when command, length, or access validation fails, including an operation prohibited by that peer’s mode. A group write never receives an error reply. Unparseable frames are discarded.",

@@ -28,6 +28,29 @@ type Case struct {
 	run  func(*T)
 }
 
+// rmemBusErrorCase is the case of an RMEM read and write of a word of the
+// rmem peer's window in the DUT's ranges for key (SLVERR or DECERR, named
+// name), which CPUIF reports with its one error bit: causes 4 and 6.
+func rmemBusErrorCase(key, name string, ranges func(*DUT) []Range) Case {
+	return Case{sec: "rmem", Needs: []string{KeyPeerRMEM, key},
+		Rule: "Local CPUIF execution errors use cause 4 for read failure and cause 6 for write failure because CPUIF supplies one error bit rather than an AXI response encoding.",
+		run: func(t *T) {
+			p := t.Peer(ModeRMEM)
+			a := t.inErr(key, ranges(t.DUT()), p, 4, 4)
+			t.ErrorRsp("RMEM_READ_REQ of a "+name+" word", t.rmemReadReq(p, t.RID(), a), wire.CauseAXIRdSlverr)
+			t.ErrorRsp("RMEM_WRITE_REQ of a "+name+" word", t.rmemWriteReq(p, t.RID(), a, 0xFFFFFFFF, 1), wire.CauseAXIWrSlverr)
+		}}
+}
+
+// onScratch is a case that needs and names the DUT's peer of mode m and
+// runs on n bytes of word-aligned scratch memory at a in its window.
+func onScratch(sec string, needs []string, m Mode, n uint64, rule string, run func(t *T, p Peer, a uint32)) Case {
+	return Case{sec: sec, Needs: needs, Rule: rule, run: func(t *T) {
+		p := t.Peer(m)
+		run(t, p, t.scratch(p, n, 4))
+	}}
+}
+
 // frameOf builds an oETP frame from dst, src, cmd and four-byte
 // little-endian parameters, then appends tail.
 func frameOf(dst, src wire.MAC, cmd byte, params []uint32, tail ...byte) []byte {
@@ -100,6 +123,25 @@ func (t *T) writeWord(p Peer, addr, data uint32) {
 func (t *T) readWord(p Peer, addr uint32) uint32 {
 	f := t.Reply(fmt.Sprintf("RMEM_READ_REQ at %#08x", addr), t.rmemReadReq(p, t.RID(), addr), wire.RMEMReadRsp, wire.RMEMReadRspPDULen)
 	return wire.Frame(f).Param(2)
+}
+
+// wantWord reads the word at addr through p and fails the case unless it
+// is want; what names the check.
+func (t *T) wantWord(p Peer, addr, want uint32, what string) {
+	if got := t.readWord(p, addr); got != want {
+		t.Errorf("%s: %#08x reads %#08x, want %#08x", what, addr, got, want)
+	}
+}
+
+// maskedWriteCase is a case that writes before to a scratch word of the
+// rmem peer, then data under the BitEnable mask, and fails unless the word
+// then holds want.
+func maskedWriteCase(sec, rule string, before, mask, data, want uint32) Case {
+	return onScratch(sec, []string{KeyPeerRMEM}, ModeRMEM, 4, rule, func(t *T, p Peer, a uint32) {
+		t.writeWord(p, a, before)
+		t.Reply(fmt.Sprintf("RMEM_WRITE_REQ with BitEnable %#08x", mask), t.rmemWriteReq(p, t.RID(), a, mask, data), wire.RMEMWriteRsp, wire.RMEMWriteRspPDULen)
+		t.wantWord(p, a, want, fmt.Sprintf("%#08x written with Data %#08x under BitEnable %#08x", before, data, mask))
+	})
 }
 
 func (t *T) dmaWrite(p Peer, addr uint32, payload []byte) {
@@ -229,6 +271,12 @@ func (t *T) inErr(key string, rs []Range, p Peer, n uint64, align uint32) uint32
 		t.Skipf("needs DUT key %s with %d bytes inside the window %v of the %s peer %v", key, n, p.Window, p.Mode, p.MAC)
 	}
 	return a
+}
+
+// busErrors returns an address of p's window where n bytes answer SLVERR
+// and one where n bytes answer DECERR.
+func (t *T) busErrors(p Peer, n uint64) (slv, dec uint32) {
+	return t.inErr(KeySlvErr, t.DUT().SlvErr, p, n, 4), t.inErr(KeyDecErr, t.DUT().DecErr, p, n, 4)
 }
 
 // readErrorRsp sends a DMA_READ_REQ whose memory read fails and requires

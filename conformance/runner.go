@@ -430,6 +430,9 @@ func (r *runner) runCase(c Case) (res Result) {
 	return t.res
 }
 
+// peerKeyModes maps the DUT keys of peers to their modes.
+var peerKeyModes = map[string]Mode{KeyPeerRMEM: ModeRMEM, KeyPeerDMAWrite: ModeDMAWrite, KeyPeerDMARead: ModeDMARead, KeyPeerNone: ModeNone}
+
 // has reports whether the DUT file provides what key names.
 func (r *runner) has(key string) bool {
 	d := r.o.DUT
@@ -444,17 +447,8 @@ func (r *runner) has(key string) bool {
 		return len(d.SlvErr) > 0
 	case KeyDecErr:
 		return len(d.DecErr) > 0
-	case KeyPeerRMEM:
-		_, ok := d.peer(ModeRMEM)
-		return ok
-	case KeyPeerDMAWrite:
-		_, ok := d.peer(ModeDMAWrite)
-		return ok
-	case KeyPeerDMARead:
-		_, ok := d.peer(ModeDMARead)
-		return ok
-	case KeyPeerNone:
-		_, ok := d.peer(ModeNone)
+	case KeyPeerRMEM, KeyPeerDMAWrite, KeyPeerDMARead, KeyPeerNone:
+		_, ok := d.peer(peerKeyModes[key])
 		return ok
 	case KeyShortFrames:
 		return !r.o.LinkPads
