@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openenoc/oetp/link/relay"
 	"github.com/openenoc/oetp/node"
 )
 
@@ -48,7 +47,7 @@ func (p *probFlag) Set(s string) error {
 }
 
 func newRelayCmd() *cobra.Command {
-	var cfg relay.Config
+	var cfg node.RelayConfig
 	var loss, dup, reorder, corrupt probFlag
 	var seed u32Flag
 	var jsonOut bool
@@ -88,27 +87,12 @@ It runs until SIGINT or SIGTERM, then prints what it did in each direction
 			if args[0] == args[1] {
 				return usagef("IF1 and IF2 are both %s: name two different interfaces", args[0])
 			}
-			var links [2]*node.Link
-			for i, name := range args {
-				// Every frame the interface carries, up to its MTU; two
-				// links in one process wait in the network poller.
-				l, err := node.OpenLink(node.LinkConfig{Iface: name, AnyFrame: true, AllEtherTypes: true, Shared: true})
-				if err != nil {
-					if i == 1 {
-						links[0].Close()
-					}
-					var ce *node.ConfigError
-					if errors.As(err, &ce) {
-						return usagef("interface%s", ce.Msg)
-					}
-					return usagef("interface %s: %v", name, err)
-				}
-				links[i] = l
-			}
-			r, err := relay.New(links[0].Link, links[1].Link, cfg)
+			r, err := node.OpenRelay(args[0], args[1], cfg)
 			if err != nil {
-				links[0].Close()
-				links[1].Close()
+				var ce *node.ConfigError
+				if errors.As(err, &ce) {
+					return usagef("interface%s", ce.Msg)
+				}
 				return usagef("%v", err)
 			}
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -155,14 +139,14 @@ It runs until SIGINT or SIGTERM, then prints what it did in each direction
 	fs.Var(&corrupt, "corrupt", "flip one random bit of each frame with probability `P`")
 	fs.DurationVar(&cfg.Delay, "delay", 0, "deliver every frame `D` later")
 	fs.DurationVar(&cfg.Jitter, "jitter", 0, "vary each frame's delay uniformly by ±`D`")
-	fs.DurationVar(&cfg.ReorderHold, "reorder-hold", relay.DefaultReorderHold, "release a held frame after `D` when no frame follows it")
+	fs.DurationVar(&cfg.ReorderHold, "reorder-hold", node.DefaultReorderHold, "release a held frame after `D` when no frame follows it")
 	fs.Var(&seed, "seed", "seed `N` of the random choices (the same seed and frames give the same fate)")
 	fs.DurationVar(&every, "stats", 0, "also print the counters every `D` (0: only at the end)")
 	fs.BoolVar(&jsonOut, "json", false, "print the counters as JSON objects, one per line")
 	return cmd
 }
 
-func relayJSON(s relay.Stats) map[string]uint64 {
+func relayJSON(s node.RelayStats) map[string]uint64 {
 	return map[string]uint64{"received": s.Received, "sent": s.Sent, "dropped": s.Dropped, "duplicated": s.Duplicated,
 		"reordered": s.Reordered, "corrupted": s.Corrupted, "delayed": s.Delayed, "write_errors": s.WriteErrs, "read_errors": s.ReadErrs}
 }
