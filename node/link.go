@@ -37,12 +37,17 @@ const MaxBusyPoll = afpacket.MaxBusyPoll
 // MaxExtraAddrs is the most LinkConfig.ExtraAddrs.
 const MaxExtraAddrs = afpacket.MaxGroups
 
+// Medium is a link to a medium (package link's Link) that a caller opened
+// itself and gives a node in LinkConfig.Link: an in-process switch port, a
+// hub device's link.
+type Medium = link.Link
+
 // LinkConfig says how to open a node's link: an AF_PACKET socket on Iface,
 // or Link, a link the caller opened (an in-process switch port, a hub
 // device's opener), which the node takes over.
 type LinkConfig struct {
 	Iface string
-	Link  link.Link
+	Link  Medium
 
 	// MAC is the node's own unicast address; zero: the interface's.
 	MAC wire.MAC
@@ -71,7 +76,7 @@ type LinkConfig struct {
 	// Capture, if not empty, records every frame sent and received in a
 	// pcap file at this path, in CaptureFormat.
 	Capture       string
-	CaptureFormat pcap.Format
+	CaptureFormat CaptureFormat
 	// Rate paces the frames written to this many bytes of frames per
 	// second; zero is unpaced.
 	Rate float64
@@ -112,8 +117,7 @@ type Link struct {
 	// Ceiling is the frame ceiling in force.
 	Ceiling int
 
-	capFile *os.File
-	capW    *pcap.Writer
+	capture *Capture
 }
 
 // OpenLink opens the link cfg describes. Errors the user fixes in the
@@ -128,15 +132,9 @@ func OpenLink(cfg LinkConfig) (*Link, error) {
 	if cfg.BusyPoll < 0 || cfg.BusyPoll > afpacket.MaxBusyPoll {
 		return nil, configErr("busy-poll", " %v: use 0 (off) through %v, such as 50us", cfg.BusyPoll, afpacket.MaxBusyPoll)
 	}
-	ifi, err := net.InterfaceByName(cfg.Iface)
+	ifi, err := lookupIface(cfg.Iface)
 	if err != nil {
-		// In the user's words: "no such network interface", not the Go
-		// library's "route ip+net: ...".
-		var oe *net.OpError
-		if errors.As(err, &oe) && oe.Err != nil {
-			err = oe.Err
-		}
-		return nil, configErr("iface", " %s: %v: list the interfaces with `ip link`", cfg.Iface, err)
+		return nil, err
 	}
 	if !cfg.MAC.IsZero() && cfg.MAC.IsGroup() {
 		return nil, configErr("mac", " %v is a group address: an endpoint's own address must be unicast (bit 0 of the first octet clear)", cfg.MAC)
@@ -200,22 +198,31 @@ func OpenLink(cfg LinkConfig) (*Link, error) {
 	return wrapLink(cfg, &Link{Link: al, Ceiling: maxFrame, MTU: ifi.MTU}, al)
 }
 
+// lookupIface returns the interface name; not finding it is a *ConfigError
+// in the user's words: "no such network interface", not the Go library's
+// "route ip+net: ...".
+func lookupIface(name string) (*net.Interface, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Err != nil {
+			err = oe.Err
+		}
+		return nil, configErr("iface", " %s: %v: list the interfaces with `ip link`", name, err)
+	}
+	return ifi, nil
+}
+
 // wrapLink adds the capture and the pacer to l, whose medium's link is
 // inner; on an error it closes inner.
 func wrapLink(cfg LinkConfig, l *Link, inner link.Link) (*Link, error) {
 	if cfg.Capture != "" {
-		f, err := os.Create(cfg.Capture)
+		c, err := CreateCapture(cfg.Capture, cfg.CaptureFormat)
 		if err != nil {
 			inner.Close()
-			return nil, &ConfigError{Field: "pcap", Msg: fmt.Sprintf(" %s: %v", cfg.Capture, osReason(err)), Err: err}
+			return nil, err
 		}
-		w, err := pcap.NewWriterFormat(f, cfg.CaptureFormat, 0)
-		if err != nil {
-			inner.Close()
-			f.Close()
-			return nil, fmt.Errorf("--pcap %s: %w", cfg.Capture, err)
-		}
-		l.Link, l.capFile, l.capW = pcap.Tee(l.Link, w), f, w
+		l.Link, l.capture = pcap.Tee(l.Link, c.w), c
 	}
 	if cfg.Rate > 0 {
 		// The pacer sleeps in the endpoint's receive loop too (the chained
@@ -242,18 +249,10 @@ func (l *Link) Close() error {
 // finish closes the capture file once the link is closed and reports the
 // first capture error.
 func (l *Link) finish() error {
-	if l.capFile == nil {
+	if l.capture == nil {
 		return nil
 	}
-	err := l.capW.Err()
-	if cerr := l.capFile.Close(); err == nil {
-		err = cerr
-	}
-	l.capFile = nil
-	if err != nil {
-		return fmt.Errorf("--pcap: %w", err)
-	}
-	return nil
+	return l.capture.Close()
 }
 
 // socket returns the AF_PACKET link under l, or nil.

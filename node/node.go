@@ -3,8 +3,10 @@
 // transport beneath the endpoint for the peers that use it, the endpoint
 // with its memory and peer table, and the cross-process role of its
 // address. It is the one place that builds a stack: `oetp serve`, the
-// one-shot commands, the hub and the bench open theirs with Open, and the
-// tools that need only a link (dump --iface, relay) with OpenLink.
+// one-shot commands, the hub and the bench open theirs with Open; a tool
+// that needs only a link opens it with OpenLink, `oetp relay` its two
+// with OpenRelay, and `oetp dump --iface` watches an interface through a
+// read-only Tap (OpenTap).
 //
 // Open owns the rules every stack follows:
 //

@@ -14,7 +14,6 @@ import (
 	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/conformance"
-	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
@@ -146,31 +145,22 @@ an interface the runner cannot use.`,
 			}
 			l := nl.Link
 			o := conformance.Options{Link: l, Receives: lcfg.ExtraAddrs != nil, Target: target.m, DUT: dut, Only: only, Timeout: timeout, LinkPads: linkPads}
-			var pf *os.File
-			var pw *pcap.Writer
+			var capf *node.Capture
 			if pcapPath != "" {
-				if pf, err = os.Create(pcapPath); err != nil {
+				if capf, err = node.CreateCapture(pcapPath, node.PcapNG); err != nil {
 					l.Close()
-					return usagef("--pcap %s", fileWords(err))
+					return cliErr(err)
 				}
-				if pw, err = pcap.NewWriter(pf, 0); err != nil {
-					l.Close()
-					pf.Close()
-					return fmt.Errorf("--pcap %s: %w", pcapPath, err)
-				}
-				o.Pcap = pw
+				o.Pcap = capf.Writer()
 			}
 			var rep *conformance.Report
 			err = interrupt.Run(cmd, "oetp conformance run", interrupt.Grace, func(ctx context.Context) (err error) {
 				rep, err = conformance.Run(ctx, o)
 				return err
 			})
-			if pf != nil {
-				if werr := pw.Err(); werr != nil && err == nil {
-					err = fmt.Errorf("--pcap: %w", werr)
-				}
-				if cerr := pf.Close(); cerr != nil && err == nil {
-					err = fmt.Errorf("--pcap: %w", cerr)
+			if capf != nil {
+				if cerr := capf.Close(); cerr != nil && err == nil {
+					err = cerr
 				}
 			}
 			if err != nil {

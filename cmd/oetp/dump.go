@@ -8,7 +8,6 @@ import (
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
-	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -123,14 +122,7 @@ func dumpFile(cmd *cobra.Command, path string, o *dumpOptions) error {
 		}
 		in, name = f, path
 	}
-	r, err := pcap.NewReader(in)
-	if err != nil {
-		return usagef("%s: %v", name, err)
-	}
-	if lt := r.LinkType(); r.Format() == pcap.Classic && !lt.CarriesEthernet() {
-		return usagef("%s: link type %v does not carry Ethernet; oetp reads EN10MB (1), LINUX_SLL (113) and LINUX_SLL2 (276)", name, lt)
-	}
 	d := frames.NewDumper(cmd.OutOrStdout(), o.maxFrame.v, o.json)
 	d.Live = path == "-" // a pipe from a running capture: print each frame as it comes
-	return d.ReadFile(r, cmd.ErrOrStderr())
+	return d.ReadFile(in, name, cmd.ErrOrStderr())
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 	"github.com/openenoc/oetp/internal/num"
-	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -77,12 +77,12 @@ func (m *macFlag) Set(s string) error {
 
 // formatFlag is a pflag.Value for a capture file format: pcapng (the
 // default) or pcap.
-type formatFlag struct{ f pcap.Format }
+type formatFlag struct{ f node.CaptureFormat }
 
 func (f *formatFlag) String() string { return f.f.String() }
 func (f *formatFlag) Type() string   { return "FORMAT" }
 func (f *formatFlag) Set(s string) error {
-	v, err := pcap.ParseFormat(s)
+	v, err := node.ParseCaptureFormat(s)
 	f.f = v
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
 )
@@ -74,10 +75,24 @@ func (d *Dumper) Index() int { return d.index }
 // Flush writes out what is buffered.
 func (d *Dumper) Flush() error { return d.w.Flush() }
 
-// ReadFile prints every record of r, then on errw the records of link types
-// that carry no Ethernet it skipped and the requests it forgot. An error
-// after some frames says how many were printed.
-func (d *Dumper) ReadFile(r *pcap.Reader, errw io.Writer) error {
+// ReadFile prints every record of the capture file in (name says which in
+// messages), then on errw the records of link types that carry no Ethernet
+// it skipped and the requests it forgot. A file that is not a capture of
+// Ethernet frames is bad usage; an error after some frames says how many
+// were printed.
+func (d *Dumper) ReadFile(in io.Reader, name string, errw io.Writer) error {
+	r, err := pcap.NewReader(in)
+	if err != nil {
+		return cli.Usagef("%s: %v", name, err)
+	}
+	if lt := r.LinkType(); r.Format() == pcap.Classic && !lt.CarriesEthernet() {
+		return cli.Usagef("%s: link type %v does not carry Ethernet; oetp reads EN10MB (1), LINUX_SLL (113) and LINUX_SLL2 (276)", name, lt)
+	}
+	return d.readRecords(r, errw)
+}
+
+// readRecords prints every record of r; see ReadFile.
+func (d *Dumper) readRecords(r *pcap.Reader, errw io.Writer) error {
 	defer d.w.Flush()
 	skipped := map[pcap.LinkType]int{}
 	for {

@@ -7,45 +7,16 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/gopacket/gopacket/pcapgo"
-	"golang.org/x/net/bpf"
-
 	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
-
-// oetpFilter is the socket filter of the live view: EtherType 0x88B5,
-// untagged or under one or two 802.1Q / 802.1ad tags (tags the NIC took
-// out are not in the packet the filter sees, so the first test matches).
-var oetpFilter = func() []bpf.RawInstruction {
-	const accept, drop = pcap.MaxSnaplen, 0
-	const et = uint32(wire.EtherType)
-	prog, err := bpf.Assemble([]bpf.Instruction{
-		/* 0 */ bpf.LoadAbsolute{Off: 12, Size: 2},
-		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: et, SkipTrue: 9},
-		/* 2 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x8100, SkipTrue: 1},
-		/* 3 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x88a8, SkipFalse: 6},
-		/* 4 */ bpf.LoadAbsolute{Off: 16, Size: 2},
-		/* 5 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: et, SkipTrue: 5},
-		/* 6 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x8100, SkipTrue: 1},
-		/* 7 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x88a8, SkipFalse: 2},
-		/* 8 */ bpf.LoadAbsolute{Off: 20, Size: 2},
-		/* 9 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: et, SkipTrue: 1},
-		/* 10 */ bpf.RetConstant{Val: drop},
-		/* 11 */ bpf.RetConstant{Val: accept},
-	})
-	if err != nil {
-		panic(err)
-	}
-	return prog
-}()
 
 // liveRecorder writes the live view's frames to a pcapng file with
 // link/pcap's writer (one flushed record per frame, so the file is whole
@@ -98,29 +69,9 @@ func (r *liveRecorder) close() error {
 // ShowLive shows the oETP frames crossing o.Iface on out until o.Count
 // frames, ctx ends, or SIGINT/SIGTERM; notes go to errw.
 func ShowLive(ctx context.Context, o LiveOptions, out, errw io.Writer) error {
-	ifi, err := cli.LookupIface("--iface", o.Iface)
+	h, err := node.OpenTap(node.TapConfig{Iface: o.Iface, Promisc: o.Promisc})
 	if err != nil {
-		return err
-	}
-	if ifi.Flags&net.FlagUp == 0 {
-		return cli.Usagef("--iface %s is down: bring it up (ip link set %s up)", o.Iface, o.Iface)
-	}
-	h, err := pcapgo.NewEthernetHandle(o.Iface)
-	if err != nil {
-		if os.Geteuid() != 0 {
-			return cli.Usagef("--iface %s: %v: a live view needs root or CAP_NET_RAW", o.Iface, err)
-		}
-		return cli.Usagef("--iface %s: %v", o.Iface, err)
-	}
-	if err := h.SetBPF(oetpFilter); err != nil {
-		h.Close()
-		return cli.Usagef("--iface %s: attach the socket filter: %v", o.Iface, err)
-	}
-	if o.Promisc {
-		if err := h.SetPromiscuous(true); err != nil {
-			h.Close()
-			return cli.Usagef("--iface %s --promisc: %v", o.Iface, err)
-		}
+		return cli.Err(err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -147,7 +98,7 @@ func ShowLive(ctx context.Context, o LiveOptions, out, errw io.Writer) error {
 	d.Live = true
 	shown := 0
 	for o.Count == 0 || shown < o.Count {
-		data, ci, err := h.ZeroCopyReadPacketData()
+		data, ci, err := h.Read()
 		if err != nil {
 			if ctx.Err() != nil {
 				break // SIGINT, SIGTERM
@@ -160,20 +111,16 @@ func ShowLive(ctx context.Context, o LiveOptions, out, errw io.Writer) error {
 		if fr := d.Frame.Bytes; binary.BigEndian.Uint16(fr[12:]) != wire.EtherType {
 			continue
 		}
-		vid := -1
-		if len(ci.AncillaryData) > 0 {
+		if ci.VLAN >= 0 {
 			// A tag the kernel (or the NIC) took out of the frame.
-			if v, ok := ci.AncillaryData[0].(int); ok {
-				vid = v
-				d.Frame.VLANs = append([]pcap.VLAN{{TPID: 0x8100, ID: uint16(vid)}}, d.Frame.VLANs...)
-			}
+			d.Frame.VLANs = append([]pcap.VLAN{{TPID: 0x8100, ID: uint16(ci.VLAN)}}, d.Frame.VLANs...)
 		}
 		if rec != nil {
-			if err := rec.write(ci.Timestamp, data, vid); err != nil {
+			if err := rec.write(ci.Time, data, ci.VLAN); err != nil {
 				return fmt.Errorf("--write %s: after %d frame(s): %w", o.Write, shown, err)
 			}
 		}
-		if err := d.Record(ci.Timestamp, len(data), ci.Length, nil); err != nil {
+		if err := d.Record(ci.Time, len(data), ci.Length, nil); err != nil {
 			return err
 		}
 		shown++
@@ -181,8 +128,8 @@ func ShowLive(ctx context.Context, o LiveOptions, out, errw io.Writer) error {
 	if rec != nil {
 		fmt.Fprintf(errw, "oetp: wrote %d frame(s) to %s\n", rec.n, o.Write)
 	}
-	if st, err := h.Stats(); err == nil && st.Drops > 0 {
-		fmt.Fprintf(errw, "oetp: the kernel dropped %d frame(s) the live view could not read in time\n", st.Drops)
+	if drops, err := h.Drops(); err == nil && drops > 0 {
+		fmt.Fprintf(errw, "oetp: the kernel dropped %d frame(s) the live view could not read in time\n", drops)
 	}
 	d.Summary(errw)
 	return nil

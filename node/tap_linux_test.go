@@ -1,6 +1,6 @@
 //go:build linux
 
-package frames
+package node
 
 import (
 	"testing"
@@ -8,11 +8,11 @@ import (
 	"golang.org/x/net/bpf"
 )
 
-// TestOETPFilter runs the live view's socket filter on frames.
-func TestOETPFilter(t *testing.T) {
+// TestTapFilter runs the socket filter of a Tap on frames.
+func TestTapFilter(t *testing.T) {
 	vm, err := bpf.NewVM(func() []bpf.Instruction {
 		var ins []bpf.Instruction
-		for _, r := range oetpFilter {
+		for _, r := range tapFilter {
 			ins = append(ins, r.Disassemble())
 		}
 		return ins
