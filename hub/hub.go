@@ -43,7 +43,6 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
 	"github.com/openenoc/oetp/internal/ratelog"
-	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/rundir"
 	"github.com/openenoc/oetp/wire"
@@ -51,7 +50,7 @@ import (
 
 // Opener opens the link of one local MAC of a device: the interface iface,
 // receiving frames for mac (which is also the source of the frames sent).
-type Opener func(d DeviceConfig, k Kind, mac wire.MAC) (link.Link, error)
+type Opener func(d DeviceConfig, k Kind, mac wire.MAC) (node.Medium, error)
 
 // Device is one device the hub owns.
 type Device struct {

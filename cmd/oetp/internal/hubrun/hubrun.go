@@ -24,7 +24,6 @@ import (
 	"github.com/openenoc/oetp/devices"
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/hub/proto"
-	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
@@ -60,7 +59,7 @@ func Config(config, devicesFile string) (hub.Config, error) {
 var hubKeys = strings.NewReplacer(ifaceFlag+" ", "iface ", "--max-frame", "max_frame", "--busy-poll", "busy_poll")
 
 // opener opens each local MAC's AF_PACKET link.
-func opener(d hub.DeviceConfig, _ hub.Kind, mac wire.MAC) (link.Link, error) {
+func opener(d hub.DeviceConfig, _ hub.Kind, mac wire.MAC) (node.Medium, error) {
 	// Many endpoints in one process: the network poller's mode, so that
 	// no reader holds a runtime P while it waits.
 	il, err := node.OpenLink(node.LinkConfig{Iface: d.Iface, MAC: mac, MaxFrame: d.MaxFrame, BusyPoll: d.BusyPoll, Shared: true})
