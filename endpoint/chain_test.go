@@ -13,20 +13,20 @@ import (
 // receive loop sends each next fragment of a block.
 
 // TestChainPerFragmentTimeout: DMATimeout bounds each fragment, not the
-// block: a block whose fragments each take most of the timeout completes,
-// and a fragment left unanswered times out a full timeout after it was
-// sent, even late in a long block.
+// block: every fragment of a block, late ones included, starts the response
+// timer with the whole timeout once it is sent, so a block of slow but
+// timely fragments completes, and a fragment left unanswered times out on
+// its own timer.
 func TestChainPerFragmentTimeout(t *testing.T) {
-	// Long enough that a loaded machine (the race detector, parallel
-	// packages) delays no reply by the 3/8 of it left as slack.
 	const timeout = 320 * time.Millisecond
 	a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, DMATimeout: timeout})
+	timer := endpoint.InstallFakeTimer(a)
 	src := pattern(16, 3)
 	res := dmaWrite(a, 0, 0x1000, src)
 	for k := range 4 {
 		f := p.next(t)
 		eqBytes(t, "fragment", frame(macP, macA, 0x40, le(uint32(k)), le(0x1000+4*uint32(k)), le(4), src[4*k:4*k+4], eod), f)
-		time.Sleep(timeout * 5 / 8)
+		started(t, timer, timeout)
 		p.send(t, frame(macA, macP, 0x41, le(uint32(k))))
 	}
 	if r := await(t, res); r.err != nil || r.tr != (endpoint.Transfer{Bytes: 16, Fragments: 4}) {
@@ -36,17 +36,19 @@ func TestChainPerFragmentTimeout(t *testing.T) {
 	res = dmaWrite(a, 0, 0x1000, src)
 	for k := range 2 {
 		p.next(t)
-		time.Sleep(timeout / 2)
+		started(t, timer, timeout)
 		p.send(t, frame(macA, macP, 0x41, le(uint32(4+k))))
 	}
 	p.next(t)
-	sent := time.Now()
+	started(t, timer, timeout)
+	pending(t, res)
+	timer.Fire()
 	r := await(t, res)
-	if waited := time.Since(sent); waited < timeout*9/10 {
-		t.Fatalf("third fragment timed out %v after it was sent, want about %v", waited, timeout)
-	}
 	wantCode(t, "unanswered fragment", r.err, wire.CodeTimeout)
 	wantFailed(t, "timed-out block", r, endpoint.ErrTimeout, moved(8, 2))
+	if n := len(timer.Starts()); n != 7 {
+		t.Fatalf("timer started %d times, want once for each of the 7 fragments sent", n)
+	}
 	p.none(t, 20*time.Millisecond) // no fragment after the failed one
 	p.send(t, frame(macA, macP, 0x41, le(6)))
 	eventually(t, "late reply", func() bool { return a.Stats().DropLateResponse == 1 })

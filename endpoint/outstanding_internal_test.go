@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
@@ -37,15 +38,14 @@ func TestOutstandingTable(t *testing.T) {
 		err     error
 	}
 	out := make(chan res, 5)
-	for i := range 5 {
-		addr := uint32(0x100 + 4*i)
+	read := func(addr uint32) {
 		go func() {
 			v, err := e.RMEMRead(context.Background(), 0, addr)
 			out <- res{addr, v, err}
 		}()
-		if i == 3 {
-			time.Sleep(20 * time.Millisecond) // the four are out before the fifth comes
-		}
+	}
+	for i := range 4 {
+		read(uint32(0x100 + 4*i))
 	}
 	bufs, sizes := [][]byte{make([]byte, 100)}, []int{0}
 	var reqs [][]byte
@@ -58,13 +58,12 @@ func TestOutstandingTable(t *testing.T) {
 			reqs = append(reqs, append([]byte(nil), bufs[i][:sizes[i]]...))
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for rmem, _ := e.slot.waiting(); rmem != 1; rmem, _ = e.slot.waiting() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d RMEM operations wait for an entry, want the fifth", rmem)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	// The four are out: the fifth waits for an entry.
+	read(0x110)
+	testutil.Eventually(t, "the fifth RMEM operation waiting for an entry", func() bool {
+		rmem, _ := e.slot.waiting()
+		return rmem == 1
+	})
 	seen := map[uint32]bool{}
 	for _, f := range reqs {
 		seen[wire.Frame(f).RequestID()] = true

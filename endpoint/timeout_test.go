@@ -65,7 +65,7 @@ func TestTimeoutStartsAfterWrite(t *testing.T) {
 	res = rmemRead(a, 0, 0x1000)
 	eqBytes(t, "next request", frame(macP, macA, 0x10, le(1), le(0x1000)), p.next(t))
 	p.send(t, frame(macA, macP, 0x11, le(0), le(0xBAD))) // the old ID again: late
-	time.Sleep(30 * time.Millisecond)
+	eventually(t, "second late reply", func() bool { return a.Stats().DropLateResponse == 2 })
 	pending(t, res)
 	p.send(t, frame(macA, macP, 0x11, le(1), le(0x600D)))
 	if r := await(t, res); r.err != nil || r.data != 0x600D {

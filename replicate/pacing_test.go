@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/mem"
+	"github.com/openenoc/oetp/endpoint/endpointtest"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/replicate"
 	"github.com/openenoc/oetp/wire"
@@ -52,20 +52,8 @@ func rule(best, worst time.Duration) time.Duration {
 // raises the interval to its round trip times Margin plus the new spread; both members end byte-exact and B served exactly the
 // probes, the fragments and the one check.
 func TestPacingSettleAndDrift(t *testing.T) {
-	sw, err := mem.NewSwitch(mem.Config{QueueLen: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const frag = 100
-	src := make([]byte, (replicate.Run+1)*frag-30) // two runs, one check
-	for i := range src {
-		src[i] = byte(i*13 + 1)
-	}
-	srcSpace, err := memory.NewRAM(0, uint64(len(src)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srcSpace.WriteAt(src, 0)
+	sw, src, srcSpace := newBlock(t, (replicate.Run+1)*frag-30, 1) // two runs, one check
 	w := newEP(t, sw, macW, nil, endpoint.Config{MaxFragment: frag})
 	w.SetPeer(0, endpoint.Peer{MAC: group, Mode: endpoint.ModeDMARead, WindowSize: 1 << 32})
 	macs := []wire.MAC{{0x02, 0, 0, 0, 0, 0x0b}, {0x02, 0, 0, 0, 0, 0x0c}}
@@ -73,10 +61,7 @@ func TestPacingSettleAndDrift(t *testing.T) {
 	var rams []*memory.RAM
 	var members []*endpoint.Endpoint
 	for i, m := range macs {
-		ram, err := memory.NewRAM(base, 0x1000)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ram := endpointtest.NewRAM(t, base, 0x1000)
 		var space memory.Space = ram
 		if i == 0 {
 			// Slow from the check on: after the probes and the first run.
@@ -127,11 +112,7 @@ func TestPacingSettleAndDrift(t *testing.T) {
 		if i == 0 {
 			want += 2 // the settling probe and the check
 		}
-		for deadline := time.Now().Add(10 * time.Second); ep.Stats().ServedDMAWrite != want; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("member %d served %d writes, want %d", i, ep.Stats().ServedDMAWrite, want)
-			}
-		}
+		waitServed(t, i, ep, want)
 		got := make([]byte, len(src))
 		rams[i].ReadAt(got, base)
 		if !bytes.Equal(got, src) {

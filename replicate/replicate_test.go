@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/endpoint/endpointtest"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/replicate"
@@ -30,12 +33,27 @@ func newEP(t *testing.T, sw *mem.Switch, mac wire.MAC, space memory.Space, cfg e
 		t.Fatal(err)
 	}
 	cfg.DMATimeout = 200 * time.Millisecond
-	ep, err := endpoint.New(p, space, cfg)
+	return endpointtest.NewEndpoint(t, p, space, cfg)
+}
+
+// newBlock returns a switch and the block the tests replicate: n bytes of
+// testutil.Pattern(n, seed), and a source memory at 0 holding them.
+func newBlock(t *testing.T, n int, seed byte) (*mem.Switch, []byte, *memory.RAM) {
+	t.Helper()
+	sw, err := mem.NewSwitch(mem.Config{QueueLen: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ep.Close() })
-	return ep
+	src := testutil.Pattern(n, seed)
+	space := endpointtest.NewRAM(t, 0, uint64(n))
+	space.WriteAt(src, 0)
+	return sw, src, space
+}
+
+// waitServed waits until member i has served want DMA writes.
+func waitServed(t *testing.T, i int, ep *endpoint.Endpoint, want uint64) {
+	t.Helper()
+	endpointtest.WaitStats(t, fmt.Sprintf("member %d serving %d DMA writes", i, want), ep, func(s endpoint.Stats) bool { return s.ServedDMAWrite == want })
 }
 
 func setPeer(t *testing.T, ep *endpoint.Endpoint, i int, mac wire.MAC, mode endpoint.Mode) {
@@ -51,20 +69,8 @@ func setPeer(t *testing.T, ep *endpoint.Endpoint, i int, mac wire.MAC, mode endp
 // for the reader. Verify reports B repaired with exactly those fragments
 // and its memory exact, C verified, D failed with TIMEOUT.
 func TestProbeWriteVerify(t *testing.T) {
-	sw, err := mem.NewSwitch(mem.Config{QueueLen: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const frag = 100
-	src := make([]byte, 10*frag-30)
-	for i := range src {
-		src[i] = byte(i*7 + 3)
-	}
-	srcSpace, err := memory.NewRAM(0, uint64(len(src)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srcSpace.WriteAt(src, 0)
+	sw, src, srcSpace := newBlock(t, 10*frag-30, 3)
 	w := newEP(t, sw, macW, nil, endpoint.Config{MaxFragment: frag})
 	r := newEP(t, sw, macR, nil, endpoint.Config{})
 	setPeer(t, w, 0, group, endpoint.ModeDMARead)
@@ -72,10 +78,7 @@ func TestProbeWriteVerify(t *testing.T) {
 	var rams []*memory.RAM
 	var members []*endpoint.Endpoint
 	for i, m := range macs {
-		ram, err := memory.NewRAM(base, 0x1000)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ram := endpointtest.NewRAM(t, base, 0x1000)
 		ep := newEP(t, sw, m, ram, endpoint.Config{Group: group})
 		setPeer(t, ep, 0, macW, endpoint.ModeDMAWrite)
 		if i < 2 {
@@ -119,11 +122,7 @@ func TestProbeWriteVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, ep := range members {
-		for deadline := time.Now().Add(5 * time.Second); ep.Stats().ServedDMAWrite != served[i]+10; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("member %d served %d writes", i, ep.Stats().ServedDMAWrite)
-			}
-		}
+		waitServed(t, i, ep, served[i]+10)
 	}
 	rams[0].WriteAt(bytes.Repeat([]byte{0xee}, frag), base+2*frag)
 	rams[0].WriteAt([]byte{0xee}, base+9*frag+69)
