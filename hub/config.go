@@ -372,6 +372,18 @@ func FromDevices(f *devices.File) []DeviceConfig {
 	return out
 }
 
+// checkName checks the name of the i-th [[section]] (a device or a group):
+// use says what clients do with it, example is a name to suggest.
+func checkName(section string, i int, name, use, example string) error {
+	if name == "" {
+		return fmt.Errorf("[[%s]] %d: name is missing: give the name clients %s, e.g. name = %q", section, i+1, use, example)
+	}
+	if len(name) > 255 || strings.ContainsAny(name, " \t\n\x00") {
+		return fmt.Errorf("%s %q: name must be 1..255 bytes without spaces", section, name)
+	}
+	return nil
+}
+
 // Check validates the configuration and derives omitted local MACs.
 func (c *Config) Check() error {
 	if len(c.Devices) == 0 {
@@ -385,11 +397,8 @@ func (c *Config) Check() error {
 	used := map[key]string{}
 	for i := range c.Devices {
 		d := &c.Devices[i]
-		if d.Name == "" {
-			return fmt.Errorf("[[device]] %d: name is missing: give the name clients open it by, e.g. name = \"board1\"", i+1)
-		}
-		if len(d.Name) > 255 || strings.ContainsAny(d.Name, " \t\n\x00") {
-			return fmt.Errorf("device %q: name must be 1..255 bytes without spaces", d.Name)
+		if err := checkName("device", i, d.Name, "open it by", "board1"); err != nil {
+			return err
 		}
 		if names[d.Name] {
 			return fmt.Errorf("device %q is defined twice; give each [[device]] its own name", d.Name)

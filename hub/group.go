@@ -88,11 +88,8 @@ func (c *Config) checkGroups() error {
 	names := map[string]bool{}
 	for i := range c.Groups {
 		g := &c.Groups[i]
-		if g.Name == "" {
-			return fmt.Errorf("[[group]] %d: name is missing: give the name clients write to, e.g. name = \"all\"", i+1)
-		}
-		if len(g.Name) > 255 || strings.ContainsAny(g.Name, " \t\n\x00") {
-			return fmt.Errorf("group %q: name must be 1..255 bytes without spaces", g.Name)
+		if err := checkName("group", i, g.Name, "write to", "all"); err != nil {
+			return err
 		}
 		if names[g.Name] || byName[g.Name] != nil {
 			return fmt.Errorf("group %q: the name is already used by another group or a device", g.Name)

@@ -20,6 +20,7 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/rlink"
@@ -346,6 +347,13 @@ func rawConn(t *testing.T, path string) net.Conn {
 	return c
 }
 
+// waitClients waits until the hub serves n connections: one that left is
+// no longer counted once its goroutine has ended.
+func waitClients(t *testing.T, th *testHub, n int64) {
+	t.Helper()
+	testutil.Eventually(t, fmt.Sprintf("the hub to serve %d clients", n), func() bool { return th.h.Status().Clients == n })
+}
+
 func readReply(t *testing.T, c net.Conn) (proto.Header, proto.ReplyStatus, []byte) {
 	t.Helper()
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -364,15 +372,7 @@ func TestMalformed(t *testing.T) {
 	th := newTestHub(t)
 	other := openDev(t, dial(t, th.path))
 	c := rawConn(t, th.path)
-	// Open the device on the raw connection.
-	req := proto.AppendHeader(nil, proto.Open, 0, 1)
-	req = append(append(req, proto.OpenByName), "board1"...)
-	c.Write(proto.Finish(req, 0))
-	_, st, res := readReply(t, c)
-	if st.Status != 0 || len(res) < 2 {
-		t.Fatalf("OPEN: %+v", st)
-	}
-	handle := binary.LittleEndian.Uint16(res)
+	handle := openRaw(t, c)
 	cases := []struct {
 		name   string
 		msg    []byte
@@ -397,7 +397,7 @@ func TestMalformed(t *testing.T) {
 	}
 	// The same connection still works.
 	c.Write(proto.Finish(binary.LittleEndian.AppendUint32(proto.AppendHeader(nil, proto.Read, handle, 9), 0x80), 0))
-	_, st, res = readReply(t, c)
+	_, st, res := readReply(t, c)
 	if st.Status != 0 || binary.LittleEndian.Uint32(res) != 1 {
 		t.Errorf("read after malformed requests: %+v %x", st, res)
 	}
@@ -422,10 +422,7 @@ func TestDisconnectMidBatch(t *testing.T) {
 	th := newTestHub(t)
 	other := openDev(t, dial(t, th.path))
 	c := rawConn(t, th.path)
-	req := proto.AppendHeader(nil, proto.Open, 0, 1)
-	c.Write(proto.Finish(append(append(req, proto.OpenByName), "board1"...), 0))
-	_, _, res := readReply(t, c)
-	handle := binary.LittleEndian.Uint16(res)
+	handle := openRaw(t, c)
 	const n = 20000
 	b := proto.AppendHeader(nil, proto.Batch, handle, 2)
 	b = binary.LittleEndian.AppendUint32(b, n)
@@ -438,12 +435,7 @@ func TestDisconnectMidBatch(t *testing.T) {
 	c.Write(proto.Finish(b, 0))
 	c.Close()
 	// The connection's goroutine ends when the batch has stopped.
-	for deadline := time.Now().Add(20 * time.Second); th.h.Status().Clients > 1; {
-		if time.Now().After(deadline) {
-			t.Fatal("the connection of the departed client is still served")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitClients(t, th, 1)
 	v, err := other.Read(0x1000)
 	if err != nil {
 		t.Fatal(err)
@@ -630,24 +622,16 @@ func TestDisconnectMidStream(t *testing.T) {
 	th := newTestHub(t)
 	other := openDev(t, dial(t, th.path))
 	c := rawConn(t, th.path)
-	req := proto.AppendHeader(nil, proto.Open, 0, 1)
-	c.Write(proto.Finish(append(append(req, proto.OpenByName), "board1"...), 0))
-	_, _, res := readReply(t, c)
-	handle := binary.LittleEndian.Uint16(res)
+	handle := openRaw(t, c)
 	m := proto.AppendHeader(nil, proto.WriteBlock, handle, 2)
 	m = binary.LittleEndian.AppendUint32(m, 0x1000000)
 	binary.LittleEndian.PutUint32(m, uint32(len(m)-4+2<<20))
 	c.Write(m)
+	rx := th.dev.Stats().RxFrames
 	c.Write(make([]byte, 1<<20))
-	time.Sleep(50 * time.Millisecond)
+	testutil.Eventually(t, "the block's first frames at the board", func() bool { return th.dev.Stats().RxFrames > rx })
 	c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for th.h.Status().Clients > 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the connection of the departed client is still served")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitClients(t, th, 1)
 	if err := other.WriteBlock(0x1000000, make([]byte, 2<<20)); err != nil {
 		t.Errorf("a block after the departed client's: %v", err)
 	}
@@ -888,9 +872,10 @@ func TestCloseAbortsWaitingOperation(t *testing.T) {
 	th := newTestHubWith(t, func(d *hub.DeviceConfig) { d.RMEMTimeout = 0 })
 	d := openDev(t, dial(t, th.path))
 	th.dev.SetPeer(0, endpoint.Peer{}) // the board never answers
+	rx := th.dev.Stats().RxFrames
 	errc := make(chan error, 1)
 	go func() { _, err := d.Read(0); errc <- err }()
-	time.Sleep(100 * time.Millisecond)
+	testutil.Eventually(t, "the read's request at the board", func() bool { return th.dev.Stats().RxFrames > rx })
 	done := make(chan struct{})
 	go func() { th.h.Close(); close(done) }()
 	select {
@@ -911,11 +896,13 @@ func TestDialTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	mute := make(chan struct{})
+	defer close(mute)
 	go func() {
 		c, err := l.Accept()
 		if err == nil {
 			defer c.Close()
-			time.Sleep(5 * time.Second)
+			<-mute // never answers; closed when the test ends
 		}
 	}()
 	t0 := time.Now()

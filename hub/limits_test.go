@@ -15,6 +15,7 @@ import (
 	"github.com/openenoc/oetp/client"
 	"github.com/openenoc/oetp/hub"
 	"github.com/openenoc/oetp/hub/proto"
+	"github.com/openenoc/oetp/internal/testutil"
 )
 
 func withLimits(l hub.Limits) func(*hub.Config) { return func(c *hub.Config) { c.Limits = l } }
@@ -54,12 +55,9 @@ func TestConnectionCap(t *testing.T) {
 		idle = append(idle, c)
 	}
 	// The hub has accepted them all: the ones past the cap refused.
-	for deadline := time.Now().Add(20 * time.Second); th.h.Refused() < uint64(len(idle)-hub.DefaultMaxClients); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the hub refused %d of the %d connections past the cap", th.h.Refused(), len(idle)-hub.DefaultMaxClients)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, "the connections past the cap refused", func() bool {
+		return th.h.Refused() >= uint64(len(idle)-hub.DefaultMaxClients)
+	})
 	t0 := time.Now()
 	_, err := client.Dial(th.path)
 	took := time.Since(t0)
@@ -121,7 +119,7 @@ func TestIdleTimeout(t *testing.T) {
 	// The Go client reports it: nothing ran.
 	cl := dial(t, th.path)
 	d := openDev(t, cl)
-	time.Sleep(400 * time.Millisecond) // past the idle timeout
+	waitClients(t, th, 0) // both connections closed at the idle timeout
 	_, err := d.Read(0)
 	var he *client.HubError
 	if !errors.As(err, &he) || he.Status != proto.StatusIdle {

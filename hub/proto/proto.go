@@ -303,9 +303,7 @@ func AppendReplyHeader(b []byte, req Header, status, flags uint8, msg string) []
 		msg = msg[:len(msg)-1]
 	}
 	b = AppendHeader(b, req.Type|Reply, req.Handle, req.Tag)
-	b = append(b, status, flags)
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(msg)))
-	return append(b, msg...)
+	return AppendStr16(append(b, status, flags), msg)
 }
 
 // ReplyStatus is a decoded reply's status block.
@@ -359,31 +357,21 @@ func (d *Decoder) need(n int, what string) bool {
 
 // U8 reads one byte.
 func (d *Decoder) U8(what string) uint8 {
-	if !d.need(1, what) {
-		return 0
-	}
-	v := d.B[0]
-	d.B = d.B[1:]
-	return v
+	return fixed(d, 1, what, func(b []byte) uint8 { return b[0] })
 }
 
 // U16 reads a uint16.
-func (d *Decoder) U16(what string) uint16 {
-	if !d.need(2, what) {
-		return 0
-	}
-	v := binary.LittleEndian.Uint16(d.B)
-	d.B = d.B[2:]
-	return v
-}
+func (d *Decoder) U16(what string) uint16 { return fixed(d, 2, what, binary.LittleEndian.Uint16) }
 
 // U32 reads a uint32.
-func (d *Decoder) U32(what string) uint32 {
-	if !d.need(4, what) {
-		return 0
+func (d *Decoder) U32(what string) uint32 { return fixed(d, 4, what, binary.LittleEndian.Uint32) }
+
+// fixed reads an n-byte field with get; zero after a short read.
+func fixed[T any](d *Decoder, n int, what string, get func([]byte) T) T {
+	var v T
+	if b := d.Bytes(n, what); b != nil {
+		v = get(b)
 	}
-	v := binary.LittleEndian.Uint32(d.B)
-	d.B = d.B[4:]
 	return v
 }
 
