@@ -65,12 +65,7 @@ func TestFault(t *testing.T) {
 				}
 			})
 		}
-		if d, ok := f.ReadWord(0x2004); ok || d != 0 {
-			t.Fatalf("ReadWord = %#x, %v; want 0, false", d, ok)
-		}
-		if f.WriteWord(0x2004, 1, 1) {
-			t.Fatal("WriteWord succeeded")
-		}
+		wantWordFails(t, "a fault region", f, 0x2004)
 	}
 }
 

@@ -158,6 +158,18 @@ func wordCases(base uint32, end uint64) []wordCase {
 	}
 }
 
+// wantWordFails checks that a word read and a word write at addr of s
+// both fail, the read returning 0.
+func wantWordFails(t *testing.T, what string, s Space, addr uint32) {
+	t.Helper()
+	if d, ok := s.ReadWord(addr); ok || d != 0 {
+		t.Errorf("%s: ReadWord(%#x) = %#x, %v; want 0, false", what, addr, d, ok)
+	}
+	if s.WriteWord(addr, 1, 0xFFFFFFFF) {
+		t.Errorf("%s: WriteWord(%#x) succeeded", what, addr)
+	}
+}
+
 func testWords(t *testing.T, s interface {
 	Space
 	Bytes() []byte

@@ -33,21 +33,34 @@ func TestParseRegion(t *testing.T) {
 		{"0x1000:64K:rel path", RegionSpec{Base: 0x1000, Size: 64 << 10, Path: "rel path"}},
 	}
 	for _, tt := range tests {
-		got, err := ParseRegion(tt.in)
-		if err != nil {
-			t.Errorf("ParseRegion(%q): %v", tt.in, err)
-			continue
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("ParseRegion(%q) (-want +got):\n%s", tt.in, diff)
-		}
-		again, err := ParseRegion(got.String())
-		if err != nil || again != got {
-			t.Errorf("ParseRegion(%q.String() = %q) = %+v, %v; want %+v", tt.in, got.String(), again, err, got)
-		}
+		roundTrip(t, "ParseRegion", ParseRegion, tt.in, tt.want)
 	}
 	if s := (RegionSpec{Base: 0x1000, Size: 0x10000, Path: "/m"}).String(); s != "0x1000:0x10000:/m" {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+// spec is a parsed --region or --fault.
+type spec interface {
+	comparable
+	String() string
+}
+
+// roundTrip checks that parse, named name, reads in as want, and reads
+// what its result's String writes as the same spec again.
+func roundTrip[S spec](t *testing.T, name string, parse func(string) (S, error), in string, want S) {
+	t.Helper()
+	got, err := parse(in)
+	if err != nil {
+		t.Errorf("%s(%q): %v", name, in, err)
+		return
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s(%q) (-want +got):\n%s", name, in, diff)
+	}
+	again, err := parse(got.String())
+	if err != nil || again != got {
+		t.Errorf("%s(%q.String() = %q) = %+v, %v; want %+v", name, in, got.String(), again, err, got)
 	}
 }
 
@@ -63,18 +76,7 @@ func TestParseFault(t *testing.T) {
 		{"0xfffffffc:4: slverr ", FaultSpec{Base: 0xFFFFFFFC, Size: 4, Resp: memory.SLVERR}},
 	}
 	for _, tt := range tests {
-		got, err := ParseFault(tt.in)
-		if err != nil {
-			t.Errorf("ParseFault(%q): %v", tt.in, err)
-			continue
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("ParseFault(%q) (-want +got):\n%s", tt.in, diff)
-		}
-		again, err := ParseFault(got.String())
-		if err != nil || again != got {
-			t.Errorf("ParseFault(%q.String() = %q) = %+v, %v; want %+v", tt.in, got.String(), again, err, got)
-		}
+		roundTrip(t, "ParseFault", ParseFault, tt.in, tt.want)
 	}
 	if s := (FaultSpec{Base: 0x8000, Size: 0x1000, Resp: memory.DECERR}).String(); s != "0x8000:0x1000:decerr" {
 		t.Errorf("String() = %q", s)
@@ -158,42 +160,37 @@ func checkSpecRange(t *testing.T, in string, base uint32, size uint64) {
 }
 
 func FuzzParseRegion(f *testing.F) {
-	for _, s := range []string{"0x1000:64K", "0:4G", "0xffffffff:1", "1M:2m:/tmp/x", "0x1000:64K:", "::", "0x:0x", "18446744073709551615:1G", "0:17179869184G"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		r, err := ParseRegion(in)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "--region ") {
-				t.Fatalf("error %q lacks the flag", err)
-			}
-			return
-		}
+	fuzzParse(f, "--region ", ParseRegion, func(t *testing.T, in string, r RegionSpec) {
 		checkSpecRange(t, in, r.Base, r.Size)
-		if again, err := ParseRegion(r.String()); err != nil || again != r {
-			t.Fatalf("%q -> %+v -> %q -> %+v, %v", in, r, r.String(), again, err)
-		}
-	})
+	}, "0x1000:64K", "0:4G", "0xffffffff:1", "1M:2m:/tmp/x", "0x1000:64K:", "::", "0x:0x", "18446744073709551615:1G", "0:17179869184G")
 }
 
 func FuzzParseFault(f *testing.F) {
-	for _, s := range []string{"0x8000:4K:slverr", "0:1:DECERR", "0:1:okay", "a:b:c:d", "0:0:slverr"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		fs, err := ParseFault(in)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "--fault ") {
-				t.Fatalf("error %q lacks the flag", err)
-			}
-			return
-		}
+	fuzzParse(f, "--fault ", ParseFault, func(t *testing.T, in string, fs FaultSpec) {
 		checkSpecRange(t, in, fs.Base, fs.Size)
 		if fs.Resp != memory.SLVERR && fs.Resp != memory.DECERR {
 			t.Fatalf("%q parsed to response %v", in, fs.Resp)
 		}
-		if again, err := ParseFault(fs.String()); err != nil || again != fs {
-			t.Fatalf("%q -> %+v -> %q -> %+v, %v", in, fs, fs.String(), again, err)
+	}, "0x8000:4K:slverr", "0:1:DECERR", "0:1:okay", "a:b:c:d", "0:0:slverr")
+}
+
+// fuzzParse fuzzes parse from seeds: an error names the flag (its prefix),
+// a spec passes check and reads what its String writes as itself again.
+func fuzzParse[S spec](f *testing.F, flag string, parse func(string) (S, error), check func(t *testing.T, in string, s S), seeds ...string) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := parse(in)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), flag) {
+				t.Fatalf("error %q lacks the flag", err)
+			}
+			return
+		}
+		check(t, in, s)
+		if again, err := parse(s.String()); err != nil || again != s {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", in, s, s.String(), again, err)
 		}
 	})
 }

@@ -73,33 +73,27 @@ func BenchmarkCopy8160(b *testing.B) {
 }
 
 func BenchmarkEncodeDMAWriteReq8160(b *testing.B) {
-	buf := make([]byte, 0, wire.MaxFrameLen)
-	payload := pattern(wire.MaxFragment, 1)
-	b.SetBytes(wire.MaxFragment)
-	b.ReportAllocs()
-	for b.Loop() {
-		sinkBytes = wire.AppendDMAWriteReq(buf[:0], macB, macA, 1, 0x1000, payload)
-	}
+	benchEncode(b, wire.MaxFragment, func(buf, p []byte) []byte { return wire.AppendDMAWriteReq(buf, macB, macA, 1, 0x1000, p) })
 }
 
 // BenchmarkEncodeDMAWriteReq8157 has three bytes of word padding.
 func BenchmarkEncodeDMAWriteReq8157(b *testing.B) {
-	buf := make([]byte, 0, wire.MaxFrameLen)
-	payload := pattern(8157, 1)
-	b.SetBytes(8157)
-	b.ReportAllocs()
-	for b.Loop() {
-		sinkBytes = wire.AppendDMAWriteReq(buf[:0], macB, macA, 1, 0x1000, payload)
-	}
+	benchEncode(b, 8157, func(buf, p []byte) []byte { return wire.AppendDMAWriteReq(buf, macB, macA, 1, 0x1000, p) })
 }
 
 func BenchmarkEncodeDMAReadRsp8160(b *testing.B) {
+	benchEncode(b, wire.MaxFragment, func(buf, p []byte) []byte { return wire.AppendDMAReadRsp(buf, macA, macB, 1, p) })
+}
+
+// benchEncode measures encode, which appends a frame carrying a payload of
+// n bytes to a buffer with room for the largest frame.
+func benchEncode(b *testing.B, n int, encode func(buf, payload []byte) []byte) {
 	buf := make([]byte, 0, wire.MaxFrameLen)
-	payload := pattern(wire.MaxFragment, 1)
-	b.SetBytes(wire.MaxFragment)
+	payload := pattern(n, 1)
+	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	for b.Loop() {
-		sinkBytes = wire.AppendDMAReadRsp(buf[:0], macA, macB, 1, payload)
+		sinkBytes = encode(buf[:0], payload)
 	}
 }
 

@@ -5,10 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/pcap"
 )
 
@@ -44,17 +44,10 @@ func buildPcap(t *testing.T, vs []vector) []byte {
 func TestGoldenPcap(t *testing.T) {
 	vs := buildVectors()
 	got := buildPcap(t, vs)
-	if *update {
-		writeGolden(t, vectorsPcap, got)
-		return
-	}
-	want, err := os.ReadFile(vectorsPcap)
-	if err != nil {
-		t.Fatalf("%v (generate it with: go test ./wire -run Golden -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the encoders' frames (%d bytes, want %d); if intended, run: go test ./wire -run Golden -update",
-			vectorsPcap, len(want), len(got))
+	want, same := testutil.Golden(t, vectorsPcap, got, *update, regen)
+	if !same {
+		t.Errorf("%s (%d bytes) differs from the encoders' frames (%d bytes); if intended, run: %s",
+			vectorsPcap, len(want), len(got), regen)
 	}
 
 	// The classic little-endian header and the first record header, written

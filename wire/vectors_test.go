@@ -8,17 +8,17 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/wire"
 )
 
-// update rewrites the golden files from the encoders:
-//
-//	go test ./wire -run Golden -update
+// regen is the command that rewrites the golden files from the encoders.
+const regen = "go test ./wire -run Golden -update"
+
 var update = flag.Bool("update", false, "rewrite testdata/vectors.json and testdata/vectors.pcap from the encoders")
 
 const vectorsJSON = "testdata/vectors.json"
@@ -554,7 +554,7 @@ func loadVectors(t testing.TB) []vector {
 	t.Helper()
 	b, err := os.ReadFile(vectorsJSON)
 	if err != nil {
-		t.Fatalf("%v (generate it with: go test ./wire -run Golden -update)", err)
+		t.Fatalf("%v (generate it with: %s)", err, regen)
 	}
 	var vs []vector
 	if err := json.Unmarshal(b, &vs); err != nil {
@@ -563,36 +563,17 @@ func loadVectors(t testing.TB) []vector {
 	return vs
 }
 
-func writeGolden(t *testing.T, path string, b []byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s (%d bytes)", path, len(b))
-}
-
 // TestGoldenVectorsEncode regenerates every vector with the encoders and
 // compares it with testdata/vectors.json byte for byte.
 func TestGoldenVectorsEncode(t *testing.T) {
 	got := marshalVectors(t, buildVectors())
-	if *update {
-		writeGolden(t, vectorsJSON, got)
-		return
-	}
-	want, err := os.ReadFile(vectorsJSON)
-	if err != nil {
-		t.Fatalf("%v (generate it with: go test ./wire -run Golden -update)", err)
-	}
-	if !bytes.Equal(got, want) {
+	if _, same := testutil.Golden(t, vectorsJSON, got, *update, regen); !same {
 		var gv []vector
 		if err := json.Unmarshal(got, &gv); err != nil {
 			t.Fatal(err)
 		}
-		t.Errorf("encoders no longer reproduce %s (-file +encoders):\n%s\nIf the change is intended, run: go test ./wire -run Golden -update",
-			vectorsJSON, cmp.Diff(loadVectors(t), gv))
+		t.Errorf("encoders no longer reproduce %s (-file +encoders):\n%s\nIf the change is intended, run: %s",
+			vectorsJSON, cmp.Diff(loadVectors(t), gv), regen)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -273,40 +272,19 @@ func pcapOf(t testing.TB, vs []vector) []byte {
 	return buf.Bytes()
 }
 
-func writeGolden(t *testing.T, path string, b []byte) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestGoldenVectors regenerates every vector with the encoders and the
 // decoder and compares with testdata/vectors.json and vectors.pcap byte for
 // byte.
 func TestGoldenVectors(t *testing.T) {
 	vs := buildVectors()
 	gotJSON, gotPcap := marshal(t, vs), pcapOf(t, vs)
-	if *update {
-		writeGolden(t, vectorsJSON, gotJSON)
-		writeGolden(t, vectorsPcap, gotPcap)
-		return
-	}
-	wantJSON, err := os.ReadFile(vectorsJSON)
-	if err != nil {
-		t.Fatalf("%v (generate it with: go test ./wire/reliable -run Golden -update)", err)
-	}
-	if !bytes.Equal(gotJSON, wantJSON) {
+	const regen = "go test ./wire/reliable -run Golden -update"
+	if wantJSON, same := testutil.Golden(t, vectorsJSON, gotJSON, *update, regen); !same {
 		var want []vector
 		_ = json.Unmarshal(wantJSON, &want)
-		t.Errorf("vectors.json differs (-file +code):\n%s\nIf intended: go test ./wire/reliable -run Golden -update", cmp.Diff(want, vs))
+		t.Errorf("vectors.json differs (-file +code):\n%s\nIf intended: %s", cmp.Diff(want, vs), regen)
 	}
-	wantPcap, err := os.ReadFile(vectorsPcap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(gotPcap, wantPcap) {
+	if _, same := testutil.Golden(t, vectorsPcap, gotPcap, *update, regen); !same {
 		t.Errorf("vectors.pcap differs from the frames of vectors.json")
 	}
 }
