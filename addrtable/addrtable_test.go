@@ -190,17 +190,23 @@ func TestUHALErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(UHAL, "top.xml", tc.files.read)
-			if err == nil {
-				t.Fatalf("no error, want %q", tc.want)
-			}
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Errorf("error %T is not an *Error", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error\n  %v\nwant it to contain\n  %s", err, tc.want)
-			}
+			wantError(t, err, tc.want)
 		})
+	}
+}
+
+// wantError checks that err is an *Error whose text contains want.
+func wantError(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want %q", want)
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Errorf("error %T is not an *Error", err)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error\n  %v\nwant it to contain\n  %s", err, want)
 	}
 }
 

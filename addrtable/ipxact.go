@@ -5,7 +5,6 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -93,49 +92,39 @@ func sniffXML(data []byte) Format {
 // the root's IP-XACT namespace (vendor extensions and other namespaces
 // are skipped).
 func readIPXACT(file string, data []byte) (*xel, error) {
-	d := xml.NewDecoder(bytes.NewReader(data))
-	d.Strict = true
-	d.CharsetReader = charsetReader
+	r := newXMLReader(file, data, false)
 	var stack []*xel
 	var root *xel
 	ns := ""
 	skip := 0
 	count := 0
-	for {
-		line, _ := d.InputPos()
-		tok, err := d.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, xmlError(file, line, err)
-		}
+	for tok := range r.tokens() {
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if len(stack)+skip >= maxDepth {
-				return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("elements nested more than %d deep", maxDepth)}
+			if err := r.nest(len(stack) + skip + 1); err != nil {
+				return nil, err
 			}
 			if root == nil && len(stack) == 0 && skip == 0 {
 				switch t.Name.Space {
 				case IPXACT2014, IPXACT2022, spirit2009:
 				default:
-					return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("the top element <%s> is not in an IP-XACT namespace: an IP-XACT file's top element is <ipxact:component> with xmlns:ipxact=%q or %q (or 2009's <spirit:component>, xmlns:spirit=%q)", qname(t.Name), IPXACT2014, IPXACT2022, spirit2009)}
+					return nil, r.errf("the top element <%s> is not in an IP-XACT namespace: an IP-XACT file's top element is <ipxact:component> with xmlns:ipxact=%q or %q (or 2009's <spirit:component>, xmlns:spirit=%q)", qname(t.Name), IPXACT2014, IPXACT2022, spirit2009)
 				}
 				if t.Name.Local != "component" {
-					return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("the top element is <%s>: oetp reads register maps from an IP-XACT <component>", t.Name.Local)}
+					return nil, r.errf("the top element is <%s>: oetp reads register maps from an IP-XACT <component>", t.Name.Local)
 				}
 				ns = t.Name.Space
 			} else if root != nil && len(stack) == 0 && skip == 0 {
-				return nil, &Error{File: file, Line: line, Msg: "a second top-level element after </component>"}
+				return nil, r.errf("a second top-level element after </component>")
 			}
 			if skip > 0 || t.Name.Space != ns {
 				skip++
 				continue
 			}
 			if count++; count > maxElements {
-				return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("more than %d elements", maxElements)}
+				return nil, r.errf("more than %d elements", maxElements)
 			}
-			x := &xel{name: t.Name.Local, line: line, attrs: t.Attr}
+			x := &xel{name: t.Name.Local, line: r.line, attrs: t.Attr}
 			if len(stack) == 0 {
 				root = x
 			} else {
@@ -162,6 +151,9 @@ func readIPXACT(file string, data []byte) (*xel, error) {
 				}
 			}
 		}
+	}
+	if r.err != nil {
+		return nil, r.err
 	}
 	if root == nil {
 		return nil, &Error{File: file, Msg: "no <ipxact:component> element"}

@@ -1,7 +1,6 @@
 package addrtable
 
 import (
-	"errors"
 	"fmt"
 	"math/big"
 	"os"
@@ -220,16 +219,7 @@ func TestIPXACTErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(IPXACT, "x.xml", []byte(tc.doc))
-			if err == nil {
-				t.Fatalf("no error, want %q", tc.want)
-			}
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Errorf("error %T is not an *Error", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error\n  %v\nwant it to contain\n  %s", err, tc.want)
-			}
+			wantError(t, err, tc.want)
 		})
 	}
 }

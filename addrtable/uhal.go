@@ -1,7 +1,6 @@
 package addrtable
 
 import (
-	"bytes"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -34,43 +33,30 @@ var uhalAttrs = map[string]bool{
 
 // readXML parses data into its top <node> element.
 func readXML(file string, data []byte) (*xnode, error) {
-	d := xml.NewDecoder(bytes.NewReader(data))
-	d.Strict = true
-	d.CharsetReader = charsetReader
+	r := newXMLReader(file, data, true)
 	var stack []*xnode
 	var top *xnode
 	var open []xml.Name // every element open, nodes or not
 	skip := 0           // >0 while inside a non-node element
-	for {
-		line, _ := d.InputPos()
-		// RawToken: no namespace translation (uHAL attributes have none),
-		// which is most of Token's cost; start and end tags are matched
-		// here instead.
-		tok, err := d.RawToken()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, xmlError(file, line, err)
-		}
+	for tok := range r.tokens() {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			open = append(open, t.Name)
 			depth := len(open)
-			if depth > maxDepth {
-				return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("elements nested more than %d deep", maxDepth)}
+			if err := r.nest(depth); err != nil {
+				return nil, err
 			}
 			if skip > 0 || t.Name.Local != "node" {
 				if depth == 1 {
-					return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("the top element is <%s>: a uHAL address table's top element is <node>", t.Name.Local)}
+					return nil, r.errf("the top element is <%s>: a uHAL address table's top element is <node>", t.Name.Local)
 				}
 				skip++
 				continue
 			}
-			n := &xnode{line: line, attrs: t.Attr}
+			n := &xnode{line: r.line, attrs: t.Attr}
 			if len(stack) == 0 {
 				if top != nil {
-					return nil, &Error{File: file, Line: line, Msg: "a second top-level <node>: a uHAL address table has exactly one top node"}
+					return nil, r.errf("a second top-level <node>: a uHAL address table has exactly one top node")
 				}
 				top = n
 			} else {
@@ -84,7 +70,7 @@ func readXML(file string, data []byte) (*xnode, error) {
 				if len(open) > 0 {
 					msg = fmt.Sprintf("element <%s> closed by </%s>", qname(open[len(open)-1]), qname(t.Name))
 				}
-				return nil, &Error{File: file, Line: line, Msg: "XML syntax: " + msg}
+				return nil, r.errf("XML syntax: %s", msg)
 			}
 			open = open[:len(open)-1]
 			if skip > 0 {
@@ -94,9 +80,12 @@ func readXML(file string, data []byte) (*xnode, error) {
 			stack = stack[:len(stack)-1]
 		}
 	}
+	if r.err != nil {
+		return nil, r.err
+	}
 	if len(open) > 0 {
-		line, _ := d.InputPos()
-		return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("XML syntax: unexpected EOF: <%s> is not closed", qname(open[len(open)-1]))}
+		r.line, _ = r.d.InputPos()
+		return nil, r.errf("XML syntax: unexpected EOF: <%s> is not closed", qname(open[len(open)-1]))
 	}
 	if top == nil {
 		return nil, &Error{File: file, Msg: "no <node> element: a uHAL address table's top element is <node>"}
