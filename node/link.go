@@ -31,6 +31,24 @@ const (
 	PlaceStay
 )
 
+// IOMode says how a node's link waits for frames (afpacket's I/O modes,
+// docs/design/afpacket.md).
+type IOMode int
+
+const (
+	// IOAuto is the node's choice: the network poller for a Shared node
+	// or one that busy-polls; else a blocking receive that keeps its
+	// runtime P while it waits (afpacket Config.HoldP), which suits one
+	// node per process.
+	IOAuto IOMode = iota
+	// IOBlocking receives with blocking system calls on the reader's
+	// thread without keeping its P: several such nodes may share a
+	// process. BusyPoll does not apply.
+	IOBlocking
+	// IOPoll waits in the Go runtime's network poller.
+	IOPoll
+)
+
 // MaxBusyPoll is the longest LinkConfig.BusyPoll.
 const MaxBusyPoll = afpacket.MaxBusyPoll
 
@@ -69,8 +87,12 @@ type LinkConfig struct {
 	// Shared says the process runs many nodes (the hub): their readers
 	// wait in the network poller instead of holding a runtime P each.
 	Shared bool
+	// IO is how the link waits for frames; IOAuto (the zero value) lets
+	// Shared and BusyPoll decide.
+	IO IOMode
 	// Placement of the process's threads; only for a node that waits in
-	// a blocking receive (not Shared, no BusyPoll).
+	// a blocking receive (IOBlocking, or IOAuto neither Shared nor
+	// busy-polling).
 	Placement Placement
 
 	// Capture, if not empty, records every frame sent and received in a
@@ -129,6 +151,9 @@ func OpenLink(cfg LinkConfig) (*Link, error) {
 	if cfg.Iface == "" {
 		return nil, configErr("iface", " is required: name the network interface (list them with `ip link`)")
 	}
+	if cfg.IO < IOAuto || cfg.IO > IOPoll {
+		return nil, configErr("io", " mode %d: use IOAuto, IOBlocking or IOPoll", int(cfg.IO))
+	}
 	if cfg.BusyPoll < 0 || cfg.BusyPoll > afpacket.MaxBusyPoll {
 		return nil, configErr("busy-poll", " %v: use 0 (off) through %v, such as 50us", cfg.BusyPoll, afpacket.MaxBusyPoll)
 	}
@@ -162,8 +187,11 @@ func OpenLink(cfg LinkConfig) (*Link, error) {
 	}
 	acfg := afpacket.Config{MaxFrame: maxFrame, Addr: cfg.MAC, AllEtherTypes: cfg.AllEtherTypes, BusyPoll: cfg.BusyPoll, ExtraAddrs: cfg.ExtraAddrs}
 	switch {
-	case cfg.Shared:
+	case cfg.IO == IOPoll, cfg.IO == IOAuto && cfg.Shared:
 		acfg.IO = afpacket.IOPoll
+	case cfg.IO == IOBlocking:
+		acfg.IO = afpacket.IOBlocking
+		acfg.FollowCPU = cfg.Placement == PlaceFollow
 	case cfg.BusyPoll == 0:
 		// One endpoint per process: its receive loop waits in a blocking
 		// recvmmsg, one system call per frame like a plain blocking

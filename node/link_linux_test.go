@@ -3,6 +3,7 @@
 package node
 
 import (
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -48,7 +49,9 @@ func TestBusyPollWithPcap(t *testing.T) {
 // TestLinkIOMode checks the I/O mode nodes give their links: a
 // blocking receive that keeps its P for one endpoint per process without
 // busy polling (the proc rows of docs/benchmarks.md), the network poller with
-// busy polling or when asked for (the hub's many endpoints).
+// busy polling or when asked for (the hub's many endpoints); and the mode
+// LinkConfig.IO names, a blocking receive then without keeping its P (the
+// bench's links, several in one process). A mode out of range is refused.
 func TestLinkIOMode(t *testing.T) {
 	h := netns.NewPair(t).Host(0)
 	for _, c := range []struct {
@@ -59,6 +62,10 @@ func TestLinkIOMode(t *testing.T) {
 		{LinkConfig{}, afpacket.IOBlocking, true},
 		{LinkConfig{BusyPoll: 20 * time.Microsecond}, afpacket.IOPoll, false},
 		{LinkConfig{Shared: true}, afpacket.IOPoll, false},
+		{LinkConfig{IO: IOBlocking}, afpacket.IOBlocking, false},
+		{LinkConfig{IO: IOBlocking, Shared: true}, afpacket.IOBlocking, false},
+		{LinkConfig{IO: IOPoll}, afpacket.IOPoll, false},
+		{LinkConfig{IO: IOPoll, BusyPoll: 20 * time.Microsecond}, afpacket.IOPoll, false},
 	} {
 		c.o.Iface = h.IfName()
 		var il *Link
@@ -72,5 +79,9 @@ func TestLinkIOMode(t *testing.T) {
 			t.Errorf("%+v: HoldP %v, want %v", c.o, got, c.holdP)
 		}
 		il.Close()
+	}
+	var ce *ConfigError
+	if _, err := OpenLink(LinkConfig{Iface: h.IfName(), IO: IOPoll + 1}); !errors.As(err, &ce) || err.Error() != "io mode 3: use IOAuto, IOBlocking or IOPoll" {
+		t.Errorf("IO mode 3: %v", err)
 	}
 }

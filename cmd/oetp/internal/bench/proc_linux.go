@@ -20,8 +20,8 @@ import (
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/atexit"
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/netns"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -156,23 +156,23 @@ func newProcEnv(o *Options) (_ *procEnv, err error) {
 
 // openLib starts the library rows' initiating endpoints on the near host,
 // in this process: AF_PACKET links with a blocking receive, as the
-// commands open them, but without afpacket's HoldP, which lets only one
-// receive of a process hold its P with GOMAXPROCS 2, and here three
-// endpoints share the process.
+// commands open them, but without keeping the P (node.IOBlocking, not
+// IOAuto: afpacket's HoldP lets only one receive of a process hold its P
+// with GOMAXPROCS 2, and here three endpoints share the process).
 func (p *procEnv) openLib(maxBlock int) error {
 	p.lib = map[string]*endpoint.Endpoint{}
 	far := p.n.Host(1).MAC()
 	cfg := endpoint.Config{RMEMTimeout: engineTimeout, DMATimeout: engineTimeout}
 	for op, mac := range procLibMACs {
-		var l *afpacket.Link
+		var l *node.Link
 		err := p.near.Do(func() (err error) {
-			l, err = afpacket.Open(p.near.IfName(), afpacket.Config{Addr: mac, IO: afpacket.IOBlocking})
+			l, err = node.OpenLink(node.LinkConfig{Iface: p.near.IfName(), MAC: mac, IO: node.IOBlocking})
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		e, err := endpoint.New(l, nil, cfg)
+		e, err := endpoint.New(l.Link, nil, cfg)
 		if err != nil {
 			l.Close()
 			return err

@@ -109,12 +109,12 @@ func newReliableEnv(maxBlock int, io string) (_ *reliableEnv, err error) {
 		la.Close()
 		return nil, err
 	}
-	if e.la, err = rlink.New(la, rlink.Config{}); err != nil {
+	if e.la, err = rlink.New(la.Link, rlink.Config{}); err != nil {
 		la.Close()
 		lb.Close()
 		return nil, err
 	}
-	if e.lb, err = rlink.New(lb, rlink.Config{}); err != nil {
+	if e.lb, err = rlink.New(lb.Link, rlink.Config{}); err != nil {
 		e.la.Close()
 		lb.Close()
 		return nil, err
@@ -492,7 +492,7 @@ func runFanIn(o *Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	rr, err := rlink.New(lr, rlink.Config{})
+	rr, err := rlink.New(lr.Link, rlink.Config{})
 	if err != nil {
 		lr.Close()
 		return nil, err
@@ -535,7 +535,7 @@ func runFanIn(o *Options) ([]Result, error) {
 		// node): the transport's window and fragment ceiling, the
 		// handshake before the first request.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		nd, err := node.Open(ctx, node.Config{LinkConfig: node.LinkConfig{Link: l},
+		nd, err := node.Open(ctx, node.Config{LinkConfig: node.LinkConfig{Link: l.Link},
 			Endpoint: endpoint.Config{DMATimeout: engineTimeout},
 			Peers:    []node.Peer{{Peer: endpoint.Peer{MAC: recvHost.MAC(), Mode: endpoint.ModeDMARead}, Transport: node.Reliable}}})
 		cancel()
@@ -621,7 +621,7 @@ func runFanIn(o *Options) ([]Result, error) {
 	}
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: fan-in congestion control (AIMD): the senders sent %d requests, %d retransmitted (%d fast, %d timeouts in which %d episodes were found spurious and their window cut undone, %d NAKs received); the receiver saw %d gaps and its socket dropped %d frames (queue full); congestion windows at the end %s (Depth %d)",
-		ScenarioReliable, sent, retx, fast, timeouts, spurious, naks, rr.Stats().Gaps, lr.Stats().DropQueueFull, strings.Join(cwnds, ", "), node.Window))
+		ScenarioReliable, sent, retx, fast, timeouts, spurious, naks, rr.Stats().Gaps, lr.KernelDrops(), strings.Join(cwnds, ", "), node.Window))
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: fan-in through a bridge, DMA writes of %s blocks through the reliable transport: one sender alone %.1f MB/s; three senders together %.1f MB/s in all (%.2f× alone), each %s MB/s, Jain's fairness index %.3f (targets: ≥ 0.8× alone, ≥ 0.9)",
 		ScenarioReliable, SizeString(fanInBlock), one, all, all/one, strings.Join(parts, ", "), jain))

@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/node"
 )
 
 // Options bound and select a run. The zero value of each field selects its
@@ -122,8 +122,8 @@ func (o *Options) fill() error {
 	if o.BusyPoll == 0 {
 		o.BusyPoll = DefaultBusyPoll
 	}
-	if o.BusyPoll > afpacket.MaxBusyPoll {
-		return fmt.Errorf("busy-poll window %v: use at most %v, or a negative value for none", o.BusyPoll, afpacket.MaxBusyPoll)
+	if o.BusyPoll > node.MaxBusyPoll {
+		return fmt.Errorf("busy-poll window %v: use at most %v, or a negative value for none", o.BusyPoll, node.MaxBusyPoll)
 	}
 	switch o.LinkIO {
 	case "", "blocking", "poll":

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/netns"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -31,18 +31,18 @@ const mcastBlock = 1 << 20
 const mcastSlaves = 3
 
 // openLink opens an AF_PACKET link on h's interface, inside h's namespace,
-// in the I/O mode named by io ("", "blocking" or "poll").
-func openLink(h *netns.Host, io string, busyPoll time.Duration) (*afpacket.Link, error) {
-	cfg := afpacket.Config{BusyPoll: busyPoll}
-	switch io {
-	case "blocking":
-		cfg.IO = afpacket.IOBlocking
-	case "poll":
-		cfg.IO = afpacket.IOPoll
+// through package node, in the I/O mode named by io ("" or "poll": the
+// network poller, "blocking"): several links share the bench's process, so
+// a blocking receive does not keep its P. The engine takes the link's
+// Link, which implements the optional interfaces it looks for.
+func openLink(h *netns.Host, io string, busyPoll time.Duration) (*node.Link, error) {
+	cfg := node.LinkConfig{Iface: h.IfName(), BusyPoll: busyPoll, IO: node.IOPoll}
+	if io == "blocking" {
+		cfg.IO = node.IOBlocking
 	}
-	var l *afpacket.Link
+	var l *node.Link
 	err := h.Do(func() (err error) {
-		l, err = afpacket.Open(h.IfName(), cfg)
+		l, err = node.OpenLink(cfg)
 		return err
 	})
 	return l, err
@@ -134,7 +134,7 @@ func newVethEnv(maxBlock int, io string, busyPoll time.Duration) (_ *vethEnv, er
 		la.Close()
 		return nil, err
 	}
-	if v.p, err = newPair(la, lb, maxBlock); err != nil {
+	if v.p, err = newPair(la.Link, lb.Link, maxBlock); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -297,7 +297,7 @@ func runVethMulticast(o *Options) (_ []Result, err error) {
 	}
 	cfg := endpoint.Config{DMATimeout: engineTimeout}
 	mem, _ := memory.NewRAM(remoteBase, 4096)
-	em, err := endpoint.New(lm, mem, cfg)
+	em, err := endpoint.New(lm.Link, mem, cfg)
 	if err != nil {
 		lm.Close()
 		return nil, err
@@ -324,7 +324,7 @@ func runVethMulticast(o *Options) (_ []Result, err error) {
 		}
 		c := cfg
 		c.Group = mcastGroup
-		e, err := endpoint.New(l, ram, c)
+		e, err := endpoint.New(l.Link, ram, c)
 		if err != nil {
 			l.Close()
 			return nil, err
