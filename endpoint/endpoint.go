@@ -24,6 +24,7 @@ type Endpoint struct {
 	filler  link.FillWriter // nil when the link cannot; see request.fillData
 	tracker link.Tracker    // nil when the link does not track requests; see dropped
 	batcher link.Batcher    // nil when the link cannot; see runBlock
+	carrier link.Carrier    // nil when the link carries no request; see initiator.send
 	mem     memory.Space
 	inline  bool           // mem is memory.Immediate: the receive loop serves requests itself
 	toucher memory.Toucher // mem, when warm, inline and a memory.Toucher; see prefetch
@@ -116,6 +117,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 	e.filler, _ = l.(link.FillWriter)
 	e.tracker, _ = l.(link.Tracker)
 	e.batcher, _ = l.(link.Batcher)
+	e.carrier, _ = l.(link.Carrier)
 	e.inline = memory.IsImmediate(mem)
 	if s, ok := l.(link.Spinner); ok && s.BusyPoll() > 0 {
 		e.warm = true
@@ -128,6 +130,9 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 	e.peers.Store(&peerTable{bySrc: map[wire.MAC]int{}, disabled: map[wire.MAC]int{}})
 	e.dmaTok <- struct{}{}
 	e.in.init(e, c.Outstanding, c.MaxFrame) // v1: one initiating context
+	if e.carrier != nil {
+		e.carrier.SetLost(e.in.lost)
+	}
 	e.slot.setCap(c.Outstanding)
 	e.rx.init(e.bufLen)
 	e.cfgMu.Lock()

@@ -83,6 +83,7 @@ type request struct {
 	timeout  time.Duration // this try's timer, 0 none
 	sent     time.Time     // when the try was handed to the link (just before the write); zero without a timer
 	armed    bool          // the timer runs for this try
+	carried  bool          // the link carries this try (link.Carrier): the initiator's one timer (carry) times it
 	listen   bool          // the waiter sleeps listening to the timer
 	started  bool          // the timer was started for a try of this operation
 	tries    int           // tries built for this operation or fragment
@@ -172,6 +173,14 @@ type initiator struct {
 	chains []*request // runBlock's requests, one per fragment in flight
 	pols   policyTable
 	rtt    [MaxPeers]peerRTT
+
+	// carry is the one response timer of every try the link carries
+	// (link.Carrier), instead of one per request: it fires at the
+	// earliest deadline it was armed for (carryAt, while carryArmed), and
+	// carriedExpired ends the tries past their deadline and re-arms it.
+	carry      *time.Timer
+	carryAt    time.Time
+	carryArmed bool
 }
 
 func (in *initiator) init(e *Endpoint, outstanding, maxFrame int) {
@@ -495,7 +504,7 @@ func (in *initiator) issueLocked(r *request, buf int) ([]byte, func([]byte) bool
 	}
 	r.tx[buf] = f[:0]
 	r.rid = rid
-	r.sent, r.armed = time.Time{}, false
+	r.sent, r.armed, r.carried = time.Time{}, false, false
 	if r.tries == 0 && r.retries > 0 {
 		r.deadline = time.Now().Add(r.pol.Deadline)
 	}
@@ -570,7 +579,14 @@ func (in *initiator) send(r *request, frame []byte, fill func([]byte) bool, rid 
 		return nil
 	}
 	r.unknown = true
-	if r.timeout > 0 {
+	// A link that carries the request resends it until it is answered,
+	// and reports it if it gives up (lost): its response timeout is kept
+	// by the initiator's one timer for carried tries.
+	r.carried = in.e.carrier != nil && in.e.carrier.Carries(r.dst)
+	if r.carried && r.timeout > 0 && !r.sent.IsZero() {
+		in.armCarryLocked(r.sent.Add(r.timeout))
+	}
+	if r.timeout > 0 && !r.carried {
 		r.timer.Start(r.timeout)
 		r.armed, r.started = true, true
 		if !r.listen {
@@ -851,7 +867,7 @@ func (in *initiator) wait(ctx context.Context, r *request) (wire.Code, error) {
 		// Listen to the timer only if a try of the operation uses one:
 		// selecting on a timer channel reads the clock.
 		var c <-chan time.Time
-		if r.timeout > 0 || r.armed {
+		if r.armed || r.timeout > 0 && !r.carried {
 			c = tc
 		}
 		r.listen = c != nil
@@ -900,6 +916,105 @@ func (in *initiator) retryNowLocked(r *request) bool {
 	in.send(r, frame, fill, rid)
 	return true
 }
+
+// lost is the link's report that it stopped carrying try rid to dst
+// (link.Carrier). Sent as a plain frame (plain), the try gets its response
+// timer from now, as if just handed to the link. Abandoned, it ends as an
+// expired timer ends it: retried while the policy allows, else TIMEOUT.
+func (in *initiator) lost(dst wire.MAC, rid uint32, plain bool) {
+	in.mu.Lock()
+	i := in.index.get(rid)
+	if i < 0 {
+		in.mu.Unlock()
+		return
+	}
+	r := &in.reqs[i]
+	if r.state != reqWaiting || r.rid != rid || r.dst != dst {
+		in.mu.Unlock()
+		return
+	}
+	if plain {
+		// Before send has asked the link, it finds the try not
+		// carried and starts the timer itself.
+		if r.carried {
+			r.carried = false
+			if r.timeout > 0 {
+				r.sent = time.Now()
+				r.timer.Start(r.timeout)
+				r.armed, r.started = true, true
+				if !r.listen {
+					r.wake()
+				}
+			}
+		}
+		in.mu.Unlock()
+		return
+	}
+	in.expireLocked(r, errAbandoned)
+	in.mu.Unlock()
+}
+
+// expireLocked ends r's outstanding try as an expired timer does, for a
+// try the waiter does not time itself: it is retried by the waiter while
+// the policy allows, else r ends in TIMEOUT with err. It wakes the waiter.
+func (in *initiator) expireLocked(r *request, err error) {
+	in.rtt[r.peerIdx].expired++
+	in.invalidateLocked(r)
+	if r.mayRetryLocked() {
+		r.state = reqRetry // the waiter sends the next try
+	} else {
+		in.e.st.timeouts.Add(1)
+		in.rtt[r.peerIdx].timeouts++
+		in.settleLocked(r, wire.CodeTimeout, err)
+	}
+	r.wake()
+}
+
+// armCarryLocked makes the carried tries' timer fire at at, unless it is
+// armed to fire sooner.
+func (in *initiator) armCarryLocked(at time.Time) {
+	if in.carryArmed && !at.Before(in.carryAt) {
+		return
+	}
+	in.carryAt, in.carryArmed = at, true
+	if in.carry == nil {
+		in.carry = time.AfterFunc(time.Until(at), in.carriedExpired)
+		return
+	}
+	in.carry.Reset(time.Until(at))
+}
+
+// carriedExpired is the carried tries' timer: every carried try whose
+// response timeout has passed since it was handed to the link ends as its
+// own timer's expiry would end it; the timer is armed again for the
+// earliest deadline left.
+func (in *initiator) carriedExpired() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.carryArmed = false
+	now := time.Now()
+	var next time.Time
+	for i := range in.reqs {
+		r := &in.reqs[i]
+		if r.state != reqWaiting || !r.carried || r.timeout <= 0 || r.sent.IsZero() {
+			continue
+		}
+		if d := r.sent.Add(r.timeout); now.Before(d) {
+			if next.IsZero() || d.Before(next) {
+				next = d
+			}
+			continue
+		}
+		in.expireLocked(r, ErrTimeout)
+	}
+	if !next.IsZero() {
+		in.armCarryLocked(next)
+	}
+}
+
+// errAbandoned is the error of a try the link stopped carrying without an
+// answer (its reliable transport's session failed).
+var errAbandoned = fmt.Errorf("%w: the reliable transport gave the request up (its session failed)", ErrTimeout)
 
 // deadliner is implemented by response timers that can tell whether a
 // try's time is up by the clock.

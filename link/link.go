@@ -17,11 +17,12 @@
 // specification counts frames.
 //
 // Besides Link, a link may implement optional interfaces that the endpoint
-// looks for: Filter, Spinner, Looper, FillWriter, Tracker and Batcher. A link that
-// wraps another (a pcap capture, a lossy or paced wire) is built with Wrap,
-// which forwards every one of them that the wrapped link implements, and
-// no other, except Tracker and Batcher: the link that implements them
-// (link/rlink) is the one the endpoint holds, above every wrapper.
+// looks for: Filter, Spinner, Looper, FillWriter, Tracker, Batcher and
+// Carrier. A link that wraps another (a pcap capture, a lossy or paced
+// wire) is built with Wrap, which forwards every one of them that the
+// wrapped link implements, and no other, except Tracker, Batcher and
+// Carrier: the link that implements them (link/rlink) is the one the
+// endpoint holds, above every wrapper.
 package link
 
 import (
@@ -130,6 +131,28 @@ type Tracker interface {
 	// Dropped tells the link that the request frame f, as ReadBatch or
 	// ReadLoop delivered it, will not be answered. It must not keep f.
 	Dropped(f []byte)
+}
+
+// Carrier is implemented by links that carry requests to some peers
+// reliably (link/rlink): such a link resends a request until it is
+// answered on its one retransmission timer per window, so the endpoint
+// starts no timer per request for it (one timer of the endpoint keeps the
+// response timeouts of all of them). A request the link stops carrying it
+// reports with the function given to SetLost, without its locks held:
+//   - abandoned (plain false: its session failed, or the peer was removed):
+//     it will not be answered; it may or may not have executed. The
+//     endpoint ends it as a timeout, retried as its retry policy allows;
+//   - sent as a plain v1 frame (plain true: an Auto peer fell back to v1):
+//     it may still be answered, and the endpoint's response timer for it
+//     starts then.
+type Carrier interface {
+	// Carries reports whether the link carries the requests written to
+	// dst from now on. It takes no lock.
+	Carries(dst wire.MAC) bool
+	// SetLost sets the function that the link calls for each request it
+	// stops carrying: its destination and Request ID, and whether it was
+	// sent as a plain frame.
+	SetLost(fn func(dst wire.MAC, rid uint32, plain bool))
 }
 
 // Batcher is implemented by links that can gather the frames several

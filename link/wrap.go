@@ -39,9 +39,11 @@ type Hooks struct {
 // goes to inner's when there is no Write hook; with one, the data is
 // filled into the caller's frame, which then takes the path of Write
 // through the hook (so the hook sees, delays, drops or records the whole
-// frame, as for Write). Every wrapper is also a Tracker and a Batcher:
-// Dropped, Hold and Release reach inner when it implements them and do
-// nothing otherwise. The result's Unwrap returns inner, for its own
+// frame, as for Write). Every wrapper is also a Tracker, a Batcher and a
+// Carrier: Dropped, Hold, Release and SetLost reach inner when it
+// implements them and do nothing otherwise; Carries is inner's answer when
+// there is no Write hook, and false with one (a hook may drop or delay a
+// request that inner then never carries: the endpoint keeps its timer). The result's Unwrap returns inner, for its own
 // methods (such as Stats).
 //
 // Wrap allocates nothing per frame: a Write through the wrapper costs one
@@ -272,6 +274,20 @@ func (w *wrapped) Hold() {
 func (w *wrapped) Release() {
 	if b, ok := w.inner.(Batcher); ok {
 		b.Release()
+	}
+}
+
+// Carries is inner's answer (Carrier) when no Write hook stands between
+// the endpoint and inner, false otherwise.
+func (w *wrapped) Carries(dst wire.MAC) bool {
+	c, ok := w.inner.(Carrier)
+	return ok && w.h.Write == nil && c.Carries(dst)
+}
+
+// SetLost forwards to the inner link when it carries requests (Carrier).
+func (w *wrapped) SetLost(fn func(dst wire.MAC, rid uint32, plain bool)) {
+	if c, ok := w.inner.(Carrier); ok {
+		c.SetLost(fn)
 	}
 }
 

@@ -91,21 +91,28 @@ var capabilities = map[string]reflect.Type{
 var everyWrapper = map[string]reflect.Type{
 	"Tracker": reflect.TypeFor[link.Tracker](),
 	"Batcher": reflect.TypeFor[link.Batcher](),
+	"Carrier": reflect.TypeFor[link.Carrier](),
 }
 
 // trackPart is a Tracker and a Batcher that records the calls.
 type trackPart struct {
 	dropped         [][]byte
 	holds, releases int
+	lost            func(wire.MAC, uint32, bool)
 }
 
 func (p *trackPart) Dropped(f []byte) { p.dropped = append(p.dropped, bytes.Clone(f)) }
 func (p *trackPart) Hold()            { p.holds++ }
 func (p *trackPart) Release()         { p.releases++ }
+func (p *trackPart) Carries(dst wire.MAC) bool {
+	return dst == wire.MAC{2, 0, 0, 0, 0, 1}
+}
+func (p *trackPart) SetLost(fn func(wire.MAC, uint32, bool)) { p.lost = fn }
 
-// Dropped, Hold and Release go through a wrapper, and through a wrapper of
-// a wrapper, to the link that implements them; around a link that does
-// not, they do nothing.
+// Dropped, Hold, Release, Carries and SetLost go through a wrapper, and
+// through a wrapper of a wrapper, to the link that implements them; around
+// a link that does not, they do nothing (Carries: false), and a wrapper
+// with a Write hook carries nothing.
 func TestWrapForwardsTrackerAndBatcher(t *testing.T) {
 	b := &base{}
 	tp := &trackPart{}
@@ -126,10 +133,28 @@ func TestWrapForwardsTrackerAndBatcher(t *testing.T) {
 	if len(tp.dropped) != 1 || !bytes.Equal(tp.dropped[0], f) || tp.holds != 1 || tp.releases != 1 {
 		t.Fatalf("inner saw dropped %x, %d holds, %d releases; want the frame once, 1 and 1", tp.dropped, tp.holds, tp.releases)
 	}
+	carried, other := wire.MAC{2, 0, 0, 0, 0, 1}, wire.MAC{2, 0, 0, 0, 0, 2}
+	lost := 0
+	w.(link.Carrier).SetLost(func(wire.MAC, uint32, bool) { lost++ })
+	if tp.lost == nil {
+		t.Fatal("SetLost did not reach the inner link")
+	}
+	tp.lost(carried, 1, false)
+	if !w.(link.Carrier).Carries(carried) || w.(link.Carrier).Carries(other) || lost != 1 {
+		t.Fatalf("Carries through wrappers: %v %v, lost calls %d; want true false 1", w.(link.Carrier).Carries(carried), w.(link.Carrier).Carries(other), lost)
+	}
+	hooked := link.Wrap(inner, link.Hooks{Write: func(fs [][]byte, next func([][]byte) (int, error)) (int, error) { return next(fs) }})
+	if hooked.(link.Carrier).Carries(carried) {
+		t.Fatal("a wrapper with a Write hook carries requests")
+	}
 	plain := link.Wrap(b, link.Hooks{})
 	plain.(link.Tracker).Dropped(f)
 	plain.(link.Batcher).Hold()
 	plain.(link.Batcher).Release()
+	plain.(link.Carrier).SetLost(nil)
+	if plain.(link.Carrier).Carries(carried) {
+		t.Fatal("a wrapper of a plain link carries requests")
+	}
 }
 
 // fillPart is a FillWriter that fills into a buffer of its own and keeps

@@ -115,6 +115,7 @@ type Sender struct {
 	next    uint32 // the next PSN to assign
 	unsent  uint32 // the oldest PSN queued but never sent (== next when none)
 	una     uint32 // the oldest PSN without its response
+	lost    uint32 // in a failed session, una when it failed
 	acked   uint32 // the responder's APSN: every request before it received
 	credits int
 	txSeq   uint64
@@ -406,7 +407,24 @@ func (s *Sender) fail() {
 	for i := range s.slots {
 		s.slots[i].queued = false
 	}
+	s.lost = s.una
 	s.una = s.unsent // what was sent is abandoned; Unsent gives the rest
+}
+
+// Unanswered appends to out the requests queued or sent and not answered,
+// and returns it: in a failed session those it abandoned (until Open), in
+// another those outstanding.
+func (s *Sender) Unanswered(out [][]byte) [][]byte {
+	p := s.una
+	if s.state == Failed {
+		p = s.lost
+	}
+	for ; p != s.next; p++ {
+		if sl := &s.slots[p%uint32(len(s.slots))]; !sl.done {
+			out = append(out, sl.buf)
+		}
+	}
+	return out
 }
 
 // queueFrom queues every request from PSN p on whose response is missing.

@@ -143,8 +143,14 @@ type peer struct {
 	s        *transport.Sender   // initiator side, made on first use
 	r        *transport.Receiver // responder side, made on first use
 	fallback bool                // Auto peer reached by v1
-	change   chan struct{}       // signalled when the session state changes
-	out      [][]byte            // frames to write, under mu
+	// carried: requests to the peer go through the transport (not V1,
+	// not fallen back): link.Carrier, read without the lock.
+	carried atomic.Bool
+	// Requests the transport stopped carrying (a failed session, a
+	// fallback to v1), to report (link.Carrier) once p.mu is released.
+	lost   []lostReq
+	change chan struct{} // signalled when the session state changes
+	out    [][]byte      // frames to write, under mu
 
 	// Requests written while the session's window had no room (the
 	// oldest request without a response holds it while later ones were
@@ -162,6 +168,13 @@ type peer struct {
 	refused []refusedRID // the latest requests reported dropped (a ring)
 	refNext int
 	touched bool // reader-owned: an ACK may be owed
+}
+
+// lostReq is a request the transport stopped carrying: abandoned, or sent
+// as a plain v1 frame.
+type lostReq struct {
+	rid   uint32
+	plain bool
 }
 
 // refusedRID is the Request ID of a request reported dropped, whose answer,
@@ -212,6 +225,12 @@ type Link struct {
 	hp          *peer
 	hq, hqSpare [][]byte
 	hwmu        sync.Mutex // serialises the writes of Release (hqSpare), after hp.mu and before qmu
+
+	// onLost is the endpoint's function for the requests the transport
+	// stops carrying (link.Carrier); lostDue is set while a peer has
+	// some to report.
+	onLost  atomic.Pointer[func(dst wire.MAC, rid uint32, plain bool)]
+	lostDue atomic.Bool
 
 	kick      chan struct{}
 	done      chan struct{}
@@ -284,24 +303,101 @@ func (l *Link) SetPeer(mac wire.MAC, m Mode) error {
 		return fmt.Errorf("rlink: peer %v: invalid mode %d", mac, m)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	old := *l.peers.Load()
 	n := make(map[wire.MAC]*peer, len(old)+1)
 	for k, v := range old {
 		n[k] = v
 	}
+	var gone *peer
 	if m == V1 {
+		gone = n[mac]
 		delete(n, mac)
 	} else if p, ok := n[mac]; ok {
 		p.mu.Lock()
 		p.mode = m
 		p.mu.Unlock()
 	} else {
-		n[mac] = &peer{mac: mac, mode: m, change: make(chan struct{}, 1), out: make([][]byte, 0, 2*reliable.MaxDepth),
+		p := &peer{mac: mac, mode: m, change: make(chan struct{}, 1), out: make([][]byte, 0, 2*reliable.MaxDepth),
 			outFirst: make([][]byte, 0, 2*reliable.MaxDepth)}
+		p.carried.Store(true)
+		n[mac] = p
 	}
 	l.peers.Store(&n)
+	l.mu.Unlock()
+	if gone != nil {
+		// Its requests in flight are abandoned with its state.
+		gone.mu.Lock()
+		gone.carried.Store(false)
+		l.loseLocked(gone, false)
+		gone.blN = 0
+		gone.mu.Unlock()
+		l.reportLost(gone)
+	}
 	return nil
+}
+
+// Carries reports whether requests written to dst go through the
+// transport (link.Carrier): dst is a Reliable or Auto peer that has not
+// fallen back to v1.
+func (l *Link) Carries(dst wire.MAC) bool {
+	p := l.peer(dst)
+	return p != nil && p.carried.Load()
+}
+
+// SetLost sets the function called for each request the transport stops
+// carrying (link.Carrier): abandoned with a failed session or a removed
+// peer, or sent as a v1 frame when an Auto peer falls back.
+func (l *Link) SetLost(fn func(dst wire.MAC, rid uint32, plain bool)) {
+	if fn == nil {
+		l.onLost.Store(nil)
+		return
+	}
+	l.onLost.Store(&fn)
+}
+
+// loseLocked records every request of p that the transport no longer
+// carries (its Sender's unanswered ones and the backlog), to be reported
+// by reportLost; plain: they were sent as v1 frames. Under p.mu.
+func (l *Link) loseLocked(p *peer, plain bool) {
+	if p.s != nil {
+		p.out = p.s.Unanswered(p.out[:0])
+		for _, f := range p.out {
+			p.lost = append(p.lost, lostReq{rid: wire.Frame(f[reliable.Headroom:]).RequestID(), plain: plain})
+		}
+		p.out = p.out[:0]
+	}
+	for i := range p.blN {
+		f := p.backlog[(p.blHead+i)%len(p.backlog)]
+		p.lost = append(p.lost, lostReq{rid: wire.Frame(f).RequestID(), plain: plain})
+	}
+	if len(p.lost) > 0 {
+		l.lostDue.Store(true)
+	}
+}
+
+// reportLost reports p's lost requests to the endpoint, without locks held.
+func (l *Link) reportLost(p *peer) {
+	p.mu.Lock()
+	list := slices.Clone(p.lost)
+	p.lost = p.lost[:0]
+	p.mu.Unlock()
+	fn := l.onLost.Load()
+	if fn == nil {
+		return
+	}
+	for _, r := range list {
+		(*fn)(p.mac, r.rid, r.plain)
+	}
+}
+
+// reportAllLost reports every peer's lost requests, when some are due.
+func (l *Link) reportAllLost() {
+	if !l.lostDue.Load() || !l.lostDue.Swap(false) {
+		return
+	}
+	for _, p := range *l.peers.Load() {
+		l.reportLost(p)
+	}
 }
 
 func (l *Link) peer(mac wire.MAC) *peer { return (*l.peers.Load())[mac] }
@@ -801,6 +897,7 @@ func (l *Link) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 			}
 			l.ri++
 		}
+		l.reportAllLost()
 		if k > 0 {
 			return k, nil
 		}
@@ -912,16 +1009,20 @@ func (l *Link) failedLocked(p *peer, prev transport.SenderState) {
 	defer signal(p.change)
 	if prev != transport.SynSent {
 		l.c.sessionFail.Add(1)
+		l.loseLocked(p, false)
 		p.blN = 0 // abandoned with the session: their operations time out
 		return
 	}
 	l.c.handshakeFail.Add(1)
 	if p.mode != Auto {
+		l.loseLocked(p, false)
 		p.blN = 0 // abandoned: their operations time out
 		return
 	}
 	p.fallback = true
+	p.carried.Store(false)
 	l.c.fallbacks.Add(1)
+	l.loseLocked(p, true) // sent as v1 below: their timers start now
 	p.out = p.s.Unsent(p.out[:0])
 	for _, f := range p.out {
 		h, _ := reliable.Parse(f, 1<<16)
@@ -981,6 +1082,7 @@ func (l *Link) timers() {
 			}
 			p.mu.Unlock()
 		}
+		l.reportAllLost()
 	}
 }
 
