@@ -35,8 +35,7 @@ func TestZeroAllocs(t *testing.T) {
 			a, b, c := ep(macA), ep(macB), ep(macC)
 			setPeer(t, a, 0, win(macB, endpoint.ModeRMEM))
 			setPeer(t, b, 0, win(macA, endpoint.ModeRMEM))
-			setPeer(t, a, 1, win(macC, endpoint.ModeDMARead)) // A writes to C
-			setPeer(t, c, 0, win(macA, endpoint.ModeDMAWrite))
+			dmaPath(t, a, 1, c, 0)
 			setPeer(t, c, 1, win(macB, endpoint.ModeDMAWrite)) // C reads from B
 			setPeer(t, b, 1, win(macC, endpoint.ModeDMARead))
 			one := make([]byte, 200)

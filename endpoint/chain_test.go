@@ -118,8 +118,7 @@ func TestChainLongBlock(t *testing.T) {
 	ramB := newRAM(t)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 64, DMATimeout: time.Minute})
 	b := newEP(t, sw, macB, ramB, endpoint.Config{})
-	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
-	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
+	dmaPath(t, a, 0, b, 0)
 	src := pattern(4000, 11)
 	tr, err := a.DMAWrite(bg(), 0, 0x2000, src)
 	if err != nil || tr != (endpoint.Transfer{Bytes: 4000, Fragments: 63}) {

@@ -93,10 +93,8 @@ func TestDMACommands(t *testing.T) {
 	a := newEP(t, sw, macA, ramA, endpoint.Config{})
 	b := newEP(t, sw, macB, ramB, endpoint.Config{})
 	c := newEP(t, sw, macC, ramC, endpoint.Config{})
-	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))  // A writes to B
-	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite)) // B accepts A's writes
-	setPeer(t, c, 0, win(macB, endpoint.ModeDMAWrite)) // C reads from B
-	setPeer(t, b, 1, win(macC, endpoint.ModeDMARead))  // B serves C's reads
+	dmaPath(t, a, 0, b, 0) // A writes to B
+	dmaPath(t, b, 1, c, 0) // C reads from B
 
 	var rid, ridC uint32
 	for _, n := range []int{1, 3, 4, 5, 8160} {

@@ -85,8 +85,7 @@ func TestCompletionEvents(t *testing.T) {
 	events := endpoint.EventEnable{PeerDMAComplete: true, RMEMError: true}
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{Events: events, MaxFragment: 8})
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{Events: events})
-	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
-	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
+	dmaPath(t, a, 0, b, 0)
 	if _, err := a.DMAWrite(bg(), 0, 0x1000, pattern(20, 0)); err != nil {
 		t.Fatal(err)
 	}

@@ -85,6 +85,16 @@ func win(mac wire.MAC, mode endpoint.Mode) endpoint.Peer {
 // newSwitch returns a switch with the default configuration and a deep queue.
 func newSwitch(t testing.TB) *mem.Switch { t.Helper(); return newSwitchWith(t, mem.Config{}) }
 
+// dmaPath sets up the peer entries for DMA from the memory of from to
+// that of to, with windows over the whole test RAM: from's peer i is to in
+// mode dma-read (from writes to it, or serves its reads), to's peer j is
+// from in mode dma-write (to accepts its writes, or reads from it).
+func dmaPath(t testing.TB, from *endpoint.Endpoint, i int, to *endpoint.Endpoint, j int) {
+	t.Helper()
+	setPeer(t, from, i, win(to.Config().MAC, endpoint.ModeDMARead))
+	setPeer(t, to, j, win(from.Config().MAC, endpoint.ModeDMAWrite))
+}
+
 func newSwitchWith(t testing.TB, cfg mem.Config) *mem.Switch {
 	t.Helper()
 	if cfg.QueueLen == 0 {

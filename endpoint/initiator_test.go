@@ -390,8 +390,7 @@ func TestDMAFragmentation(t *testing.T) {
 	a := newEP(t, sw, macA, newRAM(t), cfg)
 	b := newEP(t, sw, macB, ramB, endpoint.Config{})
 	c := newEP(t, sw, macC, newRAM(t), cfg)
-	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
-	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
+	dmaPath(t, a, 0, b, 0)
 	setPeer(t, c, 0, win(macB, endpoint.ModeDMAWrite))
 	setPeer(t, b, 1, win(macC, endpoint.ModeDMARead))
 	const n, remote = 20000, 0x1003
@@ -445,8 +444,7 @@ func TestMaxFragmentRounding(t *testing.T) {
 	sniff := newTap(t, sw, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{})
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
-	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
-	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
+	dmaPath(t, a, 0, b, 0)
 	if got := a.Config().MaxFragment; got != 8160 {
 		t.Fatalf("default MaxFragment = %d, want the ceiling 8160", got)
 	}
@@ -527,10 +525,8 @@ func TestDMALocalMemoryErrors(t *testing.T) {
 	a := newEP(t, sw, macA, newRAM(t), cfg)
 	b := newEP(t, sw, macB, ramB, endpoint.Config{})
 	c := newEP(t, sw, macC, ramC, endpoint.Config{})
-	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))  // A writes to B
-	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite)) // B accepts A's writes
-	setPeer(t, a, 1, win(macC, endpoint.ModeDMAWrite)) // A reads from C
-	setPeer(t, c, 0, win(macA, endpoint.ModeDMARead))  // C serves A's reads
+	dmaPath(t, a, 0, b, 0) // A writes to B
+	dmaPath(t, c, 0, a, 1) // A reads from C
 	rid := uint32(0)
 	for _, k := range []struct {
 		slverr bool

@@ -26,8 +26,7 @@ func TestRequestIDWrap(t *testing.T) {
 		eqBytes(t, "request", frame(macB, macA, 0x20, le(rid), le(0x1000), le(0xFFFFFFFF), le(rid)), sniff.next(t))
 		eqBytes(t, "response", frame(macA, macB, 0x21, le(rid)), sniff.next(t))
 	}
-	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
-	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
+	dmaPath(t, a, 0, b, 0)
 	endpoint.SetRequestID(a, 0xFFFFFFFF)
 	if tr, err := a.DMAWrite(bg(), 0, 0x1000, pattern(8, 0)); err != nil || tr.Fragments != 2 {
 		t.Fatalf("DMAWrite = %+v, %v", tr, err)
@@ -109,11 +108,7 @@ func TestReset(t *testing.T) {
 // TestResetResponder: a responder context working when Reset comes drops
 // its result: no reply, no record.
 func TestResetResponder(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
-	slow := &blockingSpace{Space: newRAM(t), lo: 0x1000, hi: 0x2000, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	b := newEP(t, sw, macB, slow, endpoint.Config{})
-	setPeer(t, b, 0, win(macP, endpoint.ModeDMAWrite))
+	b, p, slow := newSlowResponder(t, 1)
 	p.send(t, frame(macB, macP, 0x40, le(7), le(0x1000), le(4), pattern(4, 0), eod))
 	<-slow.entered
 	b.Reset()

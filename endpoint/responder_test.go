@@ -367,6 +367,25 @@ type blockingSpace struct {
 	release chan struct{}
 }
 
+// newBlockingSpace wraps space: a write into [lo, hi) signals entered
+// (which holds up to n signals) and waits for release to be closed.
+func newBlockingSpace(space memory.Space, lo, hi uint32, n int) *blockingSpace {
+	return &blockingSpace{Space: space, lo: lo, hi: hi, entered: make(chan struct{}, n), release: make(chan struct{})}
+}
+
+// newSlowResponder starts B on test RAM whose writes to [0x1000, 0x2000)
+// block (entered holds n signals), with the raw port P as its dma-write
+// peer 0.
+func newSlowResponder(t *testing.T, n int) (*endpoint.Endpoint, *tap, *blockingSpace) {
+	t.Helper()
+	sw := newSwitch(t)
+	p := newTap(t, sw, macP, false)
+	slow := newBlockingSpace(newRAM(t), 0x1000, 0x2000, n)
+	b := newEP(t, sw, macB, slow, endpoint.Config{})
+	setPeer(t, b, 0, win(macP, endpoint.ModeDMAWrite))
+	return b, p, slow
+}
+
 func (s *blockingSpace) WriteAt(p []byte, a uint32) memory.Resp {
 	if a >= s.lo && a < s.hi {
 		s.entered <- struct{}{}
@@ -382,14 +401,13 @@ func (s *blockingSpace) WriteAt(p []byte, a uint32) memory.Resp {
 func TestBusyResponder(t *testing.T) {
 	sw := newSwitch(t)
 	ramB := newRAM(t)
-	slow := &blockingSpace{Space: ramB, lo: 0x8000, hi: 0x9000, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	slow := newBlockingSpace(ramB, 0x8000, 0x9000, 1)
 	ramD := newRAM(t)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{})
 	b := newEP(t, sw, macB, slow, endpoint.Config{Contexts: 1})
 	c := newEP(t, sw, macC, newRAM(t), endpoint.Config{RMEMTimeout: time.Hour})
 	d := newEP(t, sw, macD, ramD, endpoint.Config{})
-	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
-	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
+	dmaPath(t, a, 0, b, 0)
 	setPeer(t, c, 0, win(macB, endpoint.ModeRMEM))
 	setPeer(t, b, 1, win(macC, endpoint.ModeRMEM))
 	setPeer(t, b, 2, win(macD, endpoint.ModeRMEM))
@@ -443,8 +461,7 @@ func TestSimultaneousRoles(t *testing.T) {
 	cfg := endpoint.Config{MaxFragment: 100, Contexts: 1}
 	a := newEP(t, sw, macA, ramA, cfg)
 	b := newEP(t, sw, macB, ramB, cfg)
-	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))  // A writes to B, serves B's reads
-	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite)) // B reads from A, accepts A's writes
+	dmaPath(t, a, 0, b, 0)
 	const rounds, n = 50, 1000
 	ramA.WriteAt(pattern(n, 0x33), 0x5000)
 	var wg sync.WaitGroup
@@ -486,11 +503,7 @@ func TestSimultaneousRoles(t *testing.T) {
 // TestContexts: Contexts bounds the requests served at the same time;
 // raising it with SetConfig takes effect at once.
 func TestContexts(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
-	slow := &blockingSpace{Space: newRAM(t), lo: 0x1000, hi: 0x2000, entered: make(chan struct{}, 4), release: make(chan struct{})}
-	b := newEP(t, sw, macB, slow, endpoint.Config{})
-	setPeer(t, b, 0, win(macP, endpoint.ModeDMAWrite))
+	b, p, slow := newSlowResponder(t, 4)
 	req := func(rid uint32) []byte {
 		return frame(macB, macP, 0x40, le(rid), le(0x1000+4*rid), le(4), pattern(4, 0), eod)
 	}

@@ -329,8 +329,7 @@ func TestProgressKeepsChain(t *testing.T) {
 	sw := newSwitch(t)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 64})
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
-	setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
-	setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
+	dmaPath(t, a, 0, b, 0)
 	var got []uint64
 	var served atomic.Uint64
 	ctx := endpoint.WithProgress(bg(), func(done uint64) {

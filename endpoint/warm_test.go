@@ -77,8 +77,7 @@ func TestWarmNextFragment(t *testing.T) {
 			t.Fatal(r)
 		}
 
-		setPeer(t, a, 0, win(macB, endpoint.ModeDMARead))
-		setPeer(t, b, 0, win(macA, endpoint.ModeDMAWrite))
+		dmaPath(t, a, 0, b, 0)
 		tr, err := a.DMAWriteFrom(bg(), 0, remote, local, ramBase, n)
 		if err != nil || tr != (endpoint.Transfer{Bytes: n, Fragments: 3}) {
 			t.Fatalf("spin %v: DMAWriteFrom = %+v, %v", spin, tr, err)
