@@ -97,6 +97,21 @@ type Looper interface {
 	ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error
 }
 
+// ReadBatches is a ReadLoop made of l's ReadBatch, for a link that has no
+// faster way to wait: it calls batch(n) for each batch read until batch
+// returns false (then it returns nil) or ReadBatch fails.
+func ReadBatches(l Link, bufs [][]byte, sizes []int, batch func(n int) bool) error {
+	for {
+		n, err := l.ReadBatch(bufs, sizes)
+		if err != nil {
+			return err
+		}
+		if !batch(n) {
+			return nil
+		}
+	}
+}
+
 // FillWriter is implemented by links that let the writer put a frame's
 // data straight into the medium's own copy of the frame (link/mem: the
 // receiving port's queue slot), so that a payload is copied once, from its

@@ -65,15 +65,7 @@ type loopPart struct{ b *base }
 // ReadLoop delivers the queued frames one batch of up to len(bufs) at a
 // time until batch returns false or the queue is empty.
 func (l loopPart) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error {
-	for {
-		n, err := l.b.ReadBatch(bufs, sizes)
-		if err != nil {
-			return err
-		}
-		if !batch(n) {
-			return nil
-		}
-	}
+	return link.ReadBatches(l.b, bufs, sizes, batch)
 }
 
 // capabilities are the optional interfaces of package link that Wrap

@@ -1060,15 +1060,7 @@ func wakeBlocked() {
 // ReadBatch.
 func (l *Link) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error {
 	if l.mode != IOPoll {
-		for {
-			n, err := l.ReadBatch(bufs, sizes)
-			if err != nil {
-				return err
-			}
-			if !batch(n) {
-				return nil
-			}
-		}
+		return link.ReadBatches(l, bufs, sizes, batch)
 	}
 	if len(bufs) == 0 {
 		return errors.New("afpacket: ReadLoop needs at least one buffer in bufs")

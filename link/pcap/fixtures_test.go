@@ -3,12 +3,11 @@ package pcap_test
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/link/pcap/pcaptest"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -89,26 +88,17 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, fx := range fixtures {
 		t.Run(fx.file, func(t *testing.T) {
-			f, err := os.Open(filepath.Join("testdata", fx.file))
-			if err != nil {
-				t.Fatal(err)
+			format, recs := pcaptest.ReadRecords(t, filepath.Join("testdata", fx.file))
+			if want := filepath.Ext(fx.file) == ".pcapng"; (format == pcap.PcapNG) != want {
+				t.Errorf("format %v", format)
 			}
-			defer f.Close()
-			r, err := pcap.NewReader(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := filepath.Ext(fx.file) == ".pcapng"; (r.Format() == pcap.PcapNG) != want {
-				t.Errorf("format %v", r.Format())
+			if len(recs) != len(sent) {
+				t.Fatalf("%d records, want %d", len(recs), len(sent))
 			}
 			var fr pcap.Frame
 			for i, s := range sent {
-				_, data, err := r.Next()
-				if err != nil {
-					t.Fatalf("record %d: %v", i+1, err)
-				}
-				lt := r.LinkType()
-				if err := pcap.Ethernet(lt, data, &fr); err != nil {
+				lt := recs[i].LinkType
+				if err := pcap.Ethernet(lt, recs[i].Frame, &fr); err != nil {
 					t.Fatalf("record %d: %v", i+1, err)
 				}
 				want, _ := untag(s.frame)
@@ -137,9 +127,6 @@ func TestFixtures(t *testing.T) {
 				if lt == pcap.LinkTypeEthernet && i == 2 && (fr.VLANs[0].Priority != 5 || fr.VLANs[0].TPID != 0x8100) {
 					t.Errorf("record 3 tag %+v, want TPID 0x8100 PCP 5", fr.VLANs[0])
 				}
-			}
-			if _, _, err := r.Next(); err != io.EOF {
-				t.Errorf("after %d records: %v, want io.EOF", len(sent), err)
 			}
 		})
 	}

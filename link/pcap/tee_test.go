@@ -216,15 +216,7 @@ type spinLoopLink struct{ filterLink }
 func (l *spinLoopLink) BusyPoll() time.Duration { return 100 * time.Microsecond }
 
 func (l *spinLoopLink) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error {
-	for {
-		n, err := l.ReadBatch(bufs, sizes)
-		if err != nil {
-			return err
-		}
-		if !batch(n) {
-			return nil
-		}
-	}
+	return link.ReadBatches(l, bufs, sizes, batch)
 }
 
 // TestTeeKeepsCapabilities checks that a capture keeps the receive loop and

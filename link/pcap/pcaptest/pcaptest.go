@@ -11,10 +11,12 @@ import (
 	"github.com/openenoc/oetp/link/pcap"
 )
 
-// Record is one record of a capture: its stamp and a copy of its frame.
+// Record is one record of a capture: its stamp, a copy of its frame and
+// the link type of its interface.
 type Record struct {
-	Time  time.Time
-	Frame []byte
+	Time     time.Time
+	Frame    []byte
+	LinkType pcap.LinkType
 }
 
 // ReadCapture returns every frame of the pcap or pcapng file at path, each
@@ -54,6 +56,6 @@ func ReadRecords(t testing.TB, path string) (pcap.Format, []Record) {
 		if r.OrigLen() != len(fr) {
 			t.Fatalf("%s: record %d truncated: %d of %d bytes", path, len(records), len(fr), r.OrigLen())
 		}
-		records = append(records, Record{Time: ts, Frame: append([]byte(nil), fr...)})
+		records = append(records, Record{Time: ts, Frame: append([]byte(nil), fr...), LinkType: r.LinkType()})
 	}
 }
