@@ -308,6 +308,14 @@ func (c *Client) begin(typ uint8, handle uint16) []byte {
 	return proto.AppendHeader(c.out[:0], typ, handle, c.tag)
 }
 
+// conn is the connection to the hub.
+type conn interface {
+	Read(p []byte) (int, error)
+	Write(p []byte) (int, error)
+	Close() error
+	SetDeadline(t time.Time) error
+}
+
 // nextTag numbers the next request: never proto.NoticeTag.
 func (c *Client) nextTag() {
 	c.tag++
@@ -324,36 +332,13 @@ func (c *Client) roundTrip(b []byte) ([]byte, error) {
 	}
 	b = proto.Finish(b, 0)
 	c.out = b
-	tag := c.tag
 	if _, err := c.bw.Write(b); err != nil {
 		return nil, c.broken(err)
 	}
-	if err := c.bw.Flush(); err != nil {
-		return nil, c.broken(err)
-	}
-	c.sent = true
 	if cap(c.out) > 1<<20 {
 		c.out = make([]byte, 0, 4096)
 	}
-	hdr, body, buf, err := proto.ReadMessage(c.br, c.in)
-	c.in = buf
-	if err != nil {
-		return nil, c.broken(err)
-	}
-	if err := c.notice(hdr, body); err != nil {
-		return nil, err
-	}
-	if hdr.Tag != tag || hdr.Type&proto.Reply == 0 {
-		return nil, c.broken(fmt.Errorf("reply %s with tag %d to request tag %d", proto.TypeName(hdr.Type), hdr.Tag, tag))
-	}
-	st, res, err := proto.ParseReply(body)
-	if err != nil {
-		return nil, c.broken(err)
-	}
-	if st.Status != proto.StatusOK {
-		return res, statusError(st)
-	}
-	return res, nil
+	return c.finishSent(c.tag)
 }
 
 func statusError(st proto.ReplyStatus) error {
@@ -756,11 +741,13 @@ func (d *Device) readBlockTo(addr uint32, n int, w io.Writer) (Transfer, error) 
 	}
 }
 
-// finishSent flushes a request written directly and reads its reply.
+// finishSent flushes a request written to the connection and reads its
+// reply: the result, or the reply's error.
 func (c *Client) finishSent(tag uint32) ([]byte, error) {
 	if err := c.bw.Flush(); err != nil {
 		return nil, c.broken(err)
 	}
+	c.sent = true
 	hdr, body, buf, err := proto.ReadMessage(c.br, c.in)
 	c.in = buf
 	if err != nil {
@@ -769,8 +756,8 @@ func (c *Client) finishSent(tag uint32) ([]byte, error) {
 	if err := c.notice(hdr, body); err != nil {
 		return nil, err
 	}
-	if hdr.Tag != tag {
-		return nil, c.broken(fmt.Errorf("reply tag %d to request tag %d", hdr.Tag, tag))
+	if hdr.Tag != tag || hdr.Type&proto.Reply == 0 {
+		return nil, c.broken(fmt.Errorf("reply %s with tag %d to request tag %d", proto.TypeName(hdr.Type), hdr.Tag, tag))
 	}
 	st, res, err := proto.ParseReply(body)
 	if err != nil {

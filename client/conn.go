@@ -11,14 +11,6 @@ import (
 	"github.com/openenoc/oetp/rundir"
 )
 
-// conn is the connection to the hub.
-type conn interface {
-	Read(p []byte) (int, error)
-	Write(p []byte) (int, error)
-	Close() error
-	SetDeadline(t time.Time) error
-}
-
 // dialUnixBlocking connects to a Unix socket whose reads and writes are
 // plain blocking system calls rather than the runtime's network poller: the
 // kernel wakes the reading thread itself when the reply arrives, which

@@ -2,18 +2,7 @@
 
 package client
 
-import (
-	"net"
-	"time"
-)
-
-// conn is the connection to the hub.
-type conn interface {
-	Read(p []byte) (int, error)
-	Write(p []byte) (int, error)
-	Close() error
-	SetDeadline(t time.Time) error
-}
+import "net"
 
 // dialUnixBlocking connects to the hub's Unix socket. The blocking system
 // calls of the Linux version (conn.go) save a scheduler hop per round trip;
