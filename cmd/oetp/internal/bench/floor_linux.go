@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -128,22 +127,16 @@ func FloorEcho(ifname, spec string, stdin io.Reader, ready io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ifi, err := net.InterfaceByName(ifname)
+	s, far, err := openEchoSock("floor echo", ifname)
 	if err != nil {
-		return fmt.Errorf("floor echo on %s: %w: list the interfaces with `ip link`", ifname, err)
+		return err
 	}
-	var far wire.MAC
-	copy(far[:], ifi.HardwareAddr)
+	defer s.close()
 	region, release, err := floorRegion(f)
 	if err != nil {
 		return err
 	}
 	defer release()
-	s, err := openRaw(ifi.Index)
-	if err != nil {
-		return err
-	}
-	defer s.close()
 	s.drain()
 	e := &floorEcho{s: s, region: region, gather: f.gather, far: far}
 	done := make(chan error, 1)
@@ -404,22 +397,15 @@ func (p *procEnv) floorStep(op string, n, cpu int, w floorWay) *step {
 		if err != nil {
 			return err
 		}
-		errc := make(chan error, 1)
-		go func() {
-			if err := lockThread(cpu); err != nil {
-				errc <- err
-				return
-			}
+		err = onThread(cpu, func() error {
 			fp, err := p.newFloorPinger(op, n, w.pinger)
 			if err != nil {
-				errc <- err
-				return
+				return err
 			}
 			defer fp.close()
 			v.near.drain()
-			errc <- fp.run(s.m, &used, d, maxOps, frames, bytes)
-		}()
-		err = <-errc
+			return fp.run(s.m, &used, d, maxOps, frames, bytes)
+		})
 		out, serr := echo.stopOut(v.near, stopFrame(v.farMAC, v.nearMAC))
 		if err == nil {
 			err = serr

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -22,13 +21,7 @@ import (
 // EndOfData included), ignores requests outside its region, and reports
 // the CRC-32 of its region at the stop frame.
 func TestFloorEcho(t *testing.T) {
-	n := netns.NewPair(t)
-	near, far := n.Host(0), n.Host(1)
-	s, err := openRawOn(near)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	near, far, s := echoPair(t)
 	const size = 3 * wire.MaxFragment
 	for _, spec := range []floorSpec{{size: size}, {size: size, huge: true}, {size: size, gather: true}, {size: size, huge: true, gather: true}} {
 		t.Run(spec.String(), func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/openenoc/oetp/link"
 	linkmem "github.com/openenoc/oetp/link/mem"
@@ -71,16 +70,7 @@ func memRawStep(p *linkmem.Port, op string) *step {
 		}
 		return p.ReadLoop(bufs, sizes, reply)
 	}
-	warm := true
-	s.round = func(d time.Duration, maxOps int64) error {
-		if warm {
-			warm = false
-			if err := newMeter(false).run(warmTime, warmOps, 0, 0, rt); err != nil {
-				return err
-			}
-		}
-		return s.m.run(d, maxOps, 2, bytesPerOp(op), rt)
-	}
+	s.round = s.m.warmOnce(2, bytesPerOp(op), rt)
 	return s
 }
 
@@ -336,16 +326,7 @@ func (f *memFloor) step(op string, n int) *step {
 		return nil
 	}
 	frames, bytes := opCounts(op, n)
-	warm := true
-	s.round = func(d time.Duration, maxOps int64) error {
-		if warm {
-			warm = false
-			if err := newMeter(false).run(warmTime, warmOps, 0, 0, block); err != nil {
-				return err
-			}
-		}
-		return s.m.run(d, maxOps, frames, bytes, block)
-	}
+	s.round = s.m.warmOnce(frames, bytes, block)
 	// The data arrived: the region holds the source (write), the buffer
 	// the region (read). The echo is idle, and its copies happened before
 	// its last reply was read.

@@ -107,6 +107,28 @@ func (h *histogram) quantile(q float64) time.Duration {
 	return 0
 }
 
+// runWarm warms op up (for warmTime, at most warmOps times, measured
+// apart), then runs it as run does.
+func (m *meter) runWarm(d time.Duration, maxOps int64, framesPerOp, bytesPerOp int64, op func() error) error {
+	if err := newMeter(false).run(warmTime, warmOps, 0, 0, op); err != nil {
+		return err
+	}
+	return m.run(d, maxOps, framesPerOp, bytesPerOp, op)
+}
+
+// warmOnce returns a step's round that runs op with m, warmed up before the
+// first round only.
+func (m *meter) warmOnce(framesPerOp, bytesPerOp int64, op func() error) func(d time.Duration, maxOps int64) error {
+	warm := true
+	return func(d time.Duration, maxOps int64) error {
+		if warm {
+			warm = false
+			return m.runWarm(d, maxOps, framesPerOp, bytesPerOp, op)
+		}
+		return m.run(d, maxOps, framesPerOp, bytesPerOp, op)
+	}
+}
+
 // run calls op repeatedly for about d, at least once and at most maxOps
 // times, and adds the outcome to m. Each successful op counts framesPerOp
 // frames and bytesPerOp payload bytes; a failed op is counted in m.failed

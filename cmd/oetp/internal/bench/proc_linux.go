@@ -210,12 +210,7 @@ func (p *procEnv) library(op string, n int) *step {
 		dst := p.libDst[:n]
 		f = func() error { _, err := e.DMARead(ctxBackground, 0, remoteBase, dst); return err }
 	}
-	s.round = func(d time.Duration, maxOps int64) error {
-		if err := newMeter(false).run(warmTime, warmOps, 0, 0, f); err != nil {
-			return err
-		}
-		return s.m.run(d, maxOps, frames, bytes, f)
-	}
+	s.round = func(d time.Duration, maxOps int64) error { return s.m.runWarm(d, maxOps, frames, bytes, f) }
 	s.after = func() error {
 		switch op {
 		case opDMAWrite:
@@ -536,16 +531,7 @@ func openPTY() (ptm, pts *os.File, err error) {
 // started with: a child inherits the affinity of the thread that forks it,
 // which may be pinned.
 func startUnpinned(cmd *exec.Cmd) error {
-	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread ends with this goroutine.
-		if err := lockThread(-1); err != nil {
-			errc <- err
-			return
-		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
+	return onThread(-1, cmd.Start)
 }
 
 func (p *procEnv) close() error {

@@ -5,6 +5,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -45,6 +46,19 @@ func retype(f []byte) []byte {
 	g := append([]byte(nil), f...)
 	g[12], g[13] = rawEtherType>>8, rawEtherType&0xff
 	return g
+}
+
+// openEchoSock opens the raw socket of an echo (what names it in messages)
+// on the interface ifname, and returns it with the interface's MAC.
+func openEchoSock(what, ifname string) (*rawSock, wire.MAC, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, wire.MAC{}, fmt.Errorf("%s on %s: %w: list the interfaces with `ip link`", what, ifname, err)
+	}
+	var mac wire.MAC
+	copy(mac[:], ifi.HardwareAddr)
+	s, err := openRaw(ifi.Index)
+	return s, mac, err
 }
 
 // openRaw opens the baseline socket on interface ifindex of the calling
@@ -168,6 +182,22 @@ func lockThread(cpu int) error {
 		return fmt.Errorf("pin thread to CPU %d: %w", cpu, os.NewSyscallError("sched_setaffinity", err))
 	}
 	return nil
+}
+
+// onThread runs fn on a fresh goroutine locked to its OS thread and pinned
+// to cpu (-1: free on the process's CPUs), and returns fn's error. The
+// thread is never unlocked, so a pinned thread ends with the goroutine; a
+// child process that fn starts inherits its affinity.
+func onThread(cpu int, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		if err := lockThread(cpu); err != nil {
+			errc <- err
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
 }
 
 // startCPUs are the CPUs the process may run on, as it started (before any

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -42,13 +41,7 @@ const procIdle = 20 * time.Millisecond
 // stop frame, or within the read timeout once stdin reaches its end (the
 // parent is gone).
 func RawEcho(ifname string, stdin io.Reader, ready io.Writer) error {
-	ifi, err := net.InterfaceByName(ifname)
-	if err != nil {
-		return fmt.Errorf("raw echo on %s: %w: list the interfaces with `ip link`", ifname, err)
-	}
-	var far wire.MAC
-	copy(far[:], ifi.HardwareAddr)
-	s, err := openRaw(ifi.Index)
+	s, far, err := openEchoSock("raw echo", ifname)
 	if err != nil {
 		return err
 	}
@@ -106,17 +99,7 @@ func startEchoCmd(bin string, hb *netns.Host, cpu int, args ...string) (*rawProc
 	}
 	stderr := &syncBuf{}
 	cmd.Stderr = stderr
-	errc := make(chan error, 1)
-	go func() {
-		// The child inherits this thread's affinity; never unlocked, so a
-		// pinned thread ends with this goroutine.
-		if err := lockThread(cpu); err != nil {
-			errc <- err
-			return
-		}
-		errc <- cmd.Start()
-	}()
-	if err := <-errc; err != nil {
+	if err := onThread(cpu, cmd.Start); err != nil {
 		return nil, fmt.Errorf("starting the raw echo process: %w", err)
 	}
 	r := &rawProc{cmd: cmd, stdin: stdin, done: make(chan error, 1), out: &syncBuf{}}
@@ -184,21 +167,11 @@ func (p *procEnv) rawProcStep(op string, cpu int, idle time.Duration) *step {
 		if err != nil {
 			return err
 		}
-		errc := make(chan error, 1)
-		go func() {
-			if err := lockThread(cpu); err != nil {
-				errc <- err
-				return
-			}
+		err = onThread(cpu, func() error {
 			v.near.drain()
 			pp := &rawPinger{s: v.near, req: req, rspLen: len(rsp), buf: make([]byte, 9216)}
 			if idle == 0 {
-				if err := newMeter(false).run(warmTime, warmOps, 0, 0, pp.roundTrip); err != nil {
-					errc <- err
-					return
-				}
-				errc <- s.m.run(d, maxOps, 2, bytesPerOp(op), pp.roundTrip)
-				return
+				return s.m.runWarm(d, maxOps, 2, bytesPerOp(op), pp.roundTrip)
 			}
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
@@ -220,9 +193,8 @@ func (p *procEnv) rawProcStep(op string, cpu int, idle time.Duration) *step {
 			}
 			runtime.ReadMemStats(&ms)
 			s.m.mallocs += ms.Mallocs - mallocs
-			errc <- err
-		}()
-		err = <-errc
+			return err
+		})
 		if serr := echo.stop(v.near, stopFrame(v.farMAC, v.nearMAC)); err == nil {
 			err = serr
 		}

@@ -13,6 +13,20 @@ import (
 	"github.com/openenoc/oetp/wire"
 )
 
+// echoPair returns the hosts of a new veth pair and a raw socket on the
+// near one, closed by the test's cleanup: an echo runs on the far one.
+func echoPair(t *testing.T) (near, far *netns.Host, s *rawSock) {
+	t.Helper()
+	n := netns.NewPair(t)
+	near, far = n.Host(0), n.Host(1)
+	s, err := openRawOn(near)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.close)
+	return near, far, s
+}
+
 // startEchoProc runs echo (an echo process's body) on h with a pipe for its
 // standard input and waits for its ready line: it returns the pipe's
 // writer (closed by the test's cleanup), what the echo writes, and the
@@ -66,13 +80,7 @@ func stopEcho(t *testing.T, s *rawSock, near, far *netns.Host, done chan error, 
 // request with exactly the baseline's reply, addressed to the request's
 // source, and returns at the stop frame.
 func TestRawEcho(t *testing.T) {
-	n := netns.NewPair(t)
-	near, far := n.Host(0), n.Host(1)
-	s, err := openRawOn(near)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	near, far, s := echoPair(t)
 	_, _, done := startEchoProc(t, far, func(stdin io.Reader, out io.Writer) error { return RawEcho(far.IfName(), stdin, out) })
 	buf := make([]byte, 9216)
 	for _, op := range engineOps {

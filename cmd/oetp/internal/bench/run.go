@@ -176,6 +176,18 @@ func Run(o Options) (*Report, error) {
 		if !want[s] {
 			continue
 		}
+		var why string // the scenario cannot run here
+		switch s {
+		case ScenarioProc:
+			why = procUnavailable(&o)
+		case ScenarioVeth, ScenarioReliable:
+			why = vethUnavailable()
+		}
+		if why != "" {
+			rep.Skipped = append(rep.Skipped, Skip{Scenario: s, Reason: why})
+			o.logf("%s: skipped: %s", s, why)
+			continue
+		}
 		var rs []Result
 		var err error
 		switch s {
@@ -185,25 +197,10 @@ func Run(o Options) (*Report, error) {
 		case ScenarioMem:
 			rs, err = runMem(&o)
 		case ScenarioProc:
-			if why := procUnavailable(&o); why != "" {
-				rep.Skipped = append(rep.Skipped, Skip{Scenario: s, Reason: why})
-				o.logf("proc: skipped: %s", why)
-				continue
-			}
 			rs, err = runProc(&o)
 		case ScenarioVeth:
-			if why := vethUnavailable(); why != "" {
-				rep.Skipped = append(rep.Skipped, Skip{Scenario: s, Reason: why})
-				o.logf("veth: skipped: %s", why)
-				continue
-			}
 			rs, err = runVeth(&o)
 		case ScenarioReliable:
-			if why := vethUnavailable(); why != "" {
-				rep.Skipped = append(rep.Skipped, Skip{Scenario: s, Reason: why})
-				o.logf("reliable: skipped: %s", why)
-				continue
-			}
 			rs, err = runReliable(&o)
 		}
 		rep.Results = append(rep.Results, rs...)
@@ -292,10 +289,7 @@ func engineStep(scenario string, p *pair, op string, n int) *step {
 		// a CPU until the kernel moves one (milliseconds); unwarmed, that
 		// cost a fifth of the DMA rate in 167 ms rounds, and nothing in
 		// 1 s rounds.
-		if err := newMeter(false).run(warmTime, warmOps, 0, 0, f); err != nil {
-			return err
-		}
-		return s.m.run(d, maxOps, frames, bytes, f)
+		return s.m.runWarm(d, maxOps, frames, bytes, f)
 	}
 	s.after = func() error {
 		if op == opRMEMRead {

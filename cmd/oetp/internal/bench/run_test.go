@@ -179,9 +179,11 @@ func TestRunVeth(t *testing.T) {
 	}
 }
 
-// TestEngineZeroAllocs checks that every engine path allocates nothing per
-// operation once warm, on the in-process switch.
-func TestEngineZeroAllocs(t *testing.T) {
+// allocsMemEnv returns a mem scenario's environment for blocks up to 64
+// KiB, closed by the test's cleanup, for a test that counts allocations:
+// it skips under the race detector, which allocates on its own.
+func allocsMemEnv(t *testing.T) *memEnv {
+	t.Helper()
 	if testutil.Race {
 		t.Skip("the race detector allocates on its own")
 	}
@@ -189,7 +191,14 @@ func TestEngineZeroAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.close()
+	t.Cleanup(func() { e.close() })
+	return e
+}
+
+// TestEngineZeroAllocs checks that every engine path allocates nothing per
+// operation once warm, on the in-process switch.
+func TestEngineZeroAllocs(t *testing.T) {
+	e := allocsMemEnv(t)
 	for _, c := range []struct {
 		op string
 		n  int
@@ -219,14 +228,7 @@ func TestEngineZeroAllocs(t *testing.T) {
 // TestMemFloorZeroAllocs checks that the mem scenario's floor rows, like
 // the raw ping-pong they extend, allocate nothing per block once warm.
 func TestMemFloorZeroAllocs(t *testing.T) {
-	if testutil.Race {
-		t.Skip("the race detector allocates on its own")
-	}
-	e, err := newMemEnv(64 << 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.close()
+	e := allocsMemEnv(t)
 	for _, op := range []string{opDMAWrite, opDMARead} {
 		for _, n := range []int{100, 64 << 10} {
 			s := e.floor.step(op, n)

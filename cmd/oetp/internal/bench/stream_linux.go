@@ -70,9 +70,12 @@ func newMmsgBatch(bufs [][]byte) *mmsgBatch {
 }
 
 // sendmmsg sends the batch from message i on; it returns how many went.
-func (b *mmsgBatch) sendmmsg(fd, i int) (int, error) {
+func (b *mmsgBatch) sendmmsg(fd, i int) (int, error) { return b.sendmmsgN(fd, i, len(b.msgs)) }
+
+// sendmmsgN sends messages i..k-1 of the batch; it returns how many went.
+func (b *mmsgBatch) sendmmsgN(fd, i, k int) (int, error) {
 	for {
-		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.msgs[i])), uintptr(len(b.msgs)-i), 0, 0, 0)
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.msgs[i])), uintptr(k-i), 0, 0, 0)
 		switch e {
 		case 0:
 			return int(r), nil

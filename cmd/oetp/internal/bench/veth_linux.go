@@ -226,22 +226,11 @@ func (v *vethRaw) step(scenario, op string, cpu int) *step {
 	s.res = Result{Scenario: scenario, Name: "raw " + label + " " + where, Frames: label, Baseline: true}
 	s.round = func(d time.Duration, maxOps int64) error {
 		e := startEcho(v.far, v.replies, cpu, false)
-		errc := make(chan error, 1)
-		go func() {
-			// A fresh thread for each round; never unlocked, so a pinned
-			// thread ends with this goroutine.
-			if err := lockThread(cpu); err != nil {
-				errc <- err
-				return
-			}
+		// A fresh thread for each round.
+		err := onThread(cpu, func() error {
 			p := &rawPinger{s: v.near, req: req, rspLen: len(rsp), buf: make([]byte, 9216)}
-			if err := newMeter(false).run(warmTime, warmOps, 0, 0, p.roundTrip); err != nil {
-				errc <- err
-				return
-			}
-			errc <- s.m.run(d, maxOps, 2, bytesPerOp(op), p.roundTrip)
-		}()
-		err := <-errc
+			return s.m.runWarm(d, maxOps, 2, bytesPerOp(op), p.roundTrip)
+		})
 		if herr := e.halt(v.near, stopFrame(v.farMAC, v.nearMAC)); err == nil && herr != nil {
 			err = fmt.Errorf("raw echo: %w", herr)
 		}
@@ -345,20 +334,12 @@ func runVethMulticast(o *Options) (_ []Result, err error) {
 	rawGot := make([]int64, len(sinks))
 	blast := func() error { return rawM.write(frame) }
 	base.round = func(d time.Duration, maxOps int64) error {
-		errc := make(chan error, 1)
 		before := make([]int64, len(sinks))
 		for i, k := range sinks {
 			before[i] = k.frames.Load()
 		}
 		ops := base.m.ops
-		go func() {
-			if err := lockThread(-1); err != nil {
-				errc <- err
-				return
-			}
-			errc <- base.m.run(d, maxOps, 1, wire.MaxFragment, blast)
-		}()
-		err := <-errc
+		err := onThread(-1, func() error { return base.m.run(d, maxOps, 1, wire.MaxFragment, blast) })
 		time.Sleep(20 * time.Millisecond) // let the receivers drain
 		rawSent += base.m.ops - ops
 		for i, k := range sinks {

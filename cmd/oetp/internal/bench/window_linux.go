@@ -5,10 +5,7 @@ package bench
 import (
 	"fmt"
 	"io"
-	"net"
-	"os"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -69,13 +66,7 @@ func windowFrames(op string, near, far wire.MAC) (req, rsp []byte) {
 // or within the read timeout once stdin reaches its end (the parent is
 // gone).
 func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
-	ifi, err := net.InterfaceByName(ifname)
-	if err != nil {
-		return fmt.Errorf("windowed echo on %s: %w: list the interfaces with `ip link`", ifname, err)
-	}
-	var far wire.MAC
-	copy(far[:], ifi.HardwareAddr)
-	s, err := openRaw(ifi.Index)
+	s, far, err := openEchoSock("windowed echo", ifname)
 	if err != nil {
 		return err
 	}
@@ -145,20 +136,6 @@ func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
 		if stop {
 			return nil
 		}
-	}
-}
-
-// sendmmsgN sends messages i..k-1 of the batch; it returns how many went.
-func (b *mmsgBatch) sendmmsgN(fd, i, k int) (int, error) {
-	for {
-		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.msgs[i])), uintptr(k-i), 0, 0, 0)
-		switch e {
-		case 0:
-			return int(r), nil
-		case unix.EINTR:
-			continue
-		}
-		return 0, os.NewSyscallError("sendmmsg", e)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"testing"
 
-	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -18,13 +17,7 @@ import (
 // request's source, ignores what it has no reply for, and returns at the
 // stop frame.
 func TestWindowEcho(t *testing.T) {
-	n := netns.NewPair(t)
-	near, far := n.Host(0), n.Host(1)
-	s, err := openRawOn(near)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	near, far, s := echoPair(t)
 	_, _, done := startEchoProc(t, far, func(stdin io.Reader, out io.Writer) error { return WindowEcho(far.IfName(), stdin, out) })
 	wreq, wrsp := windowFrames(opDMAWrite, near.MAC(), far.MAC())
 	rreq, rrsp := windowFrames(opDMARead, near.MAC(), far.MAC())
