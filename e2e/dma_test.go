@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -79,7 +78,7 @@ func TestDMALengths(t *testing.T) {
 		p.snB.expect(t, "DMA_READ_REQ", wire.AppendDMAReadReq(nil, p.macB, p.macA, rid, addrs[i], uint32(n)))
 		p.snA.expect(t, "DMA_READ_RSP", wire.AppendDMAReadRsp(nil, p.macA, p.macB, rid, srcs[i]))
 		rid++
-		eqMem(t, "DMARead's slice", memSlice(dst), 0, srcs[i])
+		eqBytesAt(t, "DMARead's slice", 0, srcs[i], dst)
 	}
 	p.quiet(t)
 	wantStatus(t, "A", p.a, peerAB, endpoint.PeerStatus{})
@@ -162,17 +161,3 @@ func TestDMABlocks(t *testing.T) {
 	wantStatus(t, "A", p.a, peerAB, endpoint.PeerStatus{})
 	wantStatus(t, "B", p.b, peerBA, endpoint.PeerStatus{})
 }
-
-// memSlice is a byte slice as a memory.Space at address 0, for eqMem.
-type memSlice []byte
-
-func (m memSlice) ReadAt(p []byte, addr uint32) memory.Resp {
-	if uint64(addr)+uint64(len(p)) > uint64(len(m)) {
-		return memory.DECERR
-	}
-	copy(p, m[addr:])
-	return memory.OKAY
-}
-func (m memSlice) WriteAt(p []byte, addr uint32) memory.Resp     { return memory.SLVERR }
-func (m memSlice) ReadWord(addr uint32) (uint32, bool)           { return 0, false }
-func (m memSlice) WriteWord(addr uint32, data, mask uint32) bool { return false }

@@ -222,14 +222,22 @@ func eqMem(t testing.TB, what string, space memory.Space, addr uint32, want []by
 	if r := space.ReadAt(got, addr); r != memory.OKAY {
 		t.Fatalf("%s: reading %d bytes at %#x: %v", what, len(want), addr, r)
 	}
-	if !bytes.Equal(want, got) {
-		i := 0
-		for want[i] == got[i] {
-			i++
-		}
-		t.Fatalf("%s: %d bytes at %#x differ from byte %d (address %#x): want % x, got % x",
-			what, len(want), addr, i, addr+uint32(i), want[i:min(len(want), i+16)], got[i:min(len(got), i+16)])
+	eqBytesAt(t, what, addr, want, got)
+}
+
+// eqBytesAt fails the test unless got, the bytes at addr, equals want,
+// naming the first byte that differs.
+func eqBytesAt(t testing.TB, what string, addr uint32, want, got []byte) {
+	t.Helper()
+	if bytes.Equal(want, got) {
+		return
 	}
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	t.Fatalf("%s: %d bytes at %#x (want %d) differ from byte %d (address %#x): want % x, got % x",
+		what, len(got), addr, len(want), i, addr+uint32(i), want[i:min(len(want), i+16)], got[i:min(len(got), i+16)])
 }
 
 // random returns n deterministic pseudo-random bytes.

@@ -61,7 +61,7 @@ func TestMTU1500(t *testing.T) {
 		p.snA.expect(t, fmt.Sprintf("read fragment %d response", k), wire.AppendDMAReadRsp(nil, p.macA, p.macB, rid, src[1480*k:1480*k+n]))
 		rid++
 	}
-	eqMem(t, "read back", memSlice(dst), 0, src)
+	eqBytesAt(t, "read back", 0, src, dst)
 
 	// MaxFragment 1484 is above the ceiling: refused before anything is
 	// sent, with no Request ID consumed. 1483 rounds down to 1480 and works.
