@@ -3,22 +3,13 @@ package frames
 import (
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"testing"
 )
 
 // FuzzDescribe: describe never panics, whatever the frame, ceiling and
 // expected length, and valid and problem always agree.
 func FuzzDescribe(f *testing.F) {
-	b, err := os.ReadFile("../../../../wire/testdata/vectors.json")
-	if err != nil {
-		f.Fatal(err)
-	}
-	var vs []golden
-	if err := json.Unmarshal(b, &vs); err != nil {
-		f.Fatal(err)
-	}
-	for _, v := range vs {
+	for _, v := range readVectors[golden](f, goldenV1) {
 		frame, _ := hex.DecodeString(v.FrameHex)
 		var e uint32
 		if v.ExpectLength != nil {
@@ -27,17 +18,7 @@ func FuzzDescribe(f *testing.F) {
 		f.Add(frame, uint16(v.MaxFrame), e, v.ExpectLength != nil)
 	}
 	// The reliable transport's vectors too.
-	if b, err = os.ReadFile("../../../../wire/reliable/testdata/vectors.json"); err != nil {
-		f.Fatal(err)
-	}
-	var rv []struct {
-		FrameHex string `json:"frame_hex"`
-		MaxFrame int    `json:"max_frame"`
-	}
-	if err := json.Unmarshal(b, &rv); err != nil {
-		f.Fatal(err)
-	}
-	for _, v := range rv {
+	for _, v := range readVectors[golden](f, goldenReliable) {
 		frame, _ := hex.DecodeString(v.FrameHex)
 		f.Add(frame, uint16(v.MaxFrame), uint32(0), false)
 	}

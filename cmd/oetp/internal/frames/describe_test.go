@@ -9,7 +9,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// golden is the part of wire/testdata/vectors.json this test uses.
+// The codec's golden vectors: v1's and the reliable transport's.
+const (
+	goldenV1       = "../../../../wire/testdata/vectors.json"
+	goldenReliable = "../../../../wire/reliable/testdata/vectors.json"
+)
+
+// readVectors reads the golden vectors at path into the fields of T.
+func readVectors[T any](t testing.TB, path string) []T {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []T
+	if err := json.Unmarshal(b, &vs); err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+// golden is the part of wire/testdata/vectors.json these tests use.
 type golden struct {
 	Name         string  `json:"name"`
 	FrameHex     string  `json:"frame_hex"`
@@ -39,14 +59,7 @@ type golden struct {
 // TestDescribeGoldenVectors describes every frame of the codec's golden
 // vectors and checks the description against the vector.
 func TestDescribeGoldenVectors(t *testing.T) {
-	b, err := os.ReadFile("../../../../wire/testdata/vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vs []golden
-	if err := json.Unmarshal(b, &vs); err != nil {
-		t.Fatal(err)
-	}
+	vs := readVectors[golden](t, goldenV1)
 	if len(vs) < 90 {
 		t.Fatalf("only %d vectors", len(vs))
 	}
