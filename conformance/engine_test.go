@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/memory"
@@ -449,15 +450,7 @@ func (l *devLink) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 // ReadLoop hides the port's link.Looper, whose frames would bypass the
 // deviation: it loops over ReadBatch.
 func (l *devLink) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error {
-	for {
-		n, err := l.ReadBatch(bufs, sizes)
-		if err != nil {
-			return err
-		}
-		if !batch(n) {
-			return nil
-		}
-	}
+	return link.ReadBatches(l, bufs, sizes, batch)
 }
 
 func (l *devLink) Write(f []byte) error {
