@@ -317,6 +317,22 @@ const bridgeName = "br0"
 
 func portName(i int) string { return fmt.Sprintf("p%d", i) }
 
+// veth creates a veth from host h's interface to port in ns, whose end
+// there has MAC peer.
+func (ns *nsHandle) veth(h *Host, port string, peer wire.MAC, mtu int) error {
+	veth := &netlink.Veth{
+		LinkAttrs:        netlink.LinkAttrs{Name: h.ifname, MTU: mtu, HardwareAddr: hw(h.mac)},
+		PeerName:         port,
+		PeerHardwareAddr: hw(peer),
+		PeerMTU:          uint32(mtu),
+		PeerNamespace:    netlink.NsFd(ns.fd),
+	}
+	if err := h.ns.nl.LinkAdd(veth); err != nil {
+		return fmt.Errorf("netns: create veth %s/%s: %w", h.name, port, err)
+	}
+	return nil
+}
+
 // buildRelay creates the relay namespace and, for host i, a veth from the
 // host's interface to p<i> there (MAC 02:0e:0c:00:02:<i>), without a bridge.
 func buildRelay(n *Net, topo Topology) error {
@@ -327,15 +343,8 @@ func buildRelay(n *Net, topo Topology) error {
 	n.sw, n.relay = &Host{name: "relay", ifname: RelayIfA, ns: ns}, true
 	for i, h := range n.hosts {
 		port := portName(i + 1)
-		veth := &netlink.Veth{
-			LinkAttrs:        netlink.LinkAttrs{Name: h.ifname, MTU: topo.MTU, HardwareAddr: hw(h.mac)},
-			PeerName:         port,
-			PeerHardwareAddr: hw(wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x02, byte(i + 1)}),
-			PeerMTU:          uint32(topo.MTU),
-			PeerNamespace:    netlink.NsFd(ns.fd),
-		}
-		if err := h.ns.nl.LinkAdd(veth); err != nil {
-			return fmt.Errorf("netns: create veth %s/%s: %w", h.name, port, err)
+		if err := ns.veth(h, port, wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x02, byte(i + 1)}, topo.MTU); err != nil {
+			return err
 		}
 		if err := ns.setUp(port, true); err != nil {
 			return err
@@ -370,15 +379,8 @@ func buildBridge(n *Net, topo Topology) error {
 	}
 	for i, h := range n.hosts {
 		port := portName(i + 1)
-		veth := &netlink.Veth{
-			LinkAttrs:        netlink.LinkAttrs{Name: h.ifname, MTU: topo.MTU, HardwareAddr: hw(h.mac)},
-			PeerName:         port,
-			PeerHardwareAddr: hw(wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, byte(i + 1)}),
-			PeerMTU:          uint32(topo.MTU),
-			PeerNamespace:    netlink.NsFd(ns.fd),
-		}
-		if err := h.ns.nl.LinkAdd(veth); err != nil {
-			return fmt.Errorf("netns: create veth %s/%s: %w", h.name, port, err)
+		if err := ns.veth(h, port, wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, byte(i + 1)}, topo.MTU); err != nil {
+			return err
 		}
 		pl, err := ns.link(port)
 		if err != nil {

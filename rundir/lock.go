@@ -48,6 +48,22 @@ type FileLock struct {
 	path string
 }
 
+// Release gives the lock up (see release for each system). Releasing twice
+// does nothing; it is safe for concurrent use.
+func (l *FileLock) Release() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := release(l.f, l.path)
+	l.f = nil
+	return err
+}
+
 // Path returns the lock file.
 func (l *FileLock) Path() string { return l.path }
 

@@ -2,7 +2,10 @@
 
 package rundir
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // TryLock fails: there is no flock(2) here.
 func TryLock(path string) (*FileLock, string, error) {
@@ -15,5 +18,5 @@ func RemoveStale(string) bool { return false }
 // ReadHolder knows nothing here.
 func ReadHolder(string) Holder { return Holder{UID: -1} }
 
-// Release does nothing: no lock is ever held here.
-func (l *FileLock) Release() error { return nil }
+// release is never reached: no lock is ever held here.
+func release(f *os.File, path string) error { return f.Close() }

@@ -152,28 +152,18 @@ func ReadHolder(path string) Holder {
 	return h
 }
 
-// Release gives the lock up: it removes the lock file, then closes it,
-// which releases the flock. Releasing twice does nothing; it is safe for
-// concurrent use.
-func (l *FileLock) Release() error {
-	if l == nil {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return nil
-	}
+// release removes the lock file, then closes it, which releases the
+// flock.
+func release(f *os.File, path string) error {
 	var err error
-	if samePath(l.f, l.path) {
-		err = os.Remove(l.path)
+	if samePath(f, path) {
+		err = os.Remove(path)
 		if errors.Is(err, os.ErrNotExist) {
 			err = nil
 		}
 	}
-	if cerr := l.f.Close(); err == nil {
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	l.f = nil
 	return err
 }

@@ -38,19 +38,10 @@ func ReadHolder(path string) Holder {
 	return Holder{PID: pid, Command: cmd, UID: -1}
 }
 
-// Release closes the lock file, which releases the lock.
-func (l *FileLock) Release() error {
-	if l == nil {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return nil
-	}
-	err := l.f.Close()
-	l.f = nil
-	if rerr := os.Remove(l.path); err == nil && !errors.Is(rerr, os.ErrNotExist) {
+// release closes the lock file, which releases the lock, then removes it.
+func release(f *os.File, path string) error {
+	err := f.Close()
+	if rerr := os.Remove(path); err == nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = rerr
 	}
 	return err
