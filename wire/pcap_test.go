@@ -10,33 +10,26 @@ import (
 
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/link/pcap/pcaptest"
 )
 
 const (
 	vectorsPcap = "testdata/vectors.pcap"
-	pcapSnaplen = 65535
-	pcapEpoch   = 1700000000 // packet i is stamped pcapEpoch+i seconds
 )
 
 // buildPcap writes the golden frames, one packet each, with fixed
 // timestamps so the file is reproducible.
 func buildPcap(t *testing.T, vs []vector) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	w, err := pcap.NewWriterFormat(&buf, pcap.Classic, pcapSnaplen)
-	if err != nil {
-		t.Fatal(err)
-	}
+	frames := make([][]byte, len(vs))
 	for i, v := range vs {
-		frame, err := hex.DecodeString(v.FrameHex)
+		f, err := hex.DecodeString(v.FrameHex)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.WritePacket(time.Unix(pcapEpoch+int64(i), 0), frame); err != nil {
-			t.Fatal(err)
-		}
+		frames[i] = f
 	}
-	return buf.Bytes()
+	return pcaptest.Golden(t, frames)
 }
 
 // TestGoldenPcap compares testdata/vectors.pcap with the frames of the
@@ -68,7 +61,7 @@ func TestGoldenPcap(t *testing.T) {
 		if err != nil {
 			t.Fatalf("packet %d (%s): %v", i, v.Name, err)
 		}
-		if !ts.Equal(time.Unix(pcapEpoch+int64(i), 0)) {
+		if !ts.Equal(time.Unix(pcaptest.GoldenEpoch+int64(i), 0)) {
 			t.Errorf("packet %d (%s): timestamp %v", i, v.Name, ts)
 		}
 		if hex.EncodeToString(frame) != v.FrameHex {

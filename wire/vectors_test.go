@@ -536,19 +536,6 @@ func buildVectors() []vector {
 	return s
 }
 
-// marshalVectors renders vectors the way testdata/vectors.json stores them.
-func marshalVectors(t testing.TB, vs []vector) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(vs); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // loadVectors reads testdata/vectors.json.
 func loadVectors(t testing.TB) []vector {
 	t.Helper()
@@ -566,7 +553,7 @@ func loadVectors(t testing.TB) []vector {
 // TestGoldenVectorsEncode regenerates every vector with the encoders and
 // compares it with testdata/vectors.json byte for byte.
 func TestGoldenVectorsEncode(t *testing.T) {
-	got := marshalVectors(t, buildVectors())
+	got := testutil.GoldenJSON(t, buildVectors())
 	if _, same := testutil.Golden(t, vectorsJSON, got, *update, regen); !same {
 		var gv []vector
 		if err := json.Unmarshal(got, &gv); err != nil {

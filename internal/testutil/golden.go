@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,4 +29,18 @@ func Golden(t testing.TB, path string, got []byte, update bool, regen string) (w
 		t.Fatalf("%v (generate it with: %s)", err, regen)
 	}
 	return want, bytes.Equal(got, want)
+}
+
+// GoldenJSON renders v as the golden JSON files store it: indented by two
+// spaces, with no HTML escaping, ending in a newline.
+func GoldenJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

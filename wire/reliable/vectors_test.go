@@ -8,12 +8,11 @@ import (
 	"flag"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openenoc/oetp/internal/testutil"
-	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/link/pcap/pcaptest"
 	"github.com/openenoc/oetp/wire"
 	"github.com/openenoc/oetp/wire/reliable"
 )
@@ -26,7 +25,6 @@ var update = flag.Bool("update", false, "rewrite testdata/vectors.json and testd
 const (
 	vectorsJSON = "testdata/vectors.json"
 	vectorsPcap = "testdata/vectors.pcap"
-	pcapEpoch   = 1700000000
 )
 
 var (
@@ -243,33 +241,12 @@ func decode(v vector, frame []byte) vector {
 	return v
 }
 
-func marshal(t testing.TB, vs []vector) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(vs); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 func pcapOf(t testing.TB, vs []vector) []byte {
-	var buf bytes.Buffer
-	w, err := pcap.NewWriterFormat(&buf, pcap.Classic, 65535)
-	if err != nil {
-		t.Fatal(err)
-	}
+	frames := make([][]byte, len(vs))
 	for i, v := range vs {
-		f, _ := hex.DecodeString(v.FrameHex)
-		if err := w.WritePacket(time.Unix(pcapEpoch+int64(i), 0), f); err != nil {
-			t.Fatal(err)
-		}
+		frames[i], _ = hex.DecodeString(v.FrameHex)
 	}
-	if err := w.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return pcaptest.Golden(t, frames)
 }
 
 // TestGoldenVectors regenerates every vector with the encoders and the
@@ -277,7 +254,7 @@ func pcapOf(t testing.TB, vs []vector) []byte {
 // byte.
 func TestGoldenVectors(t *testing.T) {
 	vs := buildVectors()
-	gotJSON, gotPcap := marshal(t, vs), pcapOf(t, vs)
+	gotJSON, gotPcap := testutil.GoldenJSON(t, vs), pcapOf(t, vs)
 	const regen = "go test ./wire/reliable -run Golden -update"
 	if wantJSON, same := testutil.Golden(t, vectorsJSON, gotJSON, *update, regen); !same {
 		var want []vector

@@ -2,6 +2,7 @@
 package pcaptest
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -58,4 +59,28 @@ func ReadRecords(t testing.TB, path string) (pcap.Format, []Record) {
 		}
 		records = append(records, Record{Time: ts, Frame: append([]byte(nil), fr...), LinkType: r.LinkType()})
 	}
+}
+
+// GoldenEpoch is the stamp of the first frame of a golden capture.
+const GoldenEpoch = 1700000000
+
+// Golden returns a classic pcap file (snaplen 65535) of frames, frame i
+// stamped GoldenEpoch+i seconds: a capture whose bytes depend only on the
+// frames, to compare with a golden file.
+func Golden(t testing.TB, frames [][]byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := pcap.NewWriterFormat(&buf, pcap.Classic, 65535)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range frames {
+		if err := w.WritePacket(time.Unix(GoldenEpoch+int64(i), 0), f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
