@@ -431,6 +431,14 @@ class Hub:
         self._tag = (self._tag + 1) & 0xFFFFFFFF or 1
         return self._tag
 
+    def _keep(self, n):
+        """Leave the ``n`` bytes a fast path received in the buffer for
+        _recv; none: the hub closed the connection after the request."""
+        if not n:
+            self._broken()
+            raise HubGone("the hub closed the connection", True)
+        self._pending = n
+
     def _recv(self, tag, parts=None):
         """The reply to request ``tag``: its result bytes (a memoryview of a
         buffer of its own). Raises OpError or HubError for a failure. With
@@ -636,21 +644,17 @@ class Device:
         h = self._hub
         with h._lock:
             h._begin(self.deadline())
-            h._tag = tag = (h._tag + 1) & 0xFFFFFFFF or 1
-            sock = h._sock
+            tag = h._next_tag()
             try:
-                sock.sendall(_REQ_READ.pack(12, READ, 0, self.handle, tag, addr))
+                h._sock.sendall(_REQ_READ.pack(12, READ, 0, self.handle, tag, addr))
                 h._sent = True
                 if not h._pending:
-                    n = sock.recv_into(h._buf)
+                    n = h._sock.recv_into(h._buf)
                     if n == 20:
                         length, typ, _, _, rtag, status, _, mlen, value = _RSP_READ.unpack_from(h._buf)
                         if length == 16 and typ == READ | 0x80 and rtag == tag and not status and not mlen:
                             return value
-                    if not n:
-                        h._broken()
-                        raise HubGone("the hub closed the connection", True)
-                    h._pending = n
+                    h._keep(n)
                 res = h._recv(tag)
             except OSError as e:
                 raise h._failed(e) from None
@@ -667,21 +671,17 @@ class Device:
         h = self._hub
         with h._lock:
             h._begin(self.deadline())
-            h._tag = tag = (h._tag + 1) & 0xFFFFFFFF or 1
-            sock = h._sock
+            tag = h._next_tag()
             try:
-                sock.sendall(_REQ_WRITE.pack(20, WRITE, 0, self.handle, tag, addr, value, mask))
+                h._sock.sendall(_REQ_WRITE.pack(20, WRITE, 0, self.handle, tag, addr, value, mask))
                 h._sent = True
                 if not h._pending:
-                    n = sock.recv_into(h._buf)
+                    n = h._sock.recv_into(h._buf)
                     if n == 16:
                         length, typ, _, _, rtag, status, _, mlen = _RSP_WRITE.unpack_from(h._buf)
                         if length == 12 and typ == WRITE | 0x80 and rtag == tag and not status and not mlen:
                             return
-                    if not n:
-                        h._broken()
-                        raise HubGone("the hub closed the connection", True)
-                    h._pending = n
+                    h._keep(n)
                 h._recv(tag)
             except OSError as e:
                 raise h._failed(e) from None

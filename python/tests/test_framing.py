@@ -8,6 +8,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -64,65 +65,51 @@ class FakeHub:
 
 
 class FramingTest(unittest.TestCase):
+    def fake(self, replies, chunk=None):
+        """A FakeHub closed when the test ends."""
+        fh = FakeHub(replies, chunk)
+        self.addCleanup(fh.close)
+        return fh
+
     def test_split_replies(self):
-        fh = FakeHub([lambda t: reply(_client.READ, t, result=struct.pack("<I", 0xC0FFEE01)),
-                      lambda t: reply(_client.WRITE, t),
-                      lambda t: reply(_client.READ, t, status=12, msg=b"read 0x00200000: REMOTE_AXI_RD_SLVERR (12)")],
-                     chunk=1)
-        try:
-            self.assertEqual(fh.dev.read(0x10), 0xC0FFEE01)
-            fh.dev.write(0x10, 1)
-            with self.assertRaises(oetp.OpError) as cm:
-                fh.dev.read(0x200000)
-            self.assertEqual((cm.exception.code, cm.exception.name), (12, "REMOTE_AXI_RD_SLVERR"))
-        finally:
-            fh.close()
+        fh = self.fake([lambda t: reply(_client.READ, t, result=struct.pack("<I", 0xC0FFEE01)),
+                        lambda t: reply(_client.WRITE, t),
+                        lambda t: reply(_client.READ, t, status=12, msg=b"read 0x00200000: REMOTE_AXI_RD_SLVERR (12)")],
+                       chunk=1)
+        self.assertEqual(fh.dev.read(0x10), 0xC0FFEE01)
+        fh.dev.write(0x10, 1)
+        with self.assertRaises(oetp.OpError) as cm:
+            fh.dev.read(0x200000)
+        self.assertEqual((cm.exception.code, cm.exception.name), (12, "REMOTE_AXI_RD_SLVERR"))
 
     def test_error_on_fast_path(self):
         # A whole 20-byte reply that is not OK: the fast path hands it on.
-        fh = FakeHub([lambda t: reply(_client.READ, t, status=8, result=b"")[:16] + b"\0\0\0\0"])
-        try:
-            with self.assertRaises(oetp.OpError) as cm:
-                fh.dev.read(0x10)
-            self.assertEqual(cm.exception.name, "TIMEOUT")
-        finally:
-            fh.close()
+        fh = self.fake([lambda t: reply(_client.READ, t, status=8, result=b"")[:16] + b"\0\0\0\0"])
+        with self.assertRaises(oetp.OpError) as cm:
+            fh.dev.read(0x10)
+        self.assertEqual(cm.exception.name, "TIMEOUT")
 
     def test_big_reply(self):
         data = os.urandom((1 << 16) + 12345)
         res = struct.pack("<II", len(data), 2) + data
-        fh = FakeHub([lambda t: reply(_client.READ_BLOCK, t, result=res)] * 2, chunk=7000)
-        try:
-            self.assertEqual(fh.dev.read_block(0, len(data)), data)
-            self.assertEqual(fh.dev.read_block(0, len(data)), data)
-        finally:
-            fh.close()
+        fh = self.fake([lambda t: reply(_client.READ_BLOCK, t, result=res)] * 2, chunk=7000)
+        self.assertEqual(fh.dev.read_block(0, len(data)), data)
+        self.assertEqual(fh.dev.read_block(0, len(data)), data)
 
-    def test_wrong_tag(self):
-        fh = FakeHub([lambda t: reply(_client.READ, t + 1, result=b"\0\0\0\0")])
-        try:
-            with self.assertRaises(oetp.Error) as cm:
-                fh.dev.read(0x10)
-            self.assertIn("tag", str(cm.exception))
-        finally:
-            fh.close()
-
-    def test_closed(self):
-        # The hub goes after half a reply, and after none.
-        fh = FakeHub([lambda t: reply(_client.READ, t, result=b"\0\0\0\0")[:15]])
-        try:
-            with self.assertRaises(oetp.Error) as cm:
-                fh.dev.read(0x10)
-            self.assertIn("closed", str(cm.exception))
-        finally:
-            fh.close()
-        fh = FakeHub([lambda t: b""])
-        try:
-            with self.assertRaises(oetp.Error) as cm:
-                fh.dev.write(0x10, 1)
-            self.assertIn("closed", str(cm.exception))
-        finally:
-            fh.close()
+    def test_broken_replies(self):
+        # A reply with another tag; the hub gone after half a reply, and
+        # after none.
+        cases = [
+            ("wrong tag", lambda t: reply(_client.READ, t + 1, result=b"\0\0\0\0"), lambda d: d.read(0x10), "tag"),
+            ("half a reply", lambda t: reply(_client.READ, t, result=b"\0\0\0\0")[:15], lambda d: d.read(0x10), "closed"),
+            ("no reply", lambda t: b"", lambda d: d.write(0x10, 1), "closed"),
+        ]
+        for name, script, op, want in cases:
+            with self.subTest(name):
+                fh = self.fake([script])
+                with self.assertRaises(oetp.Error) as cm:
+                    op(fh.dev)
+                self.assertIn(want, str(cm.exception))
 
     def test_error_detail(self):
         # A failed block carries the engine's error whole.
@@ -130,77 +117,58 @@ class FramingTest(unittest.TestCase):
         detail += struct.pack("<H", 9) + b"DMA write" + struct.pack("<H", 3) + b"why"
         body = struct.pack("<BBH", 14, 3, 1) + b"m" + struct.pack("<H", len(detail)) + detail + struct.pack("<II", 8160, 1)
         rep = struct.pack("<IBBHI", 8 + len(body), _client.WRITE_BLOCK | 0x80, 0, 0, 0)
-        fh = FakeHub([lambda t: rep[:8] + struct.pack("<I", t) + body])
-        try:
-            with self.assertRaises(oetp.OpError) as cm:
-                fh.dev.write_block(0x1FE020, b"\0" * 16320)
-            e = cm.exception
-            self.assertEqual((e.code, e.name, e.maybe_executed, e.outcome_unknown, e.addr, e.bytes, e.fragments, e.op, e.cause, e.cause_text),
-                             (14, "REMOTE_AXI_WR_SLVERR", True, False, 0x200000, 8160, 1, "DMA write", "memory", "why"))
-        finally:
-            fh.close()
+        fh = self.fake([lambda t: rep[:8] + struct.pack("<I", t) + body])
+        with self.assertRaises(oetp.OpError) as cm:
+            fh.dev.write_block(0x1FE020, b"\0" * 16320)
+        e = cm.exception
+        self.assertEqual((e.code, e.name, e.maybe_executed, e.outcome_unknown, e.addr, e.bytes, e.fragments, e.op, e.cause, e.cause_text),
+                         (14, "REMOTE_AXI_WR_SLVERR", True, False, 0x200000, 8160, 1, "DMA write", "memory", "why"))
 
     def test_hub_gone(self):
         # The hub dies after reading the request: the outcome is unknown,
         # and no socket exception reaches the caller.
-        fh = FakeHub([lambda t: b""])
-        try:
-            fh.peer.close()
-            with self.assertRaises(oetp.HubGone) as cm:
-                fh.dev.write(0x10, 1)
-            self.assertTrue(cm.exception.maybe_executed)
-            with self.assertRaises(oetp.HubGone) as cm:
-                fh.dev.read(0x10)
-            self.assertFalse(cm.exception.maybe_executed)
-        finally:
-            fh.close()
+        fh = self.fake([lambda t: b""])
+        fh.peer.close()
+        with self.assertRaises(oetp.HubGone) as cm:
+            fh.dev.write(0x10, 1)
+        self.assertTrue(cm.exception.maybe_executed)
+        with self.assertRaises(oetp.HubGone) as cm:
+            fh.dev.read(0x10)
+        self.assertFalse(cm.exception.maybe_executed)
 
     def test_frozen_hub(self):
         # The hub reads the request and never answers: Timeout within the
         # deadline, maybe executed.
         hold = threading.Event()
-        fh = FakeHub([lambda t: (hold.wait(10), b"")[1]])
+        fh = self.fake([lambda t: (hold.wait(10), b"")[1]])
+        self.addCleanup(hold.set)  # before the close: the script ends
         fh.hub.timeout = 0.3
-        try:
-            import time
-            t0 = time.monotonic()
-            with self.assertRaises(oetp.Timeout) as cm:
-                fh.dev.read(0x10)
-            took = time.monotonic() - t0
-            self.assertTrue(cm.exception.maybe_executed)
-            self.assertLess(took, 2)
-            with self.assertRaises(oetp.HubGone):
-                fh.dev.read(0x10)
-        finally:
-            hold.set()
-            fh.close()
+        t0 = time.monotonic()
+        with self.assertRaises(oetp.Timeout) as cm:
+            fh.dev.read(0x10)
+        took = time.monotonic() - t0
+        self.assertTrue(cm.exception.maybe_executed)
+        self.assertLess(took, 2)
+        with self.assertRaises(oetp.HubGone):
+            fh.dev.read(0x10)
 
     def test_default_deadline(self):
-        fh = FakeHub([])
-        try:
-            self.assertEqual(fh.dev.deadline(), _client.DEADLINE_MARGIN + 1.0)
-            self.assertEqual(fh.dev.deadline(4096), _client.DEADLINE_MARGIN + 5.0)
-        finally:
-            fh.close()
+        fh = self.fake([])
+        self.assertEqual(fh.dev.deadline(), _client.DEADLINE_MARGIN + 1.0)
+        self.assertEqual(fh.dev.deadline(4096), _client.DEADLINE_MARGIN + 5.0)
 
     def test_notice(self):
         # The hub's notice (tag 0) before it closes: nothing ran.
-        fh = FakeHub([lambda t: reply(0x01, 0, status=0x8A, msg=b"idle")])
-        try:
-            with self.assertRaises(oetp.HubError) as cm:
-                fh.dev.read(0x10)
-            self.assertEqual(cm.exception.name, "IDLE")
-            self.assertFalse(cm.exception.maybe_executed)
-        finally:
-            fh.close()
+        fh = self.fake([lambda t: reply(0x01, 0, status=0x8A, msg=b"idle")])
+        with self.assertRaises(oetp.HubError) as cm:
+            fh.dev.read(0x10)
+        self.assertEqual(cm.exception.name, "IDLE")
+        self.assertFalse(cm.exception.maybe_executed)
 
     def test_usage(self):
-        fh = FakeHub([])
-        try:
-            with self.assertRaises(oetp.UsageError):
-                fh.dev.read_block(0, _client.MAX_BLOCK + 1)
-        finally:
-            fh.close()
+        fh = self.fake([])
+        with self.assertRaises(oetp.UsageError):
+            fh.dev.read_block(0, _client.MAX_BLOCK + 1)
 
 
 if __name__ == "__main__":
