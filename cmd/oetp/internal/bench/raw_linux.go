@@ -231,37 +231,44 @@ func (e *rawEcho) loop(cpu int) {
 		e.done <- err
 		return
 	}
+	e.done <- e.s.readUntil(&e.stop, func(f []byte) error {
+		if len(f) < wire.ParamOffset {
+			return nil
+		}
+		if rsp := e.replies[f[15]]; rsp != nil {
+			if e.toSource {
+				copy(rsp[:6], f[6:12])
+			}
+			if err := e.s.write(rsp); err != nil {
+				return err
+			}
+			e.echoed.Add(1)
+		}
+		return nil
+	})
+}
+
+// readUntil reads frames from s on the calling thread and gives each one
+// to frame until a stop frame, a read timeout with stop set, or an error of
+// a read or of frame, which it returns.
+func (s *rawSock) readUntil(stop *atomic.Bool, frame func(f []byte) error) error {
 	buf := make([]byte, 9216)
 	for {
-		n, err := e.s.read(buf)
+		n, err := s.read(buf)
 		if err == errRawTimeout {
-			if e.stop.Load() {
-				e.done <- nil
-				return
+			if stop.Load() {
+				return nil
 			}
 			continue
 		}
 		if err != nil {
-			e.done <- err
-			return
+			return err
 		}
-		if n < wire.ParamOffset {
-			continue
+		if n >= wire.ParamOffset && buf[15] == stopCmd {
+			return nil
 		}
-		c := buf[15]
-		if c == stopCmd {
-			e.done <- nil
-			return
-		}
-		if rsp := e.replies[c]; rsp != nil {
-			if e.toSource {
-				copy(rsp[:6], buf[6:12])
-			}
-			if err := e.s.write(rsp); err != nil {
-				e.done <- err
-				return
-			}
-			e.echoed.Add(1)
+		if err := frame(buf[:n]); err != nil {
+			return err
 		}
 	}
 }
@@ -315,26 +322,7 @@ func startSink(s *rawSock) *rawSink {
 	k := &rawSink{s: s, done: make(chan error, 1)}
 	go func() {
 		_ = lockThread(-1)
-		buf := make([]byte, 9216)
-		for {
-			n, err := k.s.read(buf)
-			if err == errRawTimeout {
-				if k.stop.Load() {
-					k.done <- nil
-					return
-				}
-				continue
-			}
-			if err != nil {
-				k.done <- err
-				return
-			}
-			if n >= wire.ParamOffset && buf[15] == stopCmd {
-				k.done <- nil
-				return
-			}
-			k.frames.Add(1)
-		}
+		k.done <- k.s.readUntil(&k.stop, func([]byte) error { k.frames.Add(1); return nil })
 	}()
 	return k
 }
