@@ -25,9 +25,12 @@ type Endpoint struct {
 	tracker link.Tracker    // nil when the link does not track requests; see dropped
 	batcher link.Batcher    // nil when the link cannot; see runBlock
 	carrier link.Carrier    // nil when the link carries no request; see initiator.send
-	mem     memory.Space
-	inline  bool           // mem is memory.Immediate: the receive loop serves requests itself
-	toucher memory.Toucher // mem, when warm, inline and a memory.Toucher; see prefetch
+	// offReader is the link's ReadBatchAt (link.OffsetReader), which the
+	// receive loop uses instead of ReadBatch; nil when it has none.
+	offReader link.OffsetReader
+	mem       memory.Space
+	inline    bool           // mem is memory.Immediate: the receive loop serves requests itself
+	toucher   memory.Toucher // mem, when warm, inline and a memory.Toucher; see prefetch
 	// warm: the link busy-polls (link.Spinner), so the receive loop spends
 	// time it would spin anyway touching the memory of the next DMA
 	// fragment (chainState.ahead, prefetch). A loop that would sleep
@@ -118,6 +121,7 @@ func New(l link.Link, mem memory.Space, cfg Config) (*Endpoint, error) {
 	e.tracker, _ = l.(link.Tracker)
 	e.batcher, _ = l.(link.Batcher)
 	e.carrier, _ = l.(link.Carrier)
+	e.offReader, _ = l.(link.OffsetReader)
 	e.inline = memory.IsImmediate(mem)
 	if s, ok := l.(link.Spinner); ok && s.BusyPoll() > 0 {
 		e.warm = true

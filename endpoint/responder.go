@@ -21,7 +21,7 @@ import (
 // DMA_READ_REQ's data is read completely before the response is sent, so a
 // read error always becomes an ERROR_RSP, never a truncated response.
 func (e *Endpoint) serve(w *worker) (reply bool) {
-	f := wire.Frame(w.buf[:w.n])
+	f := wire.Frame(w.frame())
 	cmd := w.cls.Cmd
 	cause := e.check(w, f)
 	if cause == 0 && e.epoch.Load() == w.epoch {
@@ -143,7 +143,7 @@ func (e *Endpoint) readFailed(w *worker) {
 	e.record(w.peer, code)
 	e.st.responderFail.Add(1)
 	e.raiseResponder(PeerDMAComplete, w.peer, code)
-	f := wire.Frame(w.buf[:w.n])
+	f := wire.Frame(w.frame())
 	w.tx = wire.AppendErrorRsp(w.tx[:0], f.Src(), w.cfg.MAC, f.RequestID(), cause)
 	w.cause = cause
 	e.reply(w)

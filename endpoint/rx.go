@@ -14,6 +14,7 @@ import (
 // It is owned by whichever worker holds the receive role.
 type rxRing struct {
 	bufs  [][]byte // bufLen bytes each; a buffer handed away is replaced by the taker's
+	offs  []int    // where each frame starts in its buffer (link.OffsetReader; else 0)
 	sizes []int
 	n, i  int    // frames in the batch, next frame
 	epoch uint64 // the Reset epoch the batch was read in
@@ -23,6 +24,7 @@ type rxRing struct {
 func (r *rxRing) init(bufLen int) {
 	r.bufs = make([][]byte, rxBatch)
 	r.sizes = make([]int, rxBatch)
+	r.offs = make([]int, rxBatch)
 	for i := range r.bufs {
 		r.bufs[i] = make([]byte, bufLen)
 	}
@@ -32,7 +34,8 @@ func (r *rxRing) init(bufLen int) {
 // role; a worker that admits a request hands the role to an idle worker and
 // serves the request itself.
 type worker struct {
-	buf   []byte // the admitted request frame (swapped out of the ring)
+	buf   []byte // the admitted request frame, buf[off:off+n] (swapped out of the ring)
+	off   int
 	tx    []byte // the reply frame
 	n     int
 	cause uint32 // the wire cause of the ERROR_RSP in tx, 0 for a success response
@@ -89,7 +92,7 @@ func (e *Endpoint) respond(w *worker) {
 	if reply {
 		e.reply(w)
 	} else if !w.group {
-		e.dropped(w.buf[:w.n]) // a Reset came while it was served
+		e.dropped(w.frame()) // a Reset came while it was served
 	}
 	if w.aheadN != 0 {
 		// Off the critical path: the reply is out, and the initiator
@@ -128,7 +131,12 @@ func (e *Endpoint) receive(w *worker) bool {
 			}
 		} else {
 			var n int
-			if n, err = e.link.ReadBatch(r.bufs, r.sizes); err == nil {
+			if e.offReader != nil {
+				n, err = e.offReader.ReadBatchAt(r.bufs, r.offs, r.sizes)
+			} else {
+				n, err = e.link.ReadBatch(r.bufs, r.sizes)
+			}
+			if err == nil {
 				e.received(n)
 			}
 		}
@@ -184,7 +192,7 @@ func (e *Endpoint) step(w *worker) bool {
 		e.st.dropReset.Add(uint64(r.n - i))
 		if e.tracker != nil {
 			for j := i; j < r.n; j++ {
-				e.dropped(r.bufs[j][:r.sizes[j]])
+				e.dropped(r.frame(j))
 			}
 		}
 		r.i = r.n
@@ -210,7 +218,7 @@ func (e *Endpoint) step(w *worker) bool {
 // request has been admitted to w (the frame's buffer now belongs to w).
 func (e *Endpoint) admit(w *worker, i int) bool {
 	r := &e.rx
-	f := r.bufs[i][:r.sizes[i]]
+	f := r.frame(i)
 	cfg := e.cfg.Load()
 	cls := wire.Classify(f, e.maxFrame)
 	switch cls.Kind {
@@ -222,7 +230,7 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 			e.st.dropTooLong.Add(1) // truncated by the ring buffer: never deliver a partial frame
 		} else if !admitRaw(cfg, wire.Frame(f).Dst()) {
 			e.st.dropRawPolicy.Add(1)
-		} else if e.raw.put(&r.bufs[i], len(f)) {
+		} else if e.raw.put(&r.bufs[i], r.toStart(i)) {
 			r.woke = true // a RecvRaw caller may be waiting
 			e.st.rawReceived.Add(1)
 		} else {
@@ -293,6 +301,7 @@ func (e *Endpoint) admit(w *worker, i int) bool {
 	}
 	e.serving.Add(1)
 	w.buf, r.bufs[i] = r.bufs[i], w.buf
+	w.off = r.offs[i]
 	w.n, w.cls, w.peer, w.peerEntry, w.group, w.cfg, w.epoch = len(f), cls, peer, pt.entries[peer], group, cfg, r.epoch
 	return true
 }
@@ -313,4 +322,20 @@ func (e *Endpoint) match(f []byte, cls wire.Class, i int) {
 	if e.in.deliver(f, cls) {
 		e.rx.woke = true
 	}
+}
+
+// frame returns frame i of the ring.
+func (r *rxRing) frame(i int) []byte { return r.bufs[i][r.offs[i] : r.offs[i]+r.sizes[i]] }
+
+// frame returns the request frame admitted to w.
+func (w *worker) frame() []byte { return w.buf[w.off : w.off+w.n] }
+
+// toStart moves frame i to the start of its buffer, where the raw queue
+// takes it, and returns its length.
+func (r *rxRing) toStart(i int) int {
+	if r.offs[i] != 0 {
+		copy(r.bufs[i], r.frame(i))
+		r.offs[i] = 0
+	}
+	return r.sizes[i]
 }

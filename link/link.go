@@ -17,8 +17,8 @@
 // specification counts frames.
 //
 // Besides Link, a link may implement optional interfaces that the endpoint
-// looks for: Filter, Spinner, Looper, FillWriter, Tracker, Batcher and
-// Carrier. A link that wraps another (a pcap capture, a lossy or paced
+// looks for: Filter, Spinner, Looper, FillWriter, OffsetReader, Tracker,
+// Batcher and Carrier. A link that wraps another (a pcap capture, a lossy or paced
 // wire) is built with Wrap, which forwards every one of them that the
 // wrapped link implements, and no other, except Tracker, Batcher and
 // Carrier: the link that implements them (link/rlink) is the one the
@@ -146,6 +146,17 @@ type Tracker interface {
 	// Dropped tells the link that the request frame f, as ReadBatch or
 	// ReadLoop delivered it, will not be answered. It must not keep f.
 	Dropped(f []byte)
+}
+
+// OffsetReader is implemented by links that deliver a frame where it lies
+// in the buffer it was received into rather than moving it to the start
+// (link/rlink: the v1 frame a reliable DATA frame carries starts 20 bytes
+// in), so that its payload is copied once, out of the buffer, by the
+// reader. ReadBatchAt is ReadBatch with frame i at bufs[i][offs[i]:
+// offs[i]+sizes[i]]; it may reorder the buffers in bufs (never replace
+// them), and each has at least MaxFrame+1 bytes.
+type OffsetReader interface {
+	ReadBatchAt(bufs [][]byte, offs, sizes []int) (int, error)
 }
 
 // Carrier is implemented by links that carry requests to some peers

@@ -39,11 +39,13 @@ type Hooks struct {
 // goes to inner's when there is no Write hook; with one, the data is
 // filled into the caller's frame, which then takes the path of Write
 // through the hook (so the hook sees, delays, drops or records the whole
-// frame, as for Write). Every wrapper is also a Tracker, a Batcher and a
-// Carrier: Dropped, Hold, Release and SetLost reach inner when it
-// implements them and do nothing otherwise; Carries is inner's answer when
-// there is no Write hook, and false with one (a hook may drop or delay a
-// request that inner then never carries: the endpoint keeps its timer). The result's Unwrap returns inner, for its own
+// frame, as for Write). Every wrapper is also a Tracker, a Batcher, a
+// Carrier and an OffsetReader: Dropped, Hold, Release and SetLost reach
+// inner when it implements them and do nothing otherwise; Carries is
+// inner's answer when there is no Write hook, and false with one (a hook
+// may drop or delay a request that inner then never carries: the endpoint
+// keeps its timer); ReadBatchAt is inner's, or its ReadBatch with every
+// frame at offset 0. The result's Unwrap returns inner, for its own
 // methods (such as Stats).
 //
 // Wrap allocates nothing per frame: a Write through the wrapper costs one
@@ -203,6 +205,29 @@ type wrapped struct {
 func (w *wrapped) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 	n, err := w.inner.ReadBatch(bufs, sizes)
 	if n > 0 && w.h.Read != nil {
+		w.h.Read(bufs, sizes, n)
+	}
+	return n, err
+}
+
+// ReadBatchAt (OffsetReader) is inner's ReadBatchAt when it has one, the
+// frames moved to the start of their buffers first when a Read hook is to
+// see them; otherwise ReadBatch, every frame at offset 0.
+func (w *wrapped) ReadBatchAt(bufs [][]byte, offs, sizes []int) (int, error) {
+	o, ok := w.inner.(OffsetReader)
+	if !ok {
+		n, err := w.ReadBatch(bufs, sizes)
+		clear(offs[:n])
+		return n, err
+	}
+	n, err := o.ReadBatchAt(bufs, offs, sizes)
+	if n > 0 && w.h.Read != nil {
+		for i := range n {
+			if offs[i] != 0 {
+				copy(bufs[i], bufs[i][offs[i]:offs[i]+sizes[i]])
+				offs[i] = 0
+			}
+		}
 		w.h.Read(bufs, sizes, n)
 	}
 	return n, err

@@ -83,7 +83,8 @@ var capabilities = map[string]reflect.Type{
 var everyWrapper = map[string]reflect.Type{
 	"Tracker": reflect.TypeFor[link.Tracker](),
 	"Batcher": reflect.TypeFor[link.Batcher](),
-	"Carrier": reflect.TypeFor[link.Carrier](),
+	"Carrier":      reflect.TypeFor[link.Carrier](),
+	"OffsetReader": reflect.TypeFor[link.OffsetReader](),
 }
 
 // trackPart is a Tracker and a Batcher that records the calls.
@@ -91,6 +92,7 @@ type trackPart struct {
 	dropped         [][]byte
 	holds, releases int
 	lost            func(wire.MAC, uint32, bool)
+	b               *base
 }
 
 func (p *trackPart) Dropped(f []byte) { p.dropped = append(p.dropped, bytes.Clone(f)) }
@@ -101,13 +103,22 @@ func (p *trackPart) Carries(dst wire.MAC) bool {
 }
 func (p *trackPart) SetLost(fn func(wire.MAC, uint32, bool)) { p.lost = fn }
 
+// ReadBatchAt delivers base's frames 3 bytes in.
+func (p *trackPart) ReadBatchAt(bufs [][]byte, offs, sizes []int) (int, error) {
+	n, err := p.b.ReadBatch(bufs, sizes)
+	for i := range n {
+		offs[i], sizes[i] = 3, sizes[i]-3
+	}
+	return n, err
+}
+
 // Dropped, Hold, Release, Carries and SetLost go through a wrapper, and
 // through a wrapper of a wrapper, to the link that implements them; around
 // a link that does not, they do nothing (Carries: false), and a wrapper
 // with a Write hook carries nothing.
 func TestWrapForwardsTrackerAndBatcher(t *testing.T) {
 	b := &base{}
-	tp := &trackPart{}
+	tp := &trackPart{b: b}
 	inner := &struct {
 		*base
 		*trackPart
@@ -138,6 +149,31 @@ func TestWrapForwardsTrackerAndBatcher(t *testing.T) {
 	hooked := link.Wrap(inner, link.Hooks{Write: func(fs [][]byte, next func([][]byte) (int, error)) (int, error) { return next(fs) }})
 	if hooked.(link.Carrier).Carries(carried) {
 		t.Fatal("a wrapper with a Write hook carries requests")
+	}
+	// ReadBatchAt: inner's frames where they lie; with a Read hook,
+	// moved to the start of their buffers for the hook; around a link
+	// without it, ReadBatch's frames at offset 0.
+	var seen []byte
+	hook := link.Hooks{Read: func(bufs [][]byte, sizes []int, n int) { seen = bytes.Clone(bufs[0][:sizes[0]]) }}
+	for _, c := range []struct {
+		name string
+		w    link.Link
+		off  int
+		want []byte
+	}{
+		{"wrapped twice", w, 3, []byte{1, 2, 3}},
+		{"with a Read hook", link.Wrap(inner, hook), 0, []byte{1, 2, 3}},
+		{"around ReadBatch", link.Wrap(b, link.Hooks{}), 0, []byte{9, 9, 9, 1, 2, 3}},
+	} {
+		b.in = [][]byte{{9, 9, 9, 1, 2, 3}}
+		bufs, offs, sizes := [][]byte{make([]byte, 16)}, []int{7}, []int{0}
+		n, err := c.w.(link.OffsetReader).ReadBatchAt(bufs, offs, sizes)
+		if got := bufs[0][offs[0] : offs[0]+sizes[0]]; n != 1 || err != nil || offs[0] != c.off || !bytes.Equal(got, c.want) {
+			t.Errorf("%s: ReadBatchAt %d %v, frame at %d: % x; want 1 frame % x at %d", c.name, n, err, offs[0], got, c.want, c.off)
+		}
+	}
+	if !bytes.Equal(seen, []byte{1, 2, 3}) {
+		t.Errorf("the Read hook saw % x, want 01 02 03", seen)
 	}
 	plain := link.Wrap(b, link.Hooks{})
 	plain.(link.Tracker).Dropped(f)

@@ -9,6 +9,7 @@ import (
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/wire"
+	"github.com/openenoc/oetp/wire/reliable"
 )
 
 // linkPair joins A and B by the in-memory switch, each through an rlink
@@ -25,19 +26,35 @@ func linkPair(t *testing.T, seed int64) (pa, pb *mem.Port, la, lb *rlink.Link) {
 	return pa, pb, la, lb
 }
 
-// reader reads l in its own goroutine and hands each frame over, copied.
-func reader(t *testing.T, l *rlink.Link) <-chan []byte {
+// reader reads l in its own goroutine and hands each frame over, copied;
+// with at, through ReadBatchAt, each frame after its offset in the buffer
+// it was received into, as a string of two bytes.
+func reader(t *testing.T, l *rlink.Link, at bool) <-chan []byte {
 	c := make(chan []byte, 64)
 	go func() {
 		defer close(c)
-		bufs, sizes := [][]byte{make([]byte, 9000)}, []int{0}
+		bufs, offs, sizes := [][]byte{make([]byte, 9000), make([]byte, 9000)}, []int{0, 0}, []int{0, 0}
+		own := [2]*byte{&bufs[0][0], &bufs[1][0]}
 		for {
-			n, err := l.ReadBatch(bufs, sizes)
+			var n int
+			var err error
+			if at {
+				n, err = l.ReadBatchAt(bufs, offs, sizes)
+			} else {
+				n, err = l.ReadBatch(bufs, sizes)
+			}
 			if err != nil {
 				return
 			}
 			for i := range n {
-				c <- append([]byte(nil), bufs[i][:sizes[i]]...)
+				if &bufs[i][0] != own[0] && &bufs[i][0] != own[1] {
+					t.Error("ReadBatchAt replaced a buffer")
+				}
+				f := bufs[i][offs[i] : offs[i]+sizes[i]]
+				if at {
+					f = append([]byte{byte(offs[i] >> 8), byte(offs[i])}, f...)
+				}
+				c <- append([]byte(nil), f...)
 			}
 		}
 	}()
@@ -57,12 +74,13 @@ func next(t *testing.T, c <-chan []byte) []byte {
 
 // WriteFill puts a DMA fragment's data straight into the transport's copy
 // of the frame: the bytes the peer's endpoint receives are those fill
-// wrote, never the frame's own; fill runs exactly once; a response whose
+// wrote, never the frame's own, and ReadBatchAt gives them where they were
+// received, in the caller's buffer; fill runs exactly once; a response whose
 // fill cancels it leaves its request delivered, so that the answer written
 // instead (an ERROR_RSP) is the one the initiator gets.
 func TestWriteFill(t *testing.T) {
 	_, _, la, lb := linkPair(t, 3)
-	ra, rb := reader(t, la), reader(t, lb)
+	ra, rb := reader(t, la, false), reader(t, lb, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if ok, err := la.Open(ctx, macB); !ok || err != nil {
@@ -90,8 +108,10 @@ func TestWriteFill(t *testing.T) {
 	if !filled || err != nil || calls != 1 {
 		t.Fatalf("WriteFill of the request: %v %v, fill called %d times", filled, err, calls)
 	}
-	if got := next(t, rb); !bytes.Equal(got, want) {
-		t.Fatalf("the responder received %d bytes, not the filled request (%d)", len(got), len(want))
+	// B reads without a copy: the v1 request where the DATA frame
+	// carries it, 20 bytes into the buffer.
+	if got := next(t, rb); !bytes.Equal(got[2:], want) || got[0] != 0 || got[1] != reliable.Headroom {
+		t.Fatalf("the responder received %d bytes at offset %d, not the filled request (%d bytes at %d)", len(got)-2, int(got[0])<<8|int(got[1]), len(want), reliable.Headroom)
 	}
 	// The responder's fill cancels its DMA_READ_RSP-like answer: nothing
 	// goes out, and the ERROR_RSP written next answers the request.

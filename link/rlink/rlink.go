@@ -866,33 +866,17 @@ func (p *peer) takeRefused(rid uint32) bool {
 func (l *Link) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 	for {
 		if l.ri == l.rn {
-			// About to wait for the medium: the ACKs owed, then every
-			// frame kept while the batch was handled.
-			for _, p := range l.touched {
-				p.touched = false
-				p.mu.Lock()
-				if a := p.r.FlushAck(); a != nil {
-					l.qmu.Lock()
-					l.q = append(l.q, a) // written below, before any further use of the Receiver
-					l.qmu.Unlock()
-				}
-				p.mu.Unlock()
-			}
-			l.touched = l.touched[:0]
-			l.flush()
-			n, err := l.inner.ReadBatch(l.rbufs, l.rsizes)
+			n, err := l.readInner(l.rbufs, l.rsizes)
 			if err != nil {
 				return 0, err
 			}
-			l.qmu.Lock()
-			l.processing = true
-			l.qmu.Unlock()
 			l.rn, l.ri = n, 0
 		}
 		k := 0
 		for l.ri < l.rn && k < len(bufs) {
 			f := l.rbufs[l.ri][:l.rsizes[l.ri]]
-			if l.handle(f, bufs[k], &sizes[k]) {
+			if at, n := l.handle(f); n > 0 {
+				sizes[k] = copy(bufs[k], f[at:at+n])
 				k++
 			}
 			l.ri++
@@ -904,13 +888,72 @@ func (l *Link) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
 	}
 }
 
-// handle processes one received frame. It reports true when dst[:*size]
-// is a frame for the endpoint.
-func (l *Link) handle(f, dst []byte, size *int) bool {
-	up := func(b []byte) bool {
-		*size = copy(dst, b)
-		return true
+// ReadBatchAt is ReadBatch without a copy (link.OffsetReader): the frames
+// are received into bufs and handled there; frame i for the endpoint is
+// bufs[i][offs[i]:offs[i]+sizes[i]], the v1 frame inside a DATA frame
+// starting 20 bytes in. Frames consumed here leave their buffers behind
+// the ones returned.
+func (l *Link) ReadBatchAt(bufs [][]byte, offs, sizes []int) (int, error) {
+	if l.ri < l.rn {
+		// Frames left by ReadBatch: delivered as it delivers them.
+		n, err := l.ReadBatch(bufs, sizes)
+		clear(offs[:n])
+		return n, err
 	}
+	for {
+		n, err := l.readInner(bufs, sizes)
+		if err != nil {
+			return 0, err
+		}
+		k := 0
+		for i := range n {
+			if at, m := l.handle(bufs[i][:sizes[i]]); m > 0 {
+				bufs[k], bufs[i] = bufs[i], bufs[k]
+				offs[k], sizes[k] = at, m
+				k++
+			}
+		}
+		l.reportAllLost()
+		if k > 0 {
+			return k, nil
+		}
+	}
+}
+
+// readInner reads a batch from the medium into bufs. About to wait for
+// it, it writes the ACKs owed, then every frame kept while the previous
+// batch was handled; after it, frames that may wait are kept until the
+// next call (see sendFirst).
+func (l *Link) readInner(bufs [][]byte, sizes []int) (int, error) {
+	for _, p := range l.touched {
+		p.touched = false
+		p.mu.Lock()
+		if a := p.r.FlushAck(); a != nil {
+			l.qmu.Lock()
+			l.q = append(l.q, a) // written below, before any further use of the Receiver
+			l.qmu.Unlock()
+		}
+		p.mu.Unlock()
+	}
+	l.touched = l.touched[:0]
+	l.flush()
+	n, err := l.inner.ReadBatch(bufs, sizes)
+	if err != nil {
+		return 0, err
+	}
+	l.qmu.Lock()
+	l.processing = true
+	l.qmu.Unlock()
+	return n, nil
+}
+
+// handle processes one received frame, in place. The frame for the
+// endpoint, if any, is f[at:at+n] (n 0: none).
+func (l *Link) handle(f []byte) (at, n int) {
+	up := func(b []byte) (int, int) {
+		return len(f) - cap(b), len(b) // b is f[at:at+len(b)], and f has no spare capacity
+	}
+	f = f[:len(f):len(f)]
 	if !reliable.IsReliable(f) {
 		l.c.passed.Add(1)
 		return up(f)
@@ -922,11 +965,11 @@ func (l *Link) handle(f, dst []byte, size *int) bool {
 		} else {
 			l.c.malformed.Add(1)
 		}
-		return false
+		return 0, 0
 	}
 	if wire.MAC(f[0:6]) != l.mac {
 		l.c.notForUs.Add(1)
-		return false
+		return 0, 0
 	}
 	p := l.peer(wire.MAC(f[6:12]))
 	if p == nil {
@@ -934,7 +977,7 @@ func (l *Link) handle(f, dst []byte, size *int) bool {
 			// Damaged on the way (most likely in its source MAC, which
 			// now names no peer): a CRC drop like any other.
 			l.c.crc.Add(1)
-			return false
+			return 0, 0
 		}
 		// Not a reliable peer: to the endpoint, whose raw policy judges
 		// it as on a v1 engine.
@@ -946,7 +989,7 @@ func (l *Link) handle(f, dst []byte, size *int) bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.s == nil {
-			return false // no session of ours: nothing to answer
+			return 0, 0 // no session of ours: nothing to answer
 		}
 		prev := p.s.State()
 		res := p.s.OnFrame(now, f, h)
@@ -961,14 +1004,14 @@ func (l *Link) handle(f, dst []byte, size *int) bool {
 		if res.Event == transport.EventResponse {
 			return up(reliable.Decapsulate(f, h))
 		}
-		return false
+		return 0, 0
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.r == nil {
 		r, err := transport.NewReceiver(l.cfg.Transport, l.mac, p.mac)
 		if err != nil {
-			return false
+			return 0, 0
 		}
 		depth := l.cfg.Transport.Depth
 		if depth == 0 {
@@ -987,7 +1030,7 @@ func (l *Link) handle(f, dst []byte, size *int) bool {
 		_ = l.inner.Write(d.Control)
 	}
 	if d.Verdict != transport.Execute {
-		return false
+		return 0, 0
 	}
 	v1 := reliable.Decapsulate(f, h)
 	if len(v1) < wire.ParamOffset+4 || v1[wire.HeaderLen] != wire.Magic || !wire.Cmd(v1[wire.HeaderLen+1]).IsRequest() ||
@@ -996,7 +1039,7 @@ func (l *Link) handle(f, dst []byte, size *int) bool {
 		// told from another's: nothing the endpoint could answer.
 		p.r.RefusePSN(d.PSN)
 		l.c.malformed.Add(1)
-		return false
+		return 0, 0
 	}
 	return up(v1)
 }
