@@ -81,8 +81,8 @@ var capabilities = map[string]reflect.Type{
 // forwarding to the inner link when it implements them and doing nothing
 // otherwise.
 var everyWrapper = map[string]reflect.Type{
-	"Tracker": reflect.TypeFor[link.Tracker](),
-	"Batcher": reflect.TypeFor[link.Batcher](),
+	"Tracker":      reflect.TypeFor[link.Tracker](),
+	"Batcher":      reflect.TypeFor[link.Batcher](),
 	"Carrier":      reflect.TypeFor[link.Carrier](),
 	"OffsetReader": reflect.TypeFor[link.OffsetReader](),
 }
