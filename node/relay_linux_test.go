@@ -21,7 +21,10 @@ func TestOpenRelay(t *testing.T) {
 	n := netns.NewRelay(t)
 	h1, h2, rh := n.Host(0), n.Host(1), n.Relay()
 	var r *Relay
-	if err := rh.Do(func() (err error) { r, err = OpenRelay(netns.RelayIfA, netns.RelayIfB, RelayConfig{Seed: 1}); return err }); err != nil {
+	if err := rh.Do(func() (err error) {
+		r, err = OpenRelay(netns.RelayIfA, netns.RelayIfB, RelayConfig{Seed: 1})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := afpacket.Config{AllEtherTypes: true}
