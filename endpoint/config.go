@@ -31,18 +31,13 @@ const (
 
 // String returns the mode's number and name, e.g. "3 (DMARead)".
 func (m Mode) String() string {
-	switch m {
-	case ModeNone:
-		return "0 (None)"
-	case ModeRMEM:
-		return "1 (RMEM)"
-	case ModeDMAWrite:
-		return "2 (DMAWrite)"
-	case ModeDMARead:
-		return "3 (DMARead)"
+	if int(m) < len(modeNames) {
+		return modeNames[m]
 	}
 	return fmt.Sprintf("%d (invalid)", uint8(m))
 }
+
+var modeNames = [...]string{ModeNone: "0 (None)", ModeRMEM: "1 (RMEM)", ModeDMAWrite: "2 (DMAWrite)", ModeDMARead: "3 (DMARead)"}
 
 // RawPolicy selects which received non-oETP frames (another EtherType, or
 // 0x88B5 without Magic 0x0E) reach RecvRaw. A frame with the oETP Magic is
@@ -67,18 +62,13 @@ const (
 
 // String returns the policy's name, e.g. "filtered".
 func (p RawPolicy) String() string {
-	switch p {
-	case RawDrop:
-		return "drop"
-	case RawFiltered:
-		return "filtered"
-	case RawMulticast:
-		return "multicast"
-	case RawPromiscuous:
-		return "promiscuous"
+	if int(p) < len(rawPolicyNames) {
+		return rawPolicyNames[p]
 	}
 	return fmt.Sprintf("RawPolicy(%d)", uint8(p))
 }
+
+var rawPolicyNames = [...]string{RawDrop: "drop", RawFiltered: "filtered", RawMulticast: "multicast", RawPromiscuous: "promiscuous"}
 
 // EventEnable is the global event enable register (irq.event_enable).
 type EventEnable struct {

@@ -134,3 +134,25 @@ func TestOwnMACOtherThanLink(t *testing.T) {
 	}
 	_ = wire.MAC{}
 }
+
+// TestNames: every mode, raw policy and event source has its name, and a
+// value outside them says what it is.
+func TestNames(t *testing.T) {
+	for _, c := range []struct {
+		v    interface{ String() string }
+		want string
+	}{
+		{endpoint.ModeNone, "0 (None)"}, {endpoint.ModeRMEM, "1 (RMEM)"},
+		{endpoint.ModeDMAWrite, "2 (DMAWrite)"}, {endpoint.ModeDMARead, "3 (DMARead)"},
+		{endpoint.Mode(4), "4 (invalid)"},
+		{endpoint.RawDrop, "drop"}, {endpoint.RawFiltered, "filtered"},
+		{endpoint.RawMulticast, "multicast"}, {endpoint.RawPromiscuous, "promiscuous"},
+		{endpoint.RawPolicy(4), "RawPolicy(4)"},
+		{endpoint.PeerDMAComplete, "PEER_DMA_COMPLETE"}, {endpoint.RMEMError, "RMEM_ERROR"},
+		{endpoint.EventSource(1), "EventSource(1)"},
+	} {
+		if got := c.v.String(); got != c.want {
+			t.Errorf("%#v.String() = %q, want %q", c.v, got, c.want)
+		}
+	}
+}

@@ -21,16 +21,13 @@ const (
 
 // String returns the AXI name of r.
 func (r Resp) String() string {
-	switch r {
-	case OKAY:
-		return "OKAY"
-	case SLVERR:
-		return "SLVERR"
-	case DECERR:
-		return "DECERR"
+	if int(r) < len(respNames) && respNames[r] != "" {
+		return respNames[r]
 	}
 	return "Resp(?)"
 }
+
+var respNames = [...]string{OKAY: "OKAY", SLVERR: "SLVERR", DECERR: "DECERR"}
 
 // Space is a 32-bit byte-addressed local address space. Implementations are
 // safe for concurrent use. Addresses are absolute; callers check windows.

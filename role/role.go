@@ -55,14 +55,13 @@ const (
 
 // String returns "initiator" or "responder".
 func (r Role) String() string {
-	switch r {
-	case Initiator:
-		return "initiator"
-	case Responder:
-		return "responder"
+	if int(r) < len(roleNames) && roleNames[r] != "" {
+		return roleNames[r]
 	}
 	return fmt.Sprintf("Role(%d)", uint8(r))
 }
+
+var roleNames = [...]string{Initiator: "initiator", Responder: "responder"}
 
 // DirEnv is the environment variable that, when set, names the lock
 // directory instead of the defaults of Dir.

@@ -89,6 +89,15 @@ func TestRoles(t *testing.T) {
 
 // TestWait: a waiting Acquire gets the role as soon as it is released, and
 // one whose wait ends says how long it waited.
+// TestRoleNames: each role has its name; another value says what it is.
+func TestRoleNames(t *testing.T) {
+	for r, want := range map[role.Role]string{role.Initiator: "initiator", role.Responder: "responder", 0: "Role(0)", 3: "Role(3)"} {
+		if got := r.String(); got != want {
+			t.Errorf("Role(%d).String() = %q, want %q", uint8(r), got, want)
+		}
+	}
+}
+
 func TestWait(t *testing.T) {
 	lockDir(t)
 	l := acquire(t, "eth0", macA, role.Initiator)
