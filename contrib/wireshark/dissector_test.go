@@ -48,6 +48,26 @@ func newTshark(t *testing.T) *tshark {
 	return &tshark{path: path, script: abs, home: t.TempDir()}
 }
 
+// frames returns the numbers of the frames of file that filter selects,
+// one a line (two passes).
+func (ts *tshark) frames(t *testing.T, file, filter string) string {
+	t.Helper()
+	return ts.run(t, "-2", "-r", file, "-Y", filter, "-T", "fields", "-e", "frame.number")
+}
+
+// summaryArgs print each frame's protocol, Info column and expert messages.
+var summaryArgs = fieldArgs("frame.number", "_ws.col.Protocol", "_ws.col.Info", "_ws.expert.message")
+
+// fieldArgs are the arguments that make tshark print the fields named, a
+// column each, under a header row.
+func fieldArgs(fields ...string) []string {
+	args := []string{"-T", "fields", "-E", "header=y"}
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	return args
+}
+
 // run returns tshark's standard output. It fails the test on a non-zero
 // exit and on anything on standard error but the warning about running as
 // root: tshark exits 0 when a Lua script fails to load, so a script error
@@ -191,12 +211,11 @@ func TestDissector(t *testing.T) {
 	}
 
 	// Every frame, every field: two passes, so requests show Response in.
-	fieldsArgs := []string{"-T", "fields", "-E", "header=y",
-		"-e", "frame.number", "-e", "frame.len", "-e", "oetp.magic", "-e", "oetp.cmd", "-e", "oetp.rid",
-		"-e", "oetp.addr", "-e", "oetp.length", "-e", "oetp.bit_enable", "-e", "oetp.data",
-		"-e", "oetp.error_code", "-e", "oetp.error_csr", "-e", "oetp.expected_length",
-		"-e", "oetp.eod", "-e", "oetp.eod_ok", "-e", "oetp.group",
-		"-e", "oetp.request_in", "-e", "oetp.response_in", "-e", "oetp.time", "-e", "data.len"}
+	fieldsArgs := fieldArgs("frame.number", "frame.len", "oetp.magic", "oetp.cmd", "oetp.rid",
+		"oetp.addr", "oetp.length", "oetp.bit_enable", "oetp.data",
+		"oetp.error_code", "oetp.error_csr", "oetp.expected_length",
+		"oetp.eod", "oetp.eod_ok", "oetp.group",
+		"oetp.request_in", "oetp.response_in", "oetp.time", "data.len")
 	twoPass := ts.run(t, append([]string{"-2", "-r", file}, fieldsArgs...)...)
 	if rows := strings.Count(twoPass, "\n") - 1; rows != len(frames) {
 		t.Fatalf("tshark printed %d frames, the capture has %d", rows, len(frames))
@@ -205,15 +224,14 @@ func TestDissector(t *testing.T) {
 	t.Run("fields", func(t *testing.T) { golden(t, "fields.txt", []byte(twoPass)) })
 
 	t.Run("summary", func(t *testing.T) {
-		out := ts.run(t, "-2", "-r", file, "-T", "fields", "-E", "header=y",
-			"-e", "frame.number", "-e", "_ws.col.Protocol", "-e", "_ws.col.Info", "-e", "_ws.expert.message")
+		out := ts.run(t, append([]string{"-2", "-r", file}, summaryArgs...)...)
 		golden(t, "summary.txt", []byte(out))
 	})
 
 	t.Run("bytes", func(t *testing.T) {
-		out := ts.run(t, "-2", "-r", file, "-Y", "oetp && frame.len <= 128", "-T", "fields", "-E", "header=y",
-			"-e", "frame.number", "-e", "oetp.data_words", "-e", "oetp.payload", "-e", "oetp.word_padding",
-			"-e", "oetp.eth_padding", "-e", "oetp.trailing", "-e", "oetp.undecoded")
+		out := ts.run(t, append([]string{"-2", "-r", file, "-Y", "oetp && frame.len <= 128"},
+			fieldArgs("frame.number", "oetp.data_words", "oetp.payload", "oetp.word_padding",
+				"oetp.eth_padding", "oetp.trailing", "oetp.undecoded")...)...)
 		golden(t, "bytes.txt", []byte(out))
 	})
 
@@ -226,7 +244,7 @@ func TestDissector(t *testing.T) {
 	})
 
 	t.Run("malformed", func(t *testing.T) {
-		got := ts.run(t, "-2", "-r", file, "-Y", "_ws.expert.severity == error", "-T", "fields", "-e", "frame.number")
+		got := ts.frames(t, file, "_ws.expert.severity == error")
 		want := frameNumbers(frames, func(f capFrame) bool { return f.malformed })
 		if got != want {
 			t.Errorf("frames with error-severity expert info:\n got %q\nwant %q", got, want)
@@ -241,7 +259,7 @@ func TestDissector(t *testing.T) {
 		if err := os.WriteFile(cut, writeCapture(t, frames, 64), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got := ts.run(t, "-2", "-r", cut, "-Y", "_ws.expert.severity == error", "-T", "fields", "-e", "frame.number")
+		got := ts.frames(t, cut, "_ws.expert.severity == error")
 		want := frameNumbers(frames, func(f capFrame) bool { return f.malformed })
 		if got != want {
 			t.Errorf("frames with error-severity expert info in a 64-byte snaplen capture:\n got %q\nwant %q", got, want)
@@ -253,7 +271,7 @@ func TestDissector(t *testing.T) {
 	})
 
 	t.Run("not-oetp", func(t *testing.T) {
-		got := ts.run(t, "-2", "-r", file, "-Y", "data && !oetp", "-T", "fields", "-e", "frame.number")
+		got := ts.frames(t, file, "data && !oetp")
 		want := frameNumbers(frames, func(f capFrame) bool { o, _ := classify(f); return !o })
 		if got != want || want == "" {
 			t.Errorf("frames handed to the data dissector:\n got %q\nwant %q", got, want)
@@ -289,7 +307,7 @@ func TestDissector(t *testing.T) {
 				return isOETP(f) && f.b[15] == 0xff && !slices.Contains([]uint32{1, 2, 3, 4, 5, 6, 7}, wire.Frame(f.b).ErrorCode())
 			}},
 		} {
-			got := ts.run(t, "-2", "-r", file, "-Y", tc.filter, "-T", "fields", "-e", "frame.number")
+			got := ts.frames(t, file, tc.filter)
 			if want := frameNumbers(frames, tc.keep); got != want || want == "" {
 				t.Errorf("-Y %q:\n got %q\nwant %q", tc.filter, got, want)
 			}
@@ -319,7 +337,7 @@ func TestDissector(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if out := ts.run(t, "-2", "-r", capture, "-Y", filter, "-T", "fields", "-e", "frame.number"); out == "" {
+				if out := ts.frames(t, capture, filter); out == "" {
 					t.Errorf("README filter %q selects no frame of the sample capture", filter)
 				}
 			}

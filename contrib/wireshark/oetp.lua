@@ -153,11 +153,17 @@ local ef = {
         expert.group.PROTOCOL, expert.severity.WARN),
 }
 
-local fields, experts = {}, {}
-for _, v in pairs(hf) do fields[#fields + 1] = v end
-for _, v in pairs(ef) do experts[#experts + 1] = v end
-oetp.fields = fields
-oetp.experts = experts
+-- register gives proto the fields and the expert infos of two tables
+-- keyed by name.
+local function register(proto, field_table, expert_table)
+    local fields, experts = {}, {}
+    for _, v in pairs(field_table) do fields[#fields + 1] = v end
+    for _, v in pairs(expert_table) do experts[#experts + 1] = v end
+    proto.fields = fields
+    proto.experts = experts
+end
+
+register(oetp, hf, ef)
 
 local f_eth_dst = Field.new("eth.dst")
 local f_eth_src = Field.new("eth.src")
@@ -332,11 +338,7 @@ local rex = {
         expert.group.SEQUENCE, expert.severity.WARN),
 }
 
-local rfields, rexperts = {}, {}
-for _, v in pairs(rf) do rfields[#rfields + 1] = v end
-for _, v in pairs(rex) do rexperts[#rexperts + 1] = v end
-oetpr.fields = rfields
-oetpr.experts = rexperts
+register(oetpr, rf, rex)
 
 -- CRC32C (Castagnoli, reflected polynomial 0x82F63B78) with bit32 (Lua
 -- 5.2) or LuaBitOp's bit; without either the CRC is shown unverified.

@@ -48,15 +48,14 @@ func TestDissectorReliable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := ts.run(t, "-2", "-r", pcapFile, "-T", "fields", "-E", "header=y",
-		"-e", "frame.number", "-e", "frame.len", "-e", "oetpr.disc", "-e", "oetpr.version", "-e", "oetpr.flags",
-		"-e", "oetpr.length", "-e", "oetpr.session", "-e", "oetpr.psn", "-e", "oetpr.apsn", "-e", "oetpr.credits",
-		"-e", "oetpr.syn.depth", "-e", "oetpr.syn.congestion", "-e", "oetpr.syn.max_frame",
-		"-e", "oetpr.crc", "-e", "oetpr.crc_ok", "-e", "oetp.cmd", "-e", "oetp.rid")
+	out := ts.run(t, append([]string{"-2", "-r", pcapFile},
+		fieldArgs("frame.number", "frame.len", "oetpr.disc", "oetpr.version", "oetpr.flags",
+			"oetpr.length", "oetpr.session", "oetpr.psn", "oetpr.apsn", "oetpr.credits",
+			"oetpr.syn.depth", "oetpr.syn.congestion", "oetpr.syn.max_frame",
+			"oetpr.crc", "oetpr.crc_ok", "oetp.cmd", "oetp.rid")...)...)
 	t.Run("fields", func(t *testing.T) { golden(t, "reliable_fields.txt", []byte(out)) })
 	t.Run("summary", func(t *testing.T) {
-		s := ts.run(t, "-2", "-r", pcapFile, "-T", "fields", "-E", "header=y",
-			"-e", "frame.number", "-e", "_ws.col.Protocol", "-e", "_ws.col.Info", "-e", "_ws.expert.message")
+		s := ts.run(t, append([]string{"-2", "-r", pcapFile}, summaryArgs...)...)
 		golden(t, "reliable_summary.txt", []byte(s))
 	})
 	t.Run("verbose", func(t *testing.T) {
@@ -89,7 +88,7 @@ func TestDissectorReliable(t *testing.T) {
 	// Error-severity expert info exactly on the frames the codec rejects
 	// (too_long is judged against a receiver's smaller ceiling: the
 	// dissector only knows 8192).
-	got := ts.run(t, "-2", "-r", pcapFile, "-Y", "_ws.expert.severity == error", "-T", "fields", "-e", "frame.number")
+	got := ts.frames(t, pcapFile, "_ws.expert.severity == error")
 	var want strings.Builder
 	for i, v := range vs {
 		if v.Problem != "ok" && v.Problem != "not_ours" && v.Problem != "too_long" {
@@ -102,7 +101,7 @@ func TestDissectorReliable(t *testing.T) {
 
 	// The v1 PDU inside a DATA frame is dissected as v1 and a plain v1
 	// frame stays v1.
-	got = ts.run(t, "-2", "-r", pcapFile, "-Y", "oetp && !oetpr", "-T", "fields", "-e", "frame.number")
+	got = ts.frames(t, pcapFile, "oetp && !oetpr")
 	var v1 bytes.Buffer
 	for i, v := range vs {
 		if v.Name == "v1_frame" {
@@ -113,7 +112,7 @@ func TestDissectorReliable(t *testing.T) {
 		t.Errorf("plain v1 frames: got %q want %q", got, v1.String())
 	}
 	for _, f := range []string{"oetpr.flags.nak == 1", "oetpr.flags.syn == 1", "oetpr.crc_ok == 0", "oetpr && oetp.cmd == 0x40", "oetpr.psn == 258"} {
-		if ts.run(t, "-2", "-r", pcapFile, "-Y", f, "-T", "fields", "-e", "frame.number") == "" {
+		if ts.frames(t, pcapFile, f) == "" {
 			t.Errorf("filter %q selects nothing", f)
 		}
 	}
