@@ -12,6 +12,7 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/endpoint/endpointtest"
 	"github.com/openenoc/oetp/internal/testutil"
+	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
@@ -210,10 +211,12 @@ func diff(t testing.TB, what string, want, got any) {
 	}
 }
 
-// gateLink wraps a port: it can hold the next Write until released, and it
-// logs every frame written.
+// gateLink wraps a port with link.Wrap: it can hold the next frame
+// written until released, and it logs every frame written. The endpoint
+// uses its Link, which keeps the port's receive loop and sends the frames
+// of WriteFill through the gate too.
 type gateLink struct {
-	*mem.Port
+	link.Link
 	mu      sync.Mutex
 	hold    bool
 	entered chan struct{}
@@ -223,7 +226,9 @@ type gateLink struct {
 }
 
 func newGate(p *mem.Port) *gateLink {
-	return &gateLink{Port: p, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	g := &gateLink{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	g.Link = link.Wrap(p, link.Hooks{Write: g.write})
+	return g
 }
 
 func (g *gateLink) holdNext() {
@@ -232,39 +237,26 @@ func (g *gateLink) holdNext() {
 	g.mu.Unlock()
 }
 
-func (g *gateLink) Write(f []byte) error {
-	g.mu.Lock()
-	h := g.hold
-	g.hold = false
-	g.mu.Unlock()
-	if h {
-		g.entered <- struct{}{}
-		<-g.release
-	}
-	err := g.Port.Write(f)
-	g.mu.Lock()
-	g.log = append(g.log, bytes.Clone(f))
-	g.writes++
-	g.mu.Unlock()
-	return err
-}
-
-// WriteFill hides the port's link.FillWriter, whose frames would bypass
-// the gate: the data is filled into f, which takes Write's path.
-func (g *gateLink) WriteFill(f []byte, at, m int, fill func([]byte) bool) (bool, error) {
-	if !fill(f[at : at+m]) {
-		return false, nil
-	}
-	return true, g.Write(f)
-}
-
-func (g *gateLink) WriteBatch(fs [][]byte) (int, error) {
-	for i, f := range fs {
-		if err := g.Write(f); err != nil {
+func (g *gateLink) write(frames [][]byte, next func([][]byte) (int, error)) (int, error) {
+	for i, f := range frames {
+		g.mu.Lock()
+		h := g.hold
+		g.hold = false
+		g.mu.Unlock()
+		if h {
+			g.entered <- struct{}{}
+			<-g.release
+		}
+		_, err := next(frames[i : i+1])
+		g.mu.Lock()
+		g.log = append(g.log, bytes.Clone(f))
+		g.writes++
+		g.mu.Unlock()
+		if err != nil {
 			return i, err
 		}
 	}
-	return len(fs), nil
+	return len(frames), nil
 }
 
 func (g *gateLink) frames() [][]byte {

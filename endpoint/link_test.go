@@ -17,7 +17,7 @@ func TestReplyPriority(t *testing.T) {
 	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	gate := newGate(attach(t, sw, macB))
-	b := newEPOn(t, gate, newRAM(t), endpoint.Config{})
+	b := newEPOn(t, gate.Link, newRAM(t), endpoint.Config{})
 	c := newEP(t, sw, macC, newRAM(t), endpoint.Config{})
 	setPeer(t, b, 0, win(macP, endpoint.ModeRMEM))
 	setPeer(t, b, 1, win(macC, endpoint.ModeRMEM))

@@ -21,7 +21,7 @@ func TestTimeoutStartsAfterWrite(t *testing.T) {
 	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
 	gate := newGate(attach(t, sw, macA))
-	a := newEPOn(t, gate, newRAM(t), endpoint.Config{RMEMTimeout: 5 * time.Millisecond, Events: endpoint.EventEnable{RMEMError: true}})
+	a := newEPOn(t, gate.Link, newRAM(t), endpoint.Config{RMEMTimeout: 5 * time.Millisecond, Events: endpoint.EventEnable{RMEMError: true}})
 	setPeer(t, a, 0, win(macP, endpoint.ModeRMEM))
 	timer := endpoint.InstallFakeTimer(a)
 
