@@ -567,19 +567,7 @@ func TestCloseUnblocks(t *testing.T) {
 					c <- err
 				}()
 				time.Sleep(30 * time.Millisecond)
-				start := time.Now()
-				if err := l.Close(); err != nil {
-					t.Fatal(err)
-				}
-				select {
-				case err := <-c:
-					if err != link.ErrClosed {
-						t.Fatalf("blocked ReadBatch returned %v, want link.ErrClosed", err)
-					}
-				case <-time.After(2 * time.Second):
-					t.Fatal("Close did not unblock ReadBatch within 2s")
-				}
-				if d := time.Since(start); d > 500*time.Millisecond {
+				if d := closeUnblocks(t, l, c, "blocked ReadBatch"); d > 500*time.Millisecond {
 					t.Errorf("ReadBatch took %v to notice Close", d)
 				}
 			})
@@ -773,17 +761,7 @@ func TestReadLoop(t *testing.T) {
 			done <- b.ReadLoop(bufs, sizes, func(int) bool { return true })
 		}()
 		time.Sleep(30 * time.Millisecond)
-		start := time.Now()
-		b.Close()
-		select {
-		case err := <-done:
-			if err != link.ErrClosed {
-				t.Fatalf("ReadLoop after Close = %v, want link.ErrClosed", err)
-			}
-		case <-time.After(2 * time.Second):
-			t.Fatal("Close did not end ReadLoop within 2s")
-		}
-		if d := time.Since(start); d > 500*time.Millisecond {
+		if d := closeUnblocks(t, b, done, "ReadLoop"); d > 500*time.Millisecond {
 			t.Errorf("ReadLoop took %v to notice Close", d)
 		}
 	})
@@ -862,21 +840,9 @@ func TestBusyPoll(t *testing.T) {
 		t.Fatalf("b received %d frames, a (which only sent) polled %d times; want 3 and 0", st.RxFrames, a.Stats().BusyPolls)
 	}
 	// Close ends a spinning loop promptly.
-	start := time.Now()
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != link.ErrClosed {
-			t.Fatalf("ReadLoop after Close = %v, want link.ErrClosed", err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Close did not end the spinning ReadLoop within 2s")
-	}
 	// Generous for a loaded machine (it took 115 ms once at load average 14);
-	// a loop that missed Close would run into the 2 s bound above.
-	if d := time.Since(start); d > window+500*time.Millisecond {
+	// a loop that missed Close would run into closeUnblocks's bound.
+	if d := closeUnblocks(t, b, done, "spinning ReadLoop"); d > window+500*time.Millisecond {
 		t.Errorf("ReadLoop took %v to notice Close", d)
 	}
 
@@ -1071,11 +1037,13 @@ func TestCloseInterruptsBlocked(t *testing.T) {
 	}
 }
 
-// closeUnblocks closes l, whose ReadBatch (what) blocks in the kernel with
-// a 10 s timeout and reports to c, and checks that Close returns at once
-// and the ReadBatch with link.ErrClosed.
-func closeUnblocks(t *testing.T, l *afpacket.Link, c <-chan error, what string) {
+// closeUnblocks closes l, whose read (what) blocks and reports to c, and
+// checks that Close returns at once (not after a blocking read's 10 s
+// timeout) and the read with link.ErrClosed. It returns the time from Close
+// to the read's end.
+func closeUnblocks(t *testing.T, l *afpacket.Link, c <-chan error, what string) time.Duration {
 	t.Helper()
+	start := time.Now()
 	closed := make(chan error, 1)
 	go func() { closed <- l.Close() }()
 	select {
@@ -1094,6 +1062,7 @@ func closeUnblocks(t *testing.T, l *afpacket.Link, c <-chan error, what string) 
 	case <-time.After(5 * time.Second):
 		t.Fatalf("%s: still blocked after Close", what)
 	}
+	return time.Since(start)
 }
 
 // TestHandOff: HandOff returns open duplicates of the link's sockets that
