@@ -166,16 +166,16 @@ func carriesFrames(q string) bool {
 	return false
 }
 
-// TestStacksThroughNode: the command and the hub build no stack of their
-// own: they open links, stacks, taps (dump --iface) and relays through
-// package node, and import no link, not even package link for its
-// interface type, nor the transport.
+// TestStacksThroughNode: the command and the hub (and the command's runner
+// of the hub) build no stack of their own: they open links, stacks, taps
+// (dump --iface) and relays through package node, and import no link, not
+// even package link for its interface type, nor the transport.
 func TestStacksThroughNode(t *testing.T) {
 	if !carriesFrames("link") || !carriesFrames("link/pcap") || !carriesFrames("transport") || carriesFrames("linked") || carriesFrames("node") {
 		t.Fatal("carriesFrames does not tell links from other packages")
 	}
 	all := imports(t)
-	for _, pkg := range []string{"cmd/oetp", "hub"} {
+	for _, pkg := range []string{"cmd/oetp", "hub", "cmd/oetp/internal/hubrun"} {
 		if all[pkg] == nil {
 			t.Fatalf("package %s not found", pkg)
 		}
