@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/wire"
 )
@@ -341,23 +342,7 @@ func TestWriteBatch(t *testing.T) {
 func TestCloseUnblocksReadBatch(t *testing.T) {
 	sw := newSwitch(t, Config{})
 	a, b := attach(t, sw, macA), attach(t, sw, macB)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := b.ReadBatch([][]byte{make([]byte, 64)}, make([]int, 1))
-		errc <- err
-	}()
-	time.Sleep(20 * time.Millisecond) // let the reader block
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-errc:
-		if !errors.Is(err, link.ErrClosed) {
-			t.Fatalf("blocked ReadBatch returned %v, want link.ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not unblock ReadBatch")
-	}
+	closeUnblocks(t, b, "a ReadBatch waiting for a frame")
 	if err := b.Close(); err != nil {
 		t.Errorf("second Close = %v, want nil", err)
 	}
@@ -393,20 +378,34 @@ func TestCloseWhileWaitingForLatency(t *testing.T) {
 	sw := newSwitch(t, Config{Latency: time.Hour})
 	a, b := attach(t, sw, macA), attach(t, sw, macB)
 	write(t, a, frame(macB, macA, 1))
+	closeUnblocks(t, b, "a ReadBatch waiting for a delayed frame")
+}
+
+// closeUnblocks starts a ReadBatch of p, waits until it waits (it found
+// nothing to read), closes p and checks that the ReadBatch returns
+// link.ErrClosed.
+func closeUnblocks(t *testing.T, p *Port, what string) {
+	t.Helper()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := b.ReadBatch([][]byte{make([]byte, 64)}, make([]int, 1))
+		_, err := p.ReadBatch([][]byte{make([]byte, 64)}, make([]int, 1))
 		errc <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
-	b.Close()
+	testutil.Eventually(t, what, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.waiting
+	})
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case err := <-errc:
 		if !errors.Is(err, link.ErrClosed) {
-			t.Fatalf("ReadBatch = %v, want link.ErrClosed", err)
+			t.Fatalf("%s returned %v, want link.ErrClosed", what, err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not unblock a ReadBatch waiting for a delayed frame")
+		t.Fatalf("Close did not unblock %s", what)
 	}
 }
 
