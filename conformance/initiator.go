@@ -39,10 +39,9 @@ var initiatorCases = []Case{
 	{sec: "txn", Role: Initiator, Needs: []string{KeyTrigRMEMRead},
 		Rule: "A reply must match an outstanding context’s source MAC, Request ID, and expected response command.",
 		run: func(t *T) {
-			op := t.startRMEMRead(initAddr)
-			req := t.expectRMEMRead(initAddr)
+			op, rid := t.readOut()
 			const data = 0xA5C3_0F01
-			t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), wire.Frame(req).RequestID(), data))
+			t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), rid, data))
 			t.wantOutcome("RMEM read answered correctly", op, 0, data, true)
 		}},
 	{sec: "txn", Role: Initiator, Needs: []string{KeyTrigRMEMWrite},
@@ -62,9 +61,7 @@ var initiatorCases = []Case{
 		run: func(t *T) {
 			var prev uint32
 			for i := range 3 {
-				op := t.startRMEMRead(initAddr)
-				req := t.expectRMEMRead(initAddr)
-				rid := wire.Frame(req).RequestID()
+				op, rid := t.readOut()
 				if i > 0 && rid != prev+1 {
 					t.Errorf("request %d carries Request ID %#08x, want the previous %#08x + 1", i+1, rid, prev)
 				}
@@ -78,9 +75,8 @@ var initiatorCases = []Case{
 		Rule: "The initiator validates the full 32-bit value and maps it to CSR code = 8 + wire code. Wire values outside 1..7 are invalid response parameters and terminate the matching request with local invalid-parameter error code 1.",
 		run: func(t *T) {
 			for _, c := range []uint32{1, 2, 3, 4, 5, 6, 7, 0, 8, 0x10000006} {
-				op := t.startRMEMRead(initAddr)
-				req := t.expectRMEMRead(initAddr)
-				t.answer(wire.AppendErrorRsp(nil, t.Target(), t.initMAC(), wire.Frame(req).RequestID(), c))
+				op, rid := t.readOut()
+				t.answer(wire.AppendErrorRsp(nil, t.Target(), t.initMAC(), rid, c))
 				want := 1
 				if c >= 1 && c <= 7 {
 					want = 8 + int(c)
@@ -91,9 +87,7 @@ var initiatorCases = []Case{
 	{sec: "txn", Role: Initiator, Needs: []string{KeyTrigRMEMRead},
 		Rule: "A reply must match an outstanding context’s source MAC, Request ID, and expected response command. It cannot create a memory operation itself. Discard unmatched/late replies.",
 		run: func(t *T) {
-			op := t.startRMEMRead(initAddr)
-			req := t.expectRMEMRead(initAddr)
-			rid := wire.Frame(req).RequestID()
+			op, rid := t.readOut()
 			t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), rid+1, 0xBAD0BAD0))
 			t.answer(wire.AppendRMEMWriteRsp(nil, t.Target(), t.initMAC(), rid))
 			t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), rid, 0x600D600D))
@@ -117,28 +111,24 @@ var initiatorCases = []Case{
 				}{"a 22-byte RMEM_READ_RSP (Data cut short)", shortRsp})
 			}
 			for _, c := range cases {
-				op := t.startRMEMRead(initAddr)
-				req := t.expectRMEMRead(initAddr)
-				t.answer(c.f(wire.Frame(req).RequestID()))
+				op, rid := t.readOut()
+				t.answer(c.f(rid))
 				t.wantOutcome("RMEM read answered by "+c.what, op, int(wire.CodeLocalAXIS), 0, false)
 			}
 		}},
 	{sec: "seq", Role: Initiator, Needs: []string{KeyTrigRMEMRead},
 		Rule: "Late responses to the timed-out Request ID are discarded and must not write local memory or complete a subsequently started transfer.",
 		run: func(t *T) {
-			op := t.startRMEMRead(initAddr)
-			req := t.expectRMEMRead(initAddr)
-			rid := wire.Frame(req).RequestID()
+			op, rid := t.readOut()
 			t0 := time.Now()
 			t.wantOutcome("RMEM read never answered", op, int(wire.CodeTimeout), 0, false)
 			t.Notef("TIMEOUT after %v", since(t0))
-			op = t.startRMEMRead(initAddr)
-			req = t.expectRMEMRead(initAddr)
-			if got := wire.Frame(req).RequestID(); got != rid+1 {
-				t.Errorf("the next request carries Request ID %#08x, want %#08x", got, rid+1)
+			op, next := t.readOut()
+			if next != rid+1 {
+				t.Errorf("the next request carries Request ID %#08x, want %#08x", next, rid+1)
 			}
 			t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), rid, 0xBAD0BAD0))
-			t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), wire.Frame(req).RequestID(), 0x600D0002))
+			t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), next, 0x600D0002))
 			t.wantOutcome("next read, after the late reply to the timed-out one", op, 0, 0x600D0002, true)
 		}},
 	{sec: "seq", Role: Initiator, Needs: []string{KeyTrigRMEMRead, KeyTrigTimeoutOff},
@@ -147,15 +137,14 @@ var initiatorCases = []Case{
 			tr := t.DUT().Trigger
 			t.runConfig("timeout_off", tr.TimeoutOff, nil)
 			defer t.runConfig("timeout_on", tr.TimeoutOn, nil)
-			op := t.startRMEMRead(initAddr)
-			req := t.expectRMEMRead(initAddr)
+			op, rid := t.readOut()
 			wait := 3 * tr.Timeout
 			select {
 			case res := <-op:
 				t.Fatalf("with timeout 0 the read ended after less than %v: %s", wait, res.o.raw)
 			case <-time.After(wait):
 			}
-			t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), wire.Frame(req).RequestID(), 0x0F0F0F0F))
+			t.answer(wire.AppendRMEMReadRsp(nil, t.Target(), t.initMAC(), rid, 0x0F0F0F0F))
 			t.wantOutcome(fmt.Sprintf("RMEM read answered after %v with timeout 0", wait), op, 0, 0x0F0F0F0F, true)
 		}},
 	{sec: "rid", Role: Initiator, Needs: []string{KeyTrigRMEMRead},
@@ -169,9 +158,7 @@ var initiatorCases = []Case{
 			// read makes the device read; its Request ID must follow prev
 			// (when i > 0).
 			read := func(i int, prev uint32) uint32 {
-				op := t.startRMEMRead(initAddr)
-				req := t.expectRMEMRead(initAddr)
-				rid := wire.Frame(req).RequestID()
+				op, rid := t.readOut()
 				if i > 0 && rid != prev+1 {
 					t.Fatalf("after Request ID %#08x the device sent %#08x, want %#08x (the counter wraps at 32 bits)", prev, rid, prev+1)
 				}
@@ -398,6 +385,14 @@ func (t *T) expectRequest(what string, cmd wire.Cmd, pdu int) []byte {
 		t.Fatalf("%s: %d bytes, want %d (or 60 with Ethernet padding)", what, len(f), wire.HeaderLen+pdu)
 	}
 	return f
+}
+
+// readOut has the device start an RMEM read of initAddr and takes its
+// exact RMEM_READ_REQ: it returns the operation and the request's Request
+// ID.
+func (t *T) readOut() (<-chan triggerResult, uint32) {
+	op := t.startRMEMRead(initAddr)
+	return op, wire.Frame(t.expectRMEMRead(initAddr)).RequestID()
 }
 
 func (t *T) expectRMEMRead(addr uint32) []byte {
