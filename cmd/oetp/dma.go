@@ -8,8 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
 	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
+	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
 	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
@@ -99,7 +101,7 @@ func (f *dmaFlags) open(cmd *cobra.Command, mode endpoint.Mode) (session.Session
 		if ceil := wire.FragmentCeiling(s.EP.Config().MaxFrame); f.fragment.v&^3 < 4 || f.fragment.v&^3 > ceil {
 			// As a write of the CSR: LOCAL_INVALID, before anything is sent.
 			s.Close()
-			return nil, localInvalid("--fragment %d rounds down to %d, outside 4..%d (the fragment ceiling of %d-byte frames, --max-frame): use 4..%d",
+			return nil, oneshot.LocalInvalid("--fragment %d rounds down to %d, outside 4..%d (the fragment ceiling of %d-byte frames, --max-frame): use 4..%d",
 				f.fragment.v, f.fragment.v&^3, ceil, s.EP.Config().MaxFrame, ceil)
 		}
 		c := s.EP.Config()
@@ -160,7 +162,7 @@ every member verified, 1 naming the member that did not.`,
 				return err
 			}
 			defer src.Close()
-			if err := g.check(&f.opFlags, src); err != nil {
+			if err := g.group().Check(f.peer.m, src); err != nil {
 				return err
 			}
 			f.length = uint64(max(src.Size, 0))
@@ -168,27 +170,27 @@ every member verified, 1 naming the member that did not.`,
 			if err != nil {
 				return f.openFailed(cmd, "dma write", err)
 			}
-			var run *groupRun
+			var run *oneshot.GroupRun
 			if f.peer.m.IsGroup() {
 				t0 := time.Now()
-				if run, err = g.start(ctx, cmd, f, s, src); err != nil {
+				if run, err = g.group().Start(ctx, cmd.ErrOrStderr(), g.write(cmd, f), s, src); err != nil {
 					s.Close()
 					var ue *usageError
 					if errors.As(err, &ue) {
 						return f.openFailed(cmd, "dma write", err)
 					}
 					// A probe failed: no group frame was sent.
-					r := newResult("dma write", &f.opFlags, err, time.Since(t0))
-					r.Message = userMessage(err) + "; no group frame was sent"
+					r := f.result("dma write", err, time.Since(t0))
+					r.Message = oneshot.UserMessage(err) + "; no group frame was sent"
 					return f.finish(cmd, r, "")
 				}
-				defer run.close()
+				defer run.Close()
 			}
-			ctx, done := progress(ctx, cmd, "dma write", src.Size)
+			ctx, done := oneshot.Progress(ctx, cmd, "dma write", src.Size)
 			t0 := time.Now()
-			tr, err := run.dmaWrite(ctx, s, f.addr.v, src)
+			tr, err := run.Write(ctx, s, f.addr.v, src)
 			if run != nil && err == nil && g.verify {
-				run.verify(ctx, f, src)
+				run.Verify(ctx, src)
 			}
 			elapsed := time.Since(t0)
 			done()
@@ -199,25 +201,19 @@ every member verified, 1 naming the member that did not.`,
 			if errors.As(err, &ue) && tr.Fragments == 0 {
 				return err // an empty pipe: nothing was sent
 			}
-			r := newResult("dma write", &f.opFlags, err, elapsed)
-			r.setTransfer(tr)
-			r.addSession(s)
+			r := f.result("dma write", err, elapsed)
+			r.SetTransfer(tr)
+			r.AddSession(s)
 			human := fmt.Sprintf("dma write %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s",
-				f.peer.m, f.addr.v, humanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS)
+				f.peer.m, f.addr.v, cli.HumanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS)
 			if f.peer.m.IsGroup() {
-				r.setGroup(tr.Fragments)
+				r.SetGroup(tr.Fragments)
 				if !g.verify {
-					human += "; " + groupNote(tr.Fragments)
+					human += "; " + oneshot.GroupNote(tr.Fragments)
 				}
 			}
 			if run != nil && err == nil {
-				human = run.report(&r, human)
-				if run.failed != nil {
-					unknown := true
-					r.OK, r.err, r.OutcomeUnknown = false, run.failed, &unknown
-					c := endpoint.CodeOf(run.failed)
-					r.ErrorCode, r.Error, r.Message = uint8(c), c.String(), run.failed.Error()
-				}
+				human = run.Report(&r, human)
 			}
 			return f.finish(cmd, r, human)
 		},
@@ -287,7 +283,7 @@ unicast.`,
 				dst.Finish(false)
 				return f.openFailed(cmd, "dma read", err)
 			}
-			ctx, done := progress(ctx, cmd, "dma read", int64(length.v))
+			ctx, done := oneshot.Progress(ctx, cmd, "dma read", int64(length.v))
 			t0 := time.Now()
 			tr, err := s.DMARead(ctx, f.addr.v, length.v, dst)
 			elapsed := time.Since(t0)
@@ -299,12 +295,12 @@ unicast.`,
 			if ferr := dst.Finish(err == nil); err == nil && ferr != nil {
 				return ferr
 			}
-			r := newResult("dma read", &f.opFlags, err, elapsed)
-			r.outErr = dst.WriteErr()
-			r.setTransfer(tr)
-			r.addSession(s)
+			r := f.result("dma read", err, elapsed)
+			r.SetOutErr(dst.WriteErr())
+			r.SetTransfer(tr)
+			r.AddSession(s)
 			human := fmt.Sprintf("dma read %s 0x%08x: %s in %d fragment(s), %.3fs, %.1f MB/s -> %s",
-				f.peer.m, f.addr.v, humanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS, out)
+				f.peer.m, f.addr.v, cli.HumanBytes(tr.Bytes), tr.Fragments, r.Seconds, *r.MBPerS, out)
 			if r.OK && out == "-" {
 				fmt.Fprintln(cmd.ErrOrStderr(), human)
 				human = ""

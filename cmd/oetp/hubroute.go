@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
+	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
 	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/rundir"
@@ -56,7 +58,7 @@ func (f *opFlags) hubSession(fs *pflag.FlagSet, mode endpoint.Mode) (*session.Hu
 		// The device's rules refuse this user any access: the
 		// operation's DENIED result (openFailed), as a later refusal.
 		f.via, f.hubPath = viaHub, od.Path
-		return nil, &deniedError{od.Err}
+		return nil, &oneshot.DeniedError{Err: od.Err}
 	}
 	return s, err
 }
@@ -72,4 +74,14 @@ func (f *opFlags) hubOpenInterrupted(mode endpoint.Mode, path string) error {
 	f.via, f.hubPath = viaHub, path
 	return &endpoint.OpError{Op: op, Addr: f.addr.v, Code: wire.CodeTimeout,
 		Err: fmt.Errorf("%w while opening the hub at %s; nothing was sent", context.Canceled, path)}
+}
+
+// hubDialHint is what to do when no hub answers at the socket or address a
+// command was given: empty for other failures (a refused token, an
+// untrusted socket), whose messages say it themselves.
+func hubDialHint(err error) string {
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		return "; start a hub there (oetp hub --config FILE), or give the socket of a running one"
+	}
+	return ""
 }

@@ -42,7 +42,9 @@
 // internal/dmafile (the files of dma write --in and dma read --out),
 // internal/regs (what regs does with an address table), internal/hubrun
 // (oetp hub's configuration, run and status), internal/session (the route
-// of a one-shot command: its own endpoint or a hub),
+// of a one-shot command: its own endpoint or a hub), internal/oneshot (a
+// one-shot command's result, what a failure says, a group write's pacing
+// and verification),
 // internal/cli (the usage error and flag syntax the others share),
 // internal/interrupt (what SIGINT and SIGTERM do to a command),
 // internal/atexit (what an interrupted command undoes) and
@@ -60,6 +62,7 @@ import (
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/cli"
 	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
+	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
 )
 
 // Exit statuses.
@@ -92,6 +95,10 @@ type usageError = cli.UsageError
 // usagef returns a usageError; the message should name the flag or argument
 // and the fix.
 func usagef(format string, a ...any) error { return cli.Usagef(format, a...) }
+
+// fileWords is a file operation's error as "PATH: REASON" ("/x: no such
+// file or directory"), without Go's name of the operation ("open /x: ...").
+func fileWords(err error) string { return cli.FileWords(err) }
 
 // newRoot returns a fresh command tree. ran is set once a command's RunE
 // starts, which tells cobra's own usage errors from a command's failures.
@@ -215,7 +222,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oetp: %v\n", err)
 		return ie.ExitCode()
 	}
-	var de *deniedError
+	var de *oneshot.DeniedError
 	if errors.As(err, &de) {
 		fmt.Fprintf(stderr, "oetp: %v\n", err)
 		return exitUsage

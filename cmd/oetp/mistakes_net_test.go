@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
+	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/netns"
@@ -311,8 +312,8 @@ func TestMistakes(t *testing.T) {
 	if _, errOut, code := oetpIn(t, bin, cl, op("rmem", "read", "--peer", sv.MAC().String(), "--addr", "0", "--transport", "reliable", "--pcap", capture)...); code != 1 {
 		t.Fatalf("rmem read --transport reliable: exit %d: %s", code, errOut)
 	}
-	if n := framesFrom(t, capture, cl.MAC()); n != handshakeTries {
-		t.Errorf("--transport reliable toward a v1 entry sent %d frames, want the %d SYNs of one handshake", n, handshakeTries)
+	if n := framesFrom(t, capture, cl.MAC()); n != oneshot.HandshakeTries {
+		t.Errorf("--transport reliable toward a v1 entry sent %d frames, want the %d SYNs of one handshake", n, oneshot.HandshakeTries)
 	}
 	// serve says which check a REMOTE_INVALID request failed, for which
 	// peer.

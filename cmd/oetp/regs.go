@@ -12,6 +12,7 @@ import (
 
 	"github.com/openenoc/oetp/addrtable"
 	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
+	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
 	"github.com/openenoc/oetp/cmd/oetp/internal/regs"
 	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/endpoint"
@@ -150,7 +151,7 @@ func mustFlag(err error) {
 // (addr is the node's address, data the raw word of a one-word read) and
 // the node's figures.
 type regsResult struct {
-	opResult
+	oneshot.Result
 	Node string `json:"node"`
 	Mask uint32 `json:"mask"`
 	// Value is the field read (shifted down) or written; a JSON number of
@@ -300,7 +301,7 @@ func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do
 	if errors.As(err, &oe) {
 		// A local check refused it (a group --peer for a read): the
 		// node's result, LOCAL_INVALID.
-		return regsResult{opResult: newResult(op, &f.opFlags, err, 0), Node: n.Name, Mask: n.Mask}, nil
+		return regsResult{Result: f.result(op, err, 0), Node: n.Name, Mask: n.Mask}, nil
 	}
 	if err != nil {
 		return regsResult{}, f.openFailed(cmd, op, err)
@@ -327,13 +328,13 @@ func (f *regsOpFlags) access(cmd *cobra.Command, op string, n addrtable.Node, do
 	if cerr := s.Close(); err == nil && cerr != nil {
 		return regsResult{}, cerr
 	}
-	return regsResult{opResult: newResult(op, &f.opFlags, err, elapsed), Node: n.Name, Mask: n.Mask, Done: done}, nil
+	return regsResult{Result: f.result(op, err, elapsed), Node: n.Name, Mask: n.Mask, Done: done}, nil
 }
 
 // finishRegs prints the result (JSON with --json, else human on success)
 // and returns the command's error as opFlags.finish does, naming the node.
 func (f *regsOpFlags) finishRegs(cmd *cobra.Command, r regsResult, human string) error {
-	if err := f.print(cmd, r, r.OK, human); err != nil {
+	if err := oneshot.Print(cmd, f.json, r, r.OK, human); err != nil {
 		return err
 	}
 	if r.OK {
@@ -345,7 +346,7 @@ func (f *regsOpFlags) finishRegs(cmd *cobra.Command, r regsResult, human string)
 	}
 	quiet := f.opFlags
 	quiet.json = false
-	e := r.opResult
+	e := r.Result
 	e.Peer += " " + r.Node // "regs read PEER NODE at 0x... failed: ..."
 	return quiet.finish(cmd, e, "")
 }

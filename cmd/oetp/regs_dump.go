@@ -8,6 +8,7 @@ import (
 
 	"github.com/openenoc/oetp/addrtable"
 	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
+	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
 	"github.com/openenoc/oetp/cmd/oetp/internal/regs"
 	"github.com/openenoc/oetp/endpoint"
 )
@@ -103,15 +104,15 @@ may have executed); 2 bad usage (flags, table, PATH).`,
 			}
 			failed := plan[printed]
 			f.addr.v = addrs[len(words)]
-			res := regsResult{opResult: newResult("regs dump", &f.opFlags, err, elapsed), Node: failed.Node.Name, Mask: failed.Node.Mask, Done: len(words)}
+			res := regsResult{Result: f.result("regs dump", err, elapsed), Node: failed.Node.Name, Mask: failed.Node.Mask, Done: len(words)}
 			if f.json {
-				if err := f.print(cmd, res, false, ""); err != nil {
+				if err := oneshot.Print(cmd, true, res, false, ""); err != nil {
 					return err
 				}
 			}
 			quiet := f.opFlags
 			quiet.json = false
-			e := res.opResult
+			e := res.Result
 			e.Peer += " " + failed.Node.Name
 			if ferr := quiet.finish(cmd, e, ""); ferr != nil {
 				if printed > 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
@@ -74,7 +75,7 @@ func TestReliableTransportOverVeth(t *testing.T) {
 	// it did not execute, and the message names the fix.
 	out, errOut, code = cli("rmem", "read", "--mac", netNobody, "--peer", netServer, "--addr", "0x10", "--transport", "reliable", "--timeout", "200ms", "--json")
 	checkResult(t, "rmem read reliable to a v1 entry", out, errOut, code, 1, res(false, 8, "TIMEOUT", "rmem read", netServer, 0x10,
-		"outcome_unknown", false, "message", "TIMEOUT (8): "+(&handshakeError{peer: mustMAC(t, netServer), own: mustMAC(t, netNobody), mode: endpoint.ModeRMEM}).Error()))
+		"outcome_unknown", false, "message", "TIMEOUT (8): "+(&oneshot.HandshakeError{Peer: mustMAC(t, netServer), Own: mustMAC(t, netNobody), Mode: endpoint.ModeRMEM}).Error()))
 	if !strings.Contains(errOut, "does not answer the reliable transport") || !strings.Contains(errOut, "it did not execute (no request was sent)") {
 		t.Errorf("no note about the handshake: %q", errOut)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
+	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
 	"github.com/openenoc/oetp/endpoint"
 )
 
@@ -87,8 +88,8 @@ unicast only.`,
 			if cerr := s.Close(); err == nil && cerr != nil {
 				return cerr
 			}
-			r := newResult("rmem read", f, err, elapsed)
-			r.addSession(s)
+			r := f.result("rmem read", err, elapsed)
+			r.AddSession(s)
 			if err == nil {
 				r.Data = &v
 			}
@@ -132,16 +133,16 @@ reply and no timer (delivery is best effort). A zero mask is a valid no-op.`,
 			if cerr := s.Close(); err == nil && cerr != nil {
 				return cerr
 			}
-			r := newResult("rmem write", f, err, elapsed)
-			r.addSession(s)
+			r := f.result("rmem write", err, elapsed)
+			r.AddSession(s)
 			human := fmt.Sprintf("rmem write %s 0x%08x = 0x%08x mask 0x%08x: ok", f.peer.m, f.addr.v, data.v, mask.v)
 			if f.peer.m.IsGroup() {
 				sent := 0
 				if err == nil {
 					sent = 1
 				}
-				r.setGroup(sent)
-				human = fmt.Sprintf("rmem write %s 0x%08x = 0x%08x mask 0x%08x: sent; %s", f.peer.m, f.addr.v, data.v, mask.v, groupNote(sent))
+				r.SetGroup(sent)
+				human = fmt.Sprintf("rmem write %s 0x%08x = 0x%08x mask 0x%08x: sent; %s", f.peer.m, f.addr.v, data.v, mask.v, oneshot.GroupNote(sent))
 			}
 			return f.finish(cmd, r, human)
 		},
