@@ -1,21 +1,13 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
-	"github.com/openenoc/oetp/cmd/oetp/internal/session"
+	"github.com/openenoc/oetp/cmd/oetp/internal/confrun"
 	"github.com/openenoc/oetp/conformance"
-	"github.com/openenoc/oetp/node"
-	"github.com/openenoc/oetp/role"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -118,80 +110,8 @@ an interface the runner cannot use.`,
 			if maxFrame < wire.MinFrameLen {
 				return usagef("--iface %s has MTU %d, too small for oETP frames: raise it (ip link set dev %s mtu 9000)", iface, ifi.MTU, iface)
 			}
-			// One socket receives the replies to every peer MAC: the
-			// interface registers them (PACKET_MR_UNICAST), no
-			// promiscuous mode unless there are too many.
-			listen := conformance.ListenAddrs(dut)
-			locks, err := session.AcquireRoles(iface, listen, role.Initiator, wait)
-			if err != nil {
-				return err
-			}
-			defer func() {
-				for _, l := range locks {
-					l.Release()
-				}
-			}()
-			lcfg := node.LinkConfig{Iface: iface, MaxFrame: maxFrame, AnyFrame: true, Shared: true}
-			if len(listen) <= node.MaxExtraAddrs {
-				lcfg.ExtraAddrs = listen
-			}
-			nl, err := node.OpenLink(lcfg)
-			if err != nil {
-				var ce *node.ConfigError
-				if errors.As(err, &ce) {
-					err = ce.Err
-				}
-				return usagef("%v", err)
-			}
-			l := nl.Link
-			o := conformance.Options{Link: l, Receives: lcfg.ExtraAddrs != nil, Target: target.m, DUT: dut, Only: only, Timeout: timeout, LinkPads: linkPads}
-			var capf *node.Capture
-			if pcapPath != "" {
-				if capf, err = node.CreateCapture(pcapPath, node.PcapNG); err != nil {
-					l.Close()
-					return cliErr(err)
-				}
-				o.Pcap = capf.Writer()
-			}
-			var rep *conformance.Report
-			err = interrupt.Run(cmd, "oetp conformance run", interrupt.Grace, func(ctx context.Context) (err error) {
-				rep, err = conformance.Run(ctx, o)
-				return err
-			})
-			if capf != nil {
-				if cerr := capf.Close(); cerr != nil && err == nil {
-					err = cerr
-				}
-			}
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if err := rep.WriteJSON(out); err != nil {
-					return err
-				}
-				rep.WriteFailures(cmd.ErrOrStderr())
-			} else if err := rep.WriteText(out); err != nil {
-				return err
-			}
-			if junit != "" {
-				f, err := os.Create(junit)
-				if err != nil {
-					return fmt.Errorf("--junit %s", fileWords(err))
-				}
-				err = rep.WriteJUnit(f)
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-				if err != nil {
-					return fmt.Errorf("--junit %s: %w", junit, err)
-				}
-			}
-			if !rep.OK() {
-				return fmt.Errorf("%d of %d conformance cases failed (%s)", rep.Failed, len(rep.Cases), rep.Summary())
-			}
-			return nil
+			return confrun.Run(cmd, confrun.Config{Iface: iface, MaxFrame: maxFrame, Target: target.m, DUT: dut, Only: only,
+				Timeout: timeout, Wait: wait, LinkPads: linkPads, Pcap: pcapPath, JSON: asJSON, JUnit: junit})
 		},
 	}
 	fs := cmd.Flags()
@@ -215,45 +135,7 @@ func newConformanceListCmd() *cobra.Command {
 		Short: "List the conformance cases: ID, section, role, the rule each checks and the DUT keys it needs",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			cases := conformance.Cases()
-			if asJSON {
-				type item struct {
-					ID      string   `json:"id"`
-					Section string   `json:"section"`
-					Role    string   `json:"role"`
-					Rule    string   `json:"rule"`
-					Needs   []string `json:"needs"`
-				}
-				items := make([]item, 0, len(cases))
-				for _, c := range cases {
-					items = append(items, item{c.ID, c.Section, string(c.Role), c.Rule, append([]string{}, c.Needs...)})
-				}
-				b, err := json.Marshal(items)
-				if err != nil {
-					return err
-				}
-				_, err = out.Write(append(b, '\n'))
-				return err
-			}
-			var b strings.Builder
-			section := ""
-			for _, c := range cases {
-				if c.Section != section {
-					section = c.Section
-					fmt.Fprintf(&b, "%s\n", section)
-				}
-				fmt.Fprintf(&b, "  %-16s %s\n", c.ID, c.Rule)
-				if c.Role == conformance.Initiator {
-					fmt.Fprintf(&b, "  %-16s role: initiator (the device sends, the runner answers)\n", "")
-				}
-				if len(c.Needs) > 0 {
-					fmt.Fprintf(&b, "  %-16s needs: %s\n", "", strings.Join(c.Needs, ", "))
-				}
-			}
-			fmt.Fprintf(&b, "%d cases\n", len(cases))
-			_, err := fmt.Fprint(out, b.String())
-			return err
+			return confrun.List(cmd.OutOrStdout(), asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the cases as a JSON array")

@@ -44,7 +44,7 @@
 // (oetp hub's configuration, run and status), internal/session (the route
 // of a one-shot command: its own endpoint or a hub), internal/oneshot (a
 // one-shot command's result, what a failure says, a group write's pacing
-// and verification),
+// and verification), internal/confrun (conformance run and list),
 // internal/cli (the usage error and flag syntax the others share),
 // internal/interrupt (what SIGINT and SIGTERM do to a command),
 // internal/atexit (what an interrupted command undoes) and
