@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
 	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/devices"
@@ -203,4 +205,26 @@ func (f *opFlags) finish(cmd *cobra.Command, r oneshot.Result, human string) err
 // openFailed reports an error of open (oneshot.OpenFailed).
 func (f *opFlags) openFailed(cmd *cobra.Command, op string, err error) error {
 	return oneshot.OpenFailed(cmd, f.op(), op, err)
+}
+
+// do runs the command op's operation work on the route opened in mode,
+// under the command's handling of SIGINT and SIGTERM, and returns its
+// result. A non-nil error is the command's outcome already: the route could
+// not be opened, or closing it failed.
+func (f *opFlags) do(cmd *cobra.Command, op string, mode endpoint.Mode, work func(context.Context, session.Session) error) (oneshot.Result, error) {
+	ctx, cancel := interrupt.Context(cmd)
+	defer cancel()
+	s, err := f.open(mode)
+	if err != nil {
+		return oneshot.Result{}, f.openFailed(cmd, op, err)
+	}
+	t0 := time.Now()
+	err = work(ctx, s)
+	elapsed := time.Since(t0)
+	if cerr := s.Close(); err == nil && cerr != nil {
+		return oneshot.Result{}, cerr
+	}
+	r := f.result(op, err, elapsed)
+	r.AddSession(s)
+	return r, nil
 }

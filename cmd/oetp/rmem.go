@@ -1,13 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/openenoc/oetp/cmd/oetp/internal/interrupt"
 	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
+	"github.com/openenoc/oetp/cmd/oetp/internal/session"
 	"github.com/openenoc/oetp/endpoint"
 )
 
@@ -76,21 +76,15 @@ unicast only.`,
   oetp rmem read --iface eth1 --peer 02:0e:0c:00:00:02 --addr 0x2000 --retries 5 --volatile   # a FIFO: one try`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := interrupt.Context(cmd)
-			defer cancel()
-			s, err := f.open(endpoint.ModeRMEM)
+			var v uint32
+			r, err := f.do(cmd, "rmem read", endpoint.ModeRMEM, func(ctx context.Context, s session.Session) (err error) {
+				v, err = s.RMEMRead(ctx, f.addr.v)
+				return err
+			})
 			if err != nil {
-				return f.openFailed(cmd, "rmem read", err)
+				return err
 			}
-			t0 := time.Now()
-			v, err := s.RMEMRead(ctx, f.addr.v)
-			elapsed := time.Since(t0)
-			if cerr := s.Close(); err == nil && cerr != nil {
-				return cerr
-			}
-			r := f.result("rmem read", err, elapsed)
-			r.AddSession(s)
-			if err == nil {
+			if r.OK {
 				r.Data = &v
 			}
 			return f.finish(cmd, r, fmt.Sprintf("rmem read %s 0x%08x = 0x%08x", f.peer.m, f.addr.v, v))
@@ -121,24 +115,16 @@ reply and no timer (delivery is best effort). A zero mask is a valid no-op.`,
   oetp rmem write --iface eth1 --peer 03:0e:0c:00:00:01 --addr 0x1004 --data 1   # every group member`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := interrupt.Context(cmd)
-			defer cancel()
-			s, err := f.open(endpoint.ModeRMEM)
+			r, err := f.do(cmd, "rmem write", endpoint.ModeRMEM, func(ctx context.Context, s session.Session) error {
+				return s.RMEMWrite(ctx, f.addr.v, data.v, mask.v)
+			})
 			if err != nil {
-				return f.openFailed(cmd, "rmem write", err)
+				return err
 			}
-			t0 := time.Now()
-			err = s.RMEMWrite(ctx, f.addr.v, data.v, mask.v)
-			elapsed := time.Since(t0)
-			if cerr := s.Close(); err == nil && cerr != nil {
-				return cerr
-			}
-			r := f.result("rmem write", err, elapsed)
-			r.AddSession(s)
 			human := fmt.Sprintf("rmem write %s 0x%08x = 0x%08x mask 0x%08x: ok", f.peer.m, f.addr.v, data.v, mask.v)
 			if f.peer.m.IsGroup() {
 				sent := 0
-				if err == nil {
+				if r.OK {
 					sent = 1
 				}
 				r.SetGroup(sent)
