@@ -4,7 +4,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -165,12 +167,24 @@ func (s *server) stop() int {
 // status.
 func oetpIn(t testing.TB, bin string, h *netns.Host, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := h.Command(bin, args...)
+	return runExit(t, h.Command(bin, args...))
+}
+
+// runBin runs the oetp binary in this namespace (dump needs no network).
+func runBin(t testing.TB, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runExit(t, exec.Command(bin, args...))
+}
+
+// runExit runs cmd to its end and returns its standard output, standard
+// error and exit status; a command that cannot be run fails the test.
+func runExit(t testing.TB, cmd *exec.Cmd) (stdout, stderr string, code int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
 	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatalf("running oetp %v: %v", args, err)
+		t.Fatalf("running %v: %v", cmd.Args, err)
 	}
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
@@ -185,4 +199,15 @@ func lastLineJSON(t *testing.T, stdout string) map[string]any {
 		t.Fatalf("last line of stdout is not JSON: %v\n%s", err, stdout)
 	}
 	return m
+}
+
+// fileWord is the little-endian 32-bit word at offset addr of the file at
+// path (a region serve maps from a file).
+func fileWord(t testing.TB, path string, addr uint32) uint32 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return binary.LittleEndian.Uint32(b[addr:])
 }

@@ -37,14 +37,7 @@ func TestDevicesFileOverVeth(t *testing.T) {
 
 	run := func(env []string, args ...string) (string, string, int) {
 		t.Helper()
-		cmd := h2.Command("env", append(append(env, bin), args...)...)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		if _, ok := err.(*exec.ExitError); err != nil && !ok {
-			t.Fatal(err)
-		}
-		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+		return runExit(t, h2.Command("env", append(append(env, bin), args...)...))
 	}
 	// $OETP_DEVICES finds the file; no hub runs yet.
 	env := []string{"OETP_DEVICES=" + devFile, "OETP_HUB=" + filepath.Join(dir, "hub.sock")}
@@ -90,14 +83,7 @@ func TestDevicesFileOverVeth(t *testing.T) {
 	writeFile(t, csrFile, bytes.Repeat([]byte{0xFF}, 4096))
 	serveArgs := append([]string{"--iface", "eth0", "--json-events", "--region", "0:4K:" + regFile, "--region", "0x20000000:4K:" + csrFile}, strings.Fields(want)...)
 	srv := startServe(t, bin, h1, serveArgs...)
-	word := func(addr uint32) uint32 {
-		t.Helper()
-		b, err := os.ReadFile(regFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return binary.LittleEndian.Uint32(b[addr:])
-	}
+	word := func(addr uint32) uint32 { t.Helper(); return fileWord(t, regFile, addr) }
 
 	// Direct: each command sends from the device's MAC for its role (the
 	// board's entries admit only those).

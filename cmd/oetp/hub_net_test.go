@@ -149,18 +149,6 @@ func TestHubPrintPeerEntries(t *testing.T) {
 	}
 }
 
-func runBin(t testing.TB, bin string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
-	}
-	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
-}
-
 // pythonDir is the repository's python/ directory.
 // hubDial connects to the hub at sock; the test's cleanup closes the
 // connection.
@@ -356,14 +344,7 @@ func testOneShotThroughHub(t *testing.T, f *hubFixture) {
 	env := "OETP_HUB=" + f.sock
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
-		cmd := h2.Command("env", append([]string{env, f.bin}, args...)...)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		if _, ok := err.(*exec.ExitError); err != nil && !ok {
-			t.Fatal(err)
-		}
-		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+		return runExit(t, h2.Command("env", append([]string{env, f.bin}, args...)...))
 	}
 	c := hubDial(t, f.sock)
 	readsBefore := hubOps(t, c, "read")
@@ -401,10 +382,7 @@ func testOneShotThroughHub(t *testing.T, f *hubFixture) {
 		t.Helper()
 		cmd := h2.Command("sh", "-c", script)
 		cmd.Env = append(os.Environ(), env)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		cmd.Run()
-		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+		return runExit(t, cmd)
 	}
 	out, errOut, code = sh(fmt.Sprintf("head -c 12345 /dev/zero | tr '\\0' 'z' | %s dma write --iface eth0 --peer %s --addr 0x108000 --in - --json", f.bin, netServer))
 	checkResult(t, "dma write from a pipe via hub", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x108000, "bytes", float64(12345), "fragments", float64(2), "via", "hub", "hub", f.sock))

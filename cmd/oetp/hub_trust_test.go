@@ -218,10 +218,7 @@ func TestHubImpostorRefused(t *testing.T) {
 				run := func(args ...string) (string, string, int) {
 					cmd := exec.Command(bin, args...)
 					cmd.Env = env
-					var out, errOut strings.Builder
-					cmd.Stdout, cmd.Stderr = &out, &errOut
-					cmd.Run()
-					return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+					return runExit(t, cmd)
 				}
 				write := []string{"rmem", "write", "--iface", "lo", "--peer", "02:0e:0c:00:00:09", "--addr", "0x10", "--data", "0x11111111", "--json"}
 				out, errOut, code := run(write...)
@@ -487,10 +484,7 @@ func TestHubReadOnlyUser(t *testing.T) {
 	run := func(args ...string) (string, string, int) {
 		cmd := hostile.As(exec.Command(bin, append(args, "--hub", sock, "--iface", "eth0", "--peer", netServer)...))
 		cmd.Env = clientEnv(dir)
-		var out, errOut strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		cmd.Run()
-		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+		return runExit(t, cmd)
 	}
 	out, errOut, code := run("rmem", "read", "--addr", "0x10", "--json")
 	if code != 0 || !strings.Contains(out, `"ok":true`) || !strings.Contains(out, fmt.Sprintf(`"data":%d`, 0xC0FFEE01)) {

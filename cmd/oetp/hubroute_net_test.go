@@ -122,24 +122,7 @@ func TestHubRouteSameErrors(t *testing.T) {
 // unknown, never "did not execute".
 func TestHubKilledMidWrite(t *testing.T) {
 	f := startHubFixtureWith(t, hubRouteBoard, "")
-	f.board.cmd.Process.Signal(syscall.SIGSTOP) // the hub's write waits for the board
-	defer f.board.cmd.Process.Signal(syscall.SIGCONT)
-	in := f.dir + "/blk.bin"
-	writeFile(t, in, bytes.Repeat([]byte{7}, 20000))
-	cmd := f.tn.Host(1).Command("env", "OETP_HUB="+f.sock, f.bin, "dma", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0x100000", "--in", in, "--json")
-	var out bytes.Buffer
-	stderr := &noteWriter{note: "through the hub", seen: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = &out, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-stderr.seen: // the session is open: the request follows
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("no note of the route in 10s; stderr:\n%s", stderr.String())
-	}
+	cmd, out, stderr := startStalledHubWrite(t, f)
 	if err := f.hub.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +134,33 @@ func TestHubKilledMidWrite(t *testing.T) {
 	if s := stderr.String(); strings.Contains(s, "did not execute") || !strings.Contains(s, "may have executed") {
 		t.Errorf("stderr:\n%s", s)
 	}
+}
+
+// startStalledHubWrite stops f's board (until the test ends) and starts a
+// dma write through f's hub; it returns once the write's session is open
+// (its note of the route on stderr): the write's first fragment then waits
+// for the stopped board.
+func startStalledHubWrite(t *testing.T, f *hubFixture) (cmd *exec.Cmd, stdout *bytes.Buffer, stderr *noteWriter) {
+	t.Helper()
+	f.board.cmd.Process.Signal(syscall.SIGSTOP) // the hub's write waits for the board
+	t.Cleanup(func() { f.board.cmd.Process.Signal(syscall.SIGCONT) })
+	in := f.dir + "/blk.bin"
+	writeFile(t, in, bytes.Repeat([]byte{7}, 20000))
+	cmd = f.tn.Host(1).Command("env", "OETP_HUB="+f.sock, f.bin, "dma", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0x100000", "--in", in, "--json")
+	stdout = &bytes.Buffer{}
+	stderr = &noteWriter{note: "through the hub", seen: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stderr.seen: // the session is open: the request follows
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no note of the route in 10s; stderr:\n%s", stderr.String())
+	}
+	return cmd, stdout, stderr
 }
 
 // noteWriter is a stderr that signals seen when note has been written.
@@ -241,23 +251,7 @@ except Exception as e:
 	// The CLI: its write in progress (the board stopped), the hub frozen,
 	// then SIGINT.
 	f.hub.cmd.Process.Signal(syscall.SIGCONT)
-	f.board.cmd.Process.Signal(syscall.SIGSTOP)
-	defer f.board.cmd.Process.Signal(syscall.SIGCONT)
-	in := f.dir + "/blk.bin"
-	writeFile(t, in, bytes.Repeat([]byte{7}, 20000))
-	cmd := f.tn.Host(1).Command("env", "OETP_HUB="+f.sock, f.bin, "dma", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0x100000", "--in", in, "--json")
-	var out bytes.Buffer
-	stderr := &noteWriter{note: "through the hub", seen: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = &out, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-stderr.seen:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("no note of the route; stderr:\n%s", stderr.String())
-	}
+	cmd, out, stderr := startStalledHubWrite(t, f)
 	f.hub.cmd.Process.Signal(syscall.SIGSTOP)
 	waitStopped(t, f.hub.cmd.Process.Pid)
 	cmd.Process.Signal(syscall.SIGINT)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/afpacket/afpackettest"
 	"github.com/openenoc/oetp/link/pace"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/role"
@@ -49,7 +50,7 @@ func TestRolesOverVeth(t *testing.T) {
 	srv1 = startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--peer", netClient+",mode=rmem")
 	// --help says where the locks are.
 	for _, args := range [][]string{{"serve", "--help"}, {"rmem", "read", "--help"}, {"dma", "write", "--help"}} {
-		if out, _, _ := runBinary(t, bin, args...); !strings.Contains(out, "/run/oetp") || !strings.Contains(out, "$XDG_RUNTIME_DIR/oetp") || !strings.Contains(out, "oetp-UID") {
+		if out, _, _ := runBin(t, bin, args...); !strings.Contains(out, "/run/oetp") || !strings.Contains(out, "$XDG_RUNTIME_DIR/oetp") || !strings.Contains(out, "oetp-UID") {
 			t.Errorf("oetp %s does not say where the role locks are:\n%s", strings.Join(args, " "), out)
 		}
 	}
@@ -267,16 +268,27 @@ func TestStaleReplyOverVeth(t *testing.T) {
 	}
 }
 
-// openRaw opens an AF_PACKET link on host h for the test to send frames
-// of its own.
-func openRaw(t *testing.T, h *netns.Host) *afpacket.Link {
+// serveWithRaw starts serve with args on one host of a new veth pair, and
+// opens an AF_PACKET link on the other for the test to send frames of its
+// own, from any MAC.
+func serveWithRaw(t *testing.T, args ...string) (*server, *afpacket.Link) {
 	t.Helper()
-	var l *afpacket.Link
-	if err := h.Do(func() (err error) { l, err = afpacket.Open("eth0", afpacket.Config{}); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
+	tn := netns.NewPair(t)
+	bin := testutil.BuildCommand(t, ".")
+	return startServe(t, bin, tn.Host(0), args...), afpackettest.OpenLink(t, tn.Host(1), afpacket.Config{})
+}
+
+// waitAccounted waits until serve's counters account for n frames sent to
+// it (what): each read by the endpoint or dropped by the kernel. It
+// returns the stats that did.
+func waitAccounted(t *testing.T, srv *server, what string, n float64) map[string]any {
+	t.Helper()
+	var st map[string]any
+	waitFor(t, "accounting of the "+what, func() bool {
+		st = srv.stats()
+		return st["rx_frames"].(float64)+st["rx_kernel_drops"].(float64) >= n
+	})
+	return st
 }
 
 // waitFor polls cond for up to 20s.
@@ -297,14 +309,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // is logged with the --peer that would admit it.
 func TestKernelDropsOverVeth(t *testing.T) {
 	t.Parallel()
-	tn := netns.NewPair(t)
-	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := testutil.BuildCommand(t, ".")
-	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--json-events")
+	srv, l := serveWithRaw(t, "--iface", "eth0", "--region", "0:64K", "--json-events")
 	if !strings.Contains(srv.stderr.String(), "no --peer: every request is dropped") {
 		t.Errorf("no warning about the empty peer table:\n%s", srv.stderr.String())
 	}
-	l := openRaw(t, h2)
 	src, dst := mustMAC(t, netNobody), mustMAC(t, netServer)
 	const burst = 4000 // 8 KiB frames: far more than serve's 4 MiB socket buffer holds
 	frames := make([][]byte, 32)
@@ -323,11 +331,7 @@ func TestKernelDropsOverVeth(t *testing.T) {
 	if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	var st map[string]any
-	waitFor(t, "accounting of the burst", func() bool {
-		st = srv.stats()
-		return st["rx_frames"].(float64)+st["rx_kernel_drops"].(float64) >= burst
-	})
+	st := waitAccounted(t, srv, "burst", burst)
 	kd, rx := st["rx_kernel_drops"].(float64), st["rx_frames"].(float64)
 	t.Logf("burst of %d: rx_frames %v, rx_kernel_drops %v", burst, rx, kd)
 	if kd == 0 || rx+kd != burst || st["drop_unknown_source"] != rx {
@@ -355,11 +359,7 @@ func TestKernelDropsOverVeth(t *testing.T) {
 // --json-events output, while the counters account for every request.
 func TestLogBoundOverVeth(t *testing.T) {
 	t.Parallel()
-	tn := netns.NewPair(t)
-	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := testutil.BuildCommand(t, ".")
-	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--peer", netClient+",mode=rmem,window=0:64K", "--json-events")
-	l := openRaw(t, h2)
+	srv, l := serveWithRaw(t, "--iface", "eth0", "--region", "0:64K", "--peer", netClient+",mode=rmem,window=0:64K", "--json-events")
 	src, dst := mustMAC(t, netClient), mustMAC(t, netServer)
 	const flood = 100000
 	frames := make([][]byte, 50)
@@ -376,15 +376,11 @@ func TestLogBoundOverVeth(t *testing.T) {
 			time.Sleep(ahead)
 		}
 	}
-	var st map[string]any
-	waitFor(t, "accounting of the flood", func() bool {
-		st = srv.stats()
-		return st["rx_frames"].(float64)+st["rx_kernel_drops"].(float64) >= flood
-	})
+	waitAccounted(t, srv, "flood", flood)
 	if code := srv.stop(); code != 0 {
 		t.Errorf("serve exit %d", code)
 	}
-	st = srv.lastJSON(`"event":"stats"`)
+	st := srv.lastJSON(`"event":"stats"`)
 	rx, kd := st["rx_frames"].(float64), st["rx_kernel_drops"].(float64)
 	refused := st["responder_failures"].(float64) + st["drop_responder_busy"].(float64) + st["drop_event_pending"].(float64)
 	errs := st["errors_sent"].([]any)
@@ -546,12 +542,8 @@ func TestGroupRateSweep(t *testing.T) {
 // the disabled entry.
 func TestDisabledPeerOverVeth(t *testing.T) {
 	t.Parallel()
-	tn := netns.NewPair(t)
-	h1, h2 := tn.Host(0), tn.Host(1)
-	bin := testutil.BuildCommand(t, ".")
-	srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:64K", "--json-events",
+	srv, l := serveWithRaw(t, "--iface", "eth0", "--region", "0:64K", "--json-events",
 		"--peer", "02:0e:0c:00:00:99,mode=rmem", "--peer", netNobody+",mode=none")
-	l := openRaw(t, h2)
 	src, dst := mustMAC(t, netNobody), mustMAC(t, netServer)
 	if n, err := l.WriteBatch([][]byte{wire.AppendRMEMReadReq(nil, dst, src, 7, 0x10)}); n != 1 || err != nil {
 		t.Fatalf("send: %d, %v", n, err)

@@ -4,9 +4,7 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -20,7 +18,7 @@ import (
 	"github.com/openenoc/oetp/cmd/oetp/internal/frames"
 	"github.com/openenoc/oetp/cmd/oetp/internal/oneshot"
 	"github.com/openenoc/oetp/internal/testutil"
-	"github.com/openenoc/oetp/link/pcap"
+	"github.com/openenoc/oetp/link/pcap/pcaptest"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
@@ -102,20 +100,18 @@ func TestMistakes(t *testing.T) {
 	}
 	// A hostile TOML file (100 KB of nested arrays), and a capture whose
 	// DMA read requests were never answered.
-	nested := filepath.Join(dir, "nested.toml")
-	writeFile(t, nested, []byte("a = "+strings.Repeat("[", 50<<10)+strings.Repeat("]", 50<<10)+"\n"))
-	typed := filepath.Join(dir, "typed.toml")
-	writeFile(t, typed, []byte("iface = 5\n"))
-	badDur := filepath.Join(dir, "baddur.toml")
-	writeFile(t, badDur, []byte("rmem_timeout = \"soon\"\n"))
-	broken := filepath.Join(dir, "broken.toml")
-	writeFile(t, broken, []byte("garbage = ["))
-	hubTyped := filepath.Join(dir, "hubtyped.toml")
-	writeFile(t, hubTyped, []byte("socket = 5\n"))
-	badDUT := filepath.Join(dir, "dut.toml")
-	writeFile(t, badDUT, []byte("max_frame = 5\n"))
-	typedTable := filepath.Join(dir, "table.toml")
-	writeFile(t, typedTable, []byte("[[node]]\nname = 5\naddress = 0\n"))
+	file := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		writeFile(t, path, []byte(body))
+		return path
+	}
+	nested := file("nested.toml", "a = "+strings.Repeat("[", 50<<10)+strings.Repeat("]", 50<<10)+"\n")
+	typed := file("typed.toml", "iface = 5\n")
+	badDur := file("baddur.toml", "rmem_timeout = \"soon\"\n")
+	broken := file("broken.toml", "garbage = [")
+	hubTyped := file("hubtyped.toml", "socket = 5\n")
+	badDUT := file("dut.toml", "max_frame = 5\n")
+	typedTable := file("table.toml", "[[node]]\nname = 5\naddress = 0\n")
 	// A socket nobody listens on (a hub that ended leaves one).
 	dead := filepath.Join(dir, "dead.sock")
 	ln, err := net.Listen("unix", dead)
@@ -370,18 +366,11 @@ func goWords(s string) string {
 // oetpInEnv is oetpIn with extra environment variables.
 func oetpInEnv(t testing.TB, bin string, h *netns.Host, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	if len(env) == 0 {
-		return oetpIn(t, bin, h, args...)
-	}
 	cmd := h.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatalf("running oetp %v: %v", args, err)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
 	}
-	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	return runExit(t, cmd)
 }
 
 type interruptResult struct {
@@ -440,32 +429,13 @@ func interruptCmd(t *testing.T, cmd *exec.Cmd, sig os.Signal, ready func(*exec.C
 // framesFrom counts the frames of a capture whose source is mac.
 func framesFrom(t *testing.T, path string, mac wire.MAC) int {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcap.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for {
-		_, data, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return n
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		var fr pcap.Frame
-		if err := pcap.Ethernet(r.LinkType(), data, &fr); err != nil {
-			t.Fatal(err)
-		}
-		if len(fr.Bytes) >= 12 && bytes.Equal(fr.Bytes[6:12], mac[:]) {
+	for _, fr := range pcaptest.ReadCapture(t, path) {
+		if len(fr) >= 12 && bytes.Equal(fr[6:12], mac[:]) {
 			n++
 		}
 	}
+	return n
 }
 
 // checkSuggestedFlags checks that every flag a message suggests exists on

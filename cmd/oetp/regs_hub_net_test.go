@@ -3,11 +3,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,23 +28,9 @@ func TestRegsThroughHub(t *testing.T) {
 	h2 := f.tn.Host(1)
 	regs := func(args ...string) (string, string, int) {
 		t.Helper()
-		cmd := h2.Command("env", append([]string{"OETP_HUB=" + f.sock, f.bin, "regs"}, append(args, "--iface", "eth0", "--peer", netServer)...)...)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		if _, ok := err.(*exec.ExitError); err != nil && !ok {
-			t.Fatal(err)
-		}
-		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+		return runExit(t, h2.Command("env", append([]string{"OETP_HUB=" + f.sock, f.bin, "regs"}, append(args, "--iface", "eth0", "--peer", netServer)...)...))
 	}
-	word := func(addr uint32) uint32 {
-		t.Helper()
-		b, err := os.ReadFile(regFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return binary.LittleEndian.Uint32(b[addr:])
-	}
+	word := func(addr uint32) uint32 { t.Helper(); return fileWord(t, regFile, addr) }
 	c := hubDial(t, f.sock)
 
 	if _, errOut, code := regs("write", "--table", table, "ctrl", "0x12345678"); code != 0 {

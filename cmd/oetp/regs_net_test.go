@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,14 +87,7 @@ func TestRegsOverVeth(t *testing.T) {
 		t.Helper()
 		return oetpIn(t, bin, h2, append(append([]string{"regs"}, args...), "--iface", "eth0", "--peer", netServer)...)
 	}
-	word := func(addr uint32) uint32 {
-		t.Helper()
-		b, err := os.ReadFile(regFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return binary.LittleEndian.Uint32(b[addr:])
-	}
+	word := func(addr uint32) uint32 { t.Helper(); return fileWord(t, regFile, addr) }
 	served := func() (reads, writes, rx float64) {
 		s := srv.stats()
 		return s["served_rmem_read"].(float64), s["served_rmem_write"].(float64), s["rx_frames"].(float64)
@@ -238,11 +230,7 @@ func TestRegsOverVeth(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("regs write ctrl.mode over the reliable transport: exit %d, %s %s", code, out, errOut)
 		}
-		b, err := os.ReadFile(relFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w := binary.LittleEndian.Uint32(b[0x100:]); w != 0x0F0F0F3F {
+		if w := fileWord(t, relFile, 0x100); w != 0x0F0F0F3F {
 			t.Errorf("word 0x100 = 0x%08X, want 0x0F0F0F3F", w)
 		}
 		out, errOut, code = oetpIn(t, bin, h2, append([]string{"regs", "read", "--table", toml, "ctrl.mode", "--json"}, args...)...)

@@ -57,16 +57,7 @@ func rtlKit(t *testing.T, harness ...string) (kit string) {
 // inRTLHost runs the oetp binary in the kit's host namespace.
 func inRTLHost(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", rtlHostNS, bin}, args...)...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return o.String(), e.String(), ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%s %v: %v", bin, args, err)
-	}
-	return o.String(), e.String(), 0
+	return runExit(t, exec.Command("ip", append([]string{"netns", "exec", rtlHostNS, bin}, args...)...))
 }
 
 // ctl runs one kit control command and returns its output.

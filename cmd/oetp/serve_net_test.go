@@ -359,7 +359,7 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		}
 		td.Process.Signal(syscall.SIGINT)
 		td.Wait()
-		out, errOut, code := runBinary(t, bin, "dump", capture)
+		out, errOut, code := runBin(t, bin, "dump", capture)
 		// The Request ID is random (a new process is a new endpoint
 		// instance); the reply carries the request's.
 		re := regexp.MustCompile(`^1 \S+ 02:0e:0c:00:00:02 > 02:0e:0c:00:00:b2 RMEM_READ_REQ rid=(\d+) addr=0x00000010, 24 bytes\n` +
@@ -497,7 +497,7 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 
 // checkDump decodes the server's capture with `oetp dump`.
 func checkDump(t *testing.T, bin, path string) {
-	out, errOut, code := runBinary(t, bin, "dump", "--json", path)
+	out, errOut, code := runBin(t, bin, "dump", "--json", path)
 	if code != 0 {
 		t.Fatalf("dump --json: exit %d; stderr %s", code, errOut)
 	}
@@ -566,7 +566,7 @@ func checkDump(t *testing.T, bin, path string) {
 		t.Errorf("dump commands (-want +got):\n%s", diff)
 	}
 
-	out, errOut, code = runBinary(t, bin, "dump", path)
+	out, errOut, code = runBin(t, bin, "dump", path)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 0 || len(lines) != len(want) {
 		t.Fatalf("dump: exit %d, %d lines, want %d; stderr %s", code, len(lines), len(want), errOut)
@@ -593,14 +593,4 @@ func checkDump(t *testing.T, bin, path string) {
 	if first := lines[0]; !regexp.MustCompile(`^1 \d\d:\d\d:\d\d\.\d{6} 02:0e:0c:00:00:02 > 02:0e:0c:00:00:01 RMEM_WRITE_REQ `).MatchString(first) {
 		t.Errorf("dump line 1 = %q", first)
 	}
-}
-
-// runBinary runs the oetp binary in this namespace (dump needs no network).
-func runBinary(t *testing.T, bin string, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	cmd.Run()
-	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
