@@ -266,7 +266,7 @@ func (g *Group) write(addr uint32, data []byte, verify bool) (proto.GroupResult,
 				gm.Repaired = append(gm.Repaired, proto.GroupFragment{Index: f.Index, Addr: f.Addr, Len: f.Len})
 			}
 			if rep.Err != nil {
-				gm.Error, gm.ErrorCode = outcome(rep.Err), uint8(endpoint.CodeOf(rep.Err))
+				gm.Error, gm.ErrorCode = replicate.Message(rep.Err), uint8(endpoint.CodeOf(rep.Err))
 				if first == nil {
 					first = &memberError{device: d.Config.Name, mac: d.Config.MAC, err: rep.Err, msg: gm.Error}
 				}
@@ -282,7 +282,7 @@ func (g *Group) write(addr uint32, data []byte, verify bool) (proto.GroupResult,
 
 // named says which member a probe's error is about, by device name.
 func (g *Group) named(err error) string {
-	msg := outcome(err)
+	msg := replicate.Message(err)
 	for _, d := range g.members {
 		msg = strings.Replace(msg, "member "+d.Config.MAC.String(), fmt.Sprintf("member %s (%v)", d.Config.Name, d.Config.MAC), 1)
 	}
@@ -301,16 +301,6 @@ func (e *memberError) Error() string {
 	return fmt.Sprintf("member %s (%v) failed verification: %s", e.device, e.mac, e.msg)
 }
 func (e *memberError) Unwrap() error { return e.err }
-
-// outcome is err with the engine's error in its outcome's words.
-func outcome(err error) string {
-	msg := err.Error()
-	var oe *endpoint.OpError
-	if errors.As(err, &oe) {
-		msg = strings.Replace(msg, oe.Error(), oe.Outcome(), 1)
-	}
-	return msg
-}
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
 
@@ -381,7 +371,7 @@ func outcomeOrSelf(err error) string {
 	if errors.As(err, &me) {
 		return me.Error()
 	}
-	return outcome(err)
+	return replicate.Message(err)
 }
 
 func (h *Hub) groupNames() string {

@@ -23,14 +23,28 @@ package replicate
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
+
+// Message is err, an error of a probe, a paced write or Verify, in words
+// for people: the engine's error within it in its outcome's words
+// ("TIMEOUT (8): ..."), the context around it kept ("reading back ...").
+func Message(err error) string {
+	msg := err.Error()
+	var oe *endpoint.OpError
+	if errors.As(err, &oe) {
+		msg = strings.Replace(msg, oe.Error(), oe.Outcome(), 1)
+	}
+	return msg
+}
 
 // Probes is the number of unicast writes of the first fragment each member
 // is probed with; its time per fragment is the slowest of them.

@@ -16,6 +16,7 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/node"
+	"github.com/openenoc/oetp/replicate"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -181,7 +182,7 @@ every member verified, 1 naming the member that did not.`,
 					}
 					// A probe failed: no group frame was sent.
 					r := f.result("dma write", err, time.Since(t0))
-					r.Message = oneshot.UserMessage(err) + "; no group frame was sent"
+					r.Message = replicate.Message(err) + "; no group frame was sent"
 					return f.finish(cmd, r, "")
 				}
 				defer run.Close()

@@ -2,7 +2,6 @@ package oneshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -264,7 +263,7 @@ func (run *GroupRun) Verify(ctx context.Context, in *dmafile.Input) {
 			mr.Repaired = append(mr.Repaired, FragmentEntry{Index: fr.Index, Addr: fr.Addr, Len: fr.Len})
 		}
 		if rep.Err != nil {
-			mr.Error = UserMessage(rep.Err)
+			mr.Error = replicate.Message(rep.Err)
 			if endpoint.CodeOf(rep.Err) == wire.CodeTimeout && strings.HasPrefix(mr.Error, "reading back") {
 				mr.Error += fmt.Sprintf(" (does the member have an entry for --verify-mac %v in mode dma-read (3)?)", run.g.VerifyMAC)
 			}
@@ -290,17 +289,6 @@ func (e *memberFailure) Error() string {
 	return fmt.Sprintf("member %v failed verification: %s", e.member, e.msg)
 }
 func (e *memberFailure) Unwrap() error { return e.err }
-
-// UserMessage is err with the engine's error in its outcome's words (as
-// the results of the other commands give it), the context kept.
-func UserMessage(err error) string {
-	msg := err.Error()
-	var oe *endpoint.OpError
-	if errors.As(err, &oe) {
-		msg = strings.Replace(msg, oe.Error(), oe.Outcome(), 1)
-	}
-	return msg
-}
 
 // Report adds the pacing and the members to the result of a write that
 // completed, and to its human text, which it returns; a member that failed
