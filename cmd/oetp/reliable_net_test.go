@@ -3,10 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,19 +43,8 @@ func TestReliableTransportOverVeth(t *testing.T) {
 
 	data := make([]byte, 100<<10)
 	rand.NewChaCha8([32]byte{3}).Read(data)
-	in := filepath.Join(dir, "in.bin")
-	writeFile(t, in, data)
-	out, errOut, code = cli("dma", "write", "--mac", netWriter, "--peer", netServer, "--addr", "0x100000", "--in", in, "--transport", "reliable", "--json")
 	// 8136-byte fragments: 100 KiB takes 13.
-	checkResult(t, "dma write", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x100000,
-		"bytes", float64(len(data)), "fragments", float64(13)))
-	back := filepath.Join(dir, "back.bin")
-	out, errOut, code = cli("dma", "read", "--mac", netReader, "--peer", netServer, "--addr", "0x100000", "--length", "102400", "--out", back, "--transport", "reliable", "--json")
-	checkResult(t, "dma read", out, errOut, code, 0, res(true, 0, "NONE", "dma read", netServer, 0x100000,
-		"bytes", float64(len(data)), "fragments", float64(13)))
-	if got, err := os.ReadFile(back); err != nil || !bytes.Equal(got, data) {
-		t.Errorf("read back %d bytes (err %v), want the %d bytes written", len(got), err, len(data))
-	}
+	in := dmaRoundTrip(t, cli, dir, data, "--transport", "reliable")
 	// --fragment above the reliable ceiling is refused.
 	_, errOut, code = cli("dma", "write", "--mac", netWriter, "--peer", netServer, "--addr", "0x100000", "--in", in, "--transport", "reliable", "--fragment", "8160")
 	if code != 2 || !strings.Contains(errOut, "8136") {

@@ -121,6 +121,27 @@ func checkResult(t *testing.T, what, stdout, stderr string, code, wantCode int, 
 	}
 }
 
+// dmaRoundTrip writes data (100 KiB) to netServer at 0x100000 with dma
+// write from netWriter through cli, reads it back with dma read from
+// netReader, both with the flags extra, and checks both results (13
+// fragments each) and the bytes read back. It returns the input file.
+func dmaRoundTrip(t *testing.T, cli func(args ...string) (string, string, int), dir string, data []byte, extra ...string) string {
+	t.Helper()
+	in := filepath.Join(dir, "in.bin")
+	writeFile(t, in, data)
+	out, errOut, code := cli(append([]string{"dma", "write", "--mac", netWriter, "--peer", netServer, "--addr", "0x100000", "--in", in, "--json"}, extra...)...)
+	checkResult(t, "dma write", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x100000,
+		"bytes", float64(len(data)), "fragments", float64(13)))
+	back := filepath.Join(dir, "back.bin")
+	out, errOut, code = cli(append([]string{"dma", "read", "--mac", netReader, "--peer", netServer, "--addr", "0x100000", "--length", "102400", "--out", back, "--json"}, extra...)...)
+	checkResult(t, "dma read", out, errOut, code, 0, res(true, 0, "NONE", "dma read", netServer, 0x100000,
+		"bytes", float64(len(data)), "fragments", float64(13)))
+	if got, err := os.ReadFile(back); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("read back %d bytes (err %v), want the %d bytes written", len(got), err, len(data))
+	}
+	return in
+}
+
 // res builds an expected result.
 func res(ok bool, code int, mnemonic, op, peer string, addr uint32, extra ...any) map[string]any {
 	m := map[string]any{"ok": ok, "error_code": float64(code), "error": mnemonic, "op": op, "peer": peer, "addr": float64(addr),
@@ -178,12 +199,8 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 	data := make([]byte, 100<<10)
 	rand.NewChaCha8([32]byte{1, 2}).Read(data)
 	t.Run("dma", func(t *testing.T) {
-		in := filepath.Join(dir, "in.bin")
-		writeFile(t, in, data)
 		// The initiator busy-polls (--busy-poll): same frames, same result.
-		out, errOut, code := cli("dma", "write", "--mac", netWriter, "--peer", netServer, "--addr", "0x100000", "--in", in, "--json", "--busy-poll", "200us")
-		checkResult(t, "dma write", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x100000,
-			"bytes", float64(len(data)), "fragments", float64(13)))
+		in := dmaRoundTrip(t, cli, dir, data, "--busy-poll", "200us")
 		// The DDR region is a shared mapping of ddr.bin: the bytes are there.
 		ddr, err := os.ReadFile(filepath.Join(dir, "ddr.bin"))
 		if err != nil {
@@ -192,19 +209,13 @@ func TestServeAndInitiatorsOverVeth(t *testing.T) {
 		if len(ddr) != 1<<20 || !bytes.Equal(ddr[:len(data)], data) {
 			t.Errorf("ddr.bin (%d bytes) does not start with the 100 KiB written", len(ddr))
 		}
-		back := filepath.Join(dir, "back.bin")
-		out, errOut, code = cli("dma", "read", "--mac", netReader, "--peer", netServer, "--addr", "0x100000", "--length", "102400", "--out", back, "--json", "--busy-poll", "200us")
-		checkResult(t, "dma read", out, errOut, code, 0, res(true, 0, "NONE", "dma read", netServer, 0x100000,
-			"bytes", float64(len(data)), "fragments", float64(13)))
-		if got, err := os.ReadFile(back); err != nil || !bytes.Equal(got, data) {
-			t.Errorf("read back %d bytes (err %v), want the %d bytes written", len(got), err, len(data))
-		}
 		// --fragment 31 selects 28-byte fragments: 100 bytes take 4.
 		writeFile(t, in, data[:100])
-		out, errOut, code = cli("dma", "write", "--mac", netWriter, "--peer", netServer, "--addr", "0x100000", "--in", in, "--fragment", "31", "--json")
+		out, errOut, code := cli("dma", "write", "--mac", netWriter, "--peer", netServer, "--addr", "0x100000", "--in", in, "--fragment", "31", "--json")
 		checkResult(t, "dma write --fragment 31", out, errOut, code, 0, res(true, 0, "NONE", "dma write", netServer, 0x100000,
 			"bytes", float64(100), "fragments", float64(4)))
 		// Human output.
+		back := filepath.Join(dir, "back.bin")
 		out, errOut, code = cli("dma", "read", "--mac", netReader, "--peer", netServer, "--addr", "0x100000", "--length", "0x400", "--out", back)
 		if re := regexp.MustCompile(`^dma read 02:0e:0c:00:00:01 0x00100000: 1024 bytes \(1 KiB\) in 1 fragment\(s\), \d+\.\d{3}s, \d+\.\d MB/s -> .*/back.bin\n$`); code != 0 || !re.MatchString(out) {
 			t.Errorf("dma read: exit %d, stdout %q; stderr %s", code, out, errOut)

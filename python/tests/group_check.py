@@ -1,6 +1,6 @@
 """A group write through the hub from the Python client, verified.
 
-Run by the Go test TestHubGroupWrite (cmd/oetp group_hub_net_test.go) with
+Run by the Go test TestHubGroupWrite (cmd/oetp group_net_test.go) with
 OETP_HUB (the hub's socket) and OETP_TEST_GROUP (a group of two devices,
 OETP_TEST_MEMBERS their names, comma-separated). It writes a block to the
 group with verify=True, checks the per-member report, reads every member
