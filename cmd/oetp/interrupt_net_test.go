@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/cmd/oetp/internal/atexit"
 	"github.com/openenoc/oetp/conformance"
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/netns"
@@ -88,7 +89,7 @@ func (m *made) note(pid int, want string) bool {
 	own, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
 	m.pids, m.nets = nil, map[string]bool{}
 	found := false
-	for _, p := range append([]int{pid}, procDescendants(pid)...) {
+	for _, p := range append([]int{pid}, atexit.Descendants(pid)...) {
 		if p != pid {
 			m.pids = append(m.pids, p)
 			cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
@@ -150,39 +151,6 @@ func procNets(p int) []string {
 		}
 	}
 	return nets
-}
-
-// procDescendants lists the processes below pid.
-func procDescendants(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	children := map[int][]int{}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 {
-			if f := strings.Fields(s[i+1:]); len(f) > 1 {
-				pp, _ := strconv.Atoi(f[1])
-				children[pp] = append(children[pp], p)
-			}
-		}
-	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for _, c := range children[p] {
-			out = append(out, c)
-			walk(c)
-		}
-	}
-	walk(pid)
-	return out
 }
 
 // A signal while a command opens its hub route (the hub accepted the

@@ -14,7 +14,7 @@ import (
 // gone: a killed child stays a zombie until reaped, but has left its
 // namespaces.
 func killDescendants() {
-	kids := descendants(os.Getpid())
+	kids := Descendants(os.Getpid())
 	for _, pid := range kids {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -26,8 +26,9 @@ func killDescendants() {
 	}
 }
 
-// descendants lists the processes below pid, from /proc.
-func descendants(pid int) []int {
+// Descendants lists the processes below pid, from /proc: what Run stops,
+// and what a test checks is gone.
+func Descendants(pid int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
