@@ -88,11 +88,7 @@ func TestServeConfigExample(t *testing.T) {
 // network access, with a message naming the flag or key.
 func TestServeUsageErrors(t *testing.T) {
 	dir := t.TempDir()
-	conf := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		writeFile(t, p, []byte(body))
-		return p
-	}
+	conf := func(name, body string) string { return dirFile(t, dir, name, body) }
 	unknown := conf("unknown.toml", "iface = \"lo\"\nspeed = 10\n")
 	badRegion := conf("region.toml", "[[region]]\nbase = 0\nsize = \"0\"\n")
 	noSize := conf("nosize.toml", "[[region]]\nbase = 0\n")

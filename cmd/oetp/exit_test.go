@@ -61,3 +61,11 @@ func writeFile(t testing.TB, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// dirFile writes body to the file name in dir and returns its path.
+func dirFile(t testing.TB, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	writeFile(t, path, []byte(body))
+	return path
+}

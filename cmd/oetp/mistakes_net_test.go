@@ -100,11 +100,7 @@ func TestMistakes(t *testing.T) {
 	}
 	// A hostile TOML file (100 KB of nested arrays), and a capture whose
 	// DMA read requests were never answered.
-	file := func(name, body string) string {
-		path := filepath.Join(dir, name)
-		writeFile(t, path, []byte(body))
-		return path
-	}
+	file := func(name, body string) string { return dirFile(t, dir, name, body) }
 	nested := file("nested.toml", "a = "+strings.Repeat("[", 50<<10)+strings.Repeat("]", 50<<10)+"\n")
 	typed := file("typed.toml", "iface = 5\n")
 	badDur := file("baddur.toml", "rmem_timeout = \"soon\"\n")
