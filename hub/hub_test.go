@@ -451,9 +451,7 @@ func TestConcurrentClients(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
 	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			c, err := client.Dial(th.path)
 			if err != nil {
 				errs <- err
@@ -477,7 +475,7 @@ func TestConcurrentClients(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)

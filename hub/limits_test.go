@@ -218,9 +218,7 @@ func TestMemoryBudgetReleased(t *testing.T) {
 	th := newTestHubConfig(t, withLimits(hub.Limits{MemoryBudget: 8 << 20}))
 	var wg sync.WaitGroup
 	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			c, err := client.Dial(th.path)
 			if err != nil {
 				t.Error(err)
@@ -236,7 +234,7 @@ func TestMemoryBudgetReleased(t *testing.T) {
 					t.Error(err)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	// A reply's bytes are counted until written, so the last one may
