@@ -2,6 +2,9 @@ package endpoint_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,7 +155,8 @@ func TestConcurrentWaiters(t *testing.T) {
 		go func() { _, err := a.NextEvent(ctx); done <- err }()
 		go func() { _, err := a.RecvRaw(ctx, make([]byte, 64)); done <- err }()
 	}
-	time.Sleep(10 * time.Millisecond) // let them wait
+	waiting(t, 3, "endpoint.(*Endpoint).NextEvent(")
+	waiting(t, 3, "endpoint.(*Endpoint).RecvRaw(")
 	for i := range 3 {
 		a.RMEMRead(bg(), 0, 0x1001)
 		p.send(t, rawFrame(macA, 0x0800, byte(i)))
@@ -162,6 +166,23 @@ func TestConcurrentWaiters(t *testing.T) {
 			t.Fatalf("a waiter was not woken: %v", err)
 		}
 	}
+}
+
+// waiting waits until n goroutines are blocked in a select inside the
+// function fn names (as stack traces name it).
+func waiting(t *testing.T, n int, fn string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d goroutines waiting in %s", n, fn), func() bool {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		k := 0
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if head, _, _ := strings.Cut(g, "\n"); strings.Contains(head, "[select") && strings.Contains(g, fn) {
+				k++
+			}
+		}
+		return k == n
+	})
 }
 
 // TestBusyWhileResponderEventPending: while an event of the responder waits
