@@ -4,12 +4,14 @@ package afpacket_test
 
 import (
 	"bytes"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link/afpacket"
 	"github.com/openenoc/oetp/netns"
 )
@@ -31,15 +33,10 @@ func blockedRead(l *afpacket.Link) <-chan []byte {
 	return c
 }
 
-// waitHeld waits up to 5 s for HeldPs to reach want.
+// waitHeld waits for HeldPs to reach want.
 func waitHeld(t *testing.T, want int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); afpacket.HeldPs() != want; {
-		if time.Now().After(deadline) {
-			t.Fatalf("HeldPs is %d after 5s, want %d", afpacket.HeldPs(), want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, fmt.Sprintf("HeldPs to reach %d", want), func() bool { return afpacket.HeldPs() == want })
 }
 
 // TestHoldP: blocking receives with Config.HoldP keep their P, but never
