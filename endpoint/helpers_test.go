@@ -225,10 +225,13 @@ type gateLink struct {
 	writes  int // completed writes
 }
 
-func newGate(p *mem.Port) *gateLink {
+// newGatedEP starts an endpoint on test RAM behind a gate on a new port
+// of sw.
+func newGatedEP(t testing.TB, sw *mem.Switch, mac wire.MAC, cfg endpoint.Config) (*endpoint.Endpoint, *gateLink) {
+	t.Helper()
 	g := &gateLink{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	g.Link = link.Wrap(p, link.Hooks{Write: g.write})
-	return g
+	g.Link = link.Wrap(attach(t, sw, mac), link.Hooks{Write: g.write})
+	return newEPOn(t, g.Link, newRAM(t), cfg), g
 }
 
 func (g *gateLink) holdNext() {

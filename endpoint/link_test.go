@@ -16,8 +16,7 @@ import (
 func TestReplyPriority(t *testing.T) {
 	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
-	gate := newGate(attach(t, sw, macB))
-	b := newEPOn(t, gate.Link, newRAM(t), endpoint.Config{})
+	b, gate := newGatedEP(t, sw, macB, endpoint.Config{})
 	c := newEP(t, sw, macC, newRAM(t), endpoint.Config{})
 	setPeer(t, b, 0, win(macP, endpoint.ModeRMEM))
 	setPeer(t, b, 1, win(macC, endpoint.ModeRMEM))

@@ -20,8 +20,7 @@ import (
 func TestTimeoutStartsAfterWrite(t *testing.T) {
 	sw := newSwitch(t)
 	p := newTap(t, sw, macP, false)
-	gate := newGate(attach(t, sw, macA))
-	a := newEPOn(t, gate.Link, newRAM(t), endpoint.Config{RMEMTimeout: 5 * time.Millisecond, Events: endpoint.EventEnable{RMEMError: true}})
+	a, gate := newGatedEP(t, sw, macA, endpoint.Config{RMEMTimeout: 5 * time.Millisecond, Events: endpoint.EventEnable{RMEMError: true}})
 	setPeer(t, a, 0, win(macP, endpoint.ModeRMEM))
 	timer := endpoint.InstallFakeTimer(a)
 
