@@ -567,9 +567,7 @@ func TestCloseUnblocks(t *testing.T) {
 					c <- err
 				}()
 				time.Sleep(30 * time.Millisecond)
-				if d := closeUnblocks(t, l, c, "blocked ReadBatch"); d > 500*time.Millisecond {
-					t.Errorf("ReadBatch took %v to notice Close", d)
-				}
+				closeUnblocks(t, l, c, "blocked ReadBatch")
 			})
 		}
 		if err := l.Close(); err != nil {
@@ -761,9 +759,7 @@ func TestReadLoop(t *testing.T) {
 			done <- b.ReadLoop(bufs, sizes, func(int) bool { return true })
 		}()
 		time.Sleep(30 * time.Millisecond)
-		if d := closeUnblocks(t, b, done, "ReadLoop"); d > 500*time.Millisecond {
-			t.Errorf("ReadLoop took %v to notice Close", d)
-		}
+		closeUnblocks(t, b, done, "ReadLoop")
 	})
 }
 
@@ -839,12 +835,9 @@ func TestBusyPoll(t *testing.T) {
 	if st := b.Stats(); st.RxFrames != 3 || a.Stats().BusyPolls != 0 {
 		t.Fatalf("b received %d frames, a (which only sent) polled %d times; want 3 and 0", st.RxFrames, a.Stats().BusyPolls)
 	}
-	// Close ends a spinning loop promptly.
-	// Generous for a loaded machine (it took 115 ms once at load average 14);
-	// a loop that missed Close would run into closeUnblocks's bound.
-	if d := closeUnblocks(t, b, done, "spinning ReadLoop"); d > window+500*time.Millisecond {
-		t.Errorf("ReadLoop took %v to notice Close", d)
-	}
+	// Close ends a spinning loop: one that missed Close would run into
+	// closeUnblocks's bound.
+	closeUnblocks(t, b, done, "spinning ReadLoop")
 
 	// Without BusyPoll the loop never spins.
 	c, d := open(t, tn.Host(0), afpacket.Config{}), open(t, tn.Host(1), afpacket.Config{})
@@ -1039,11 +1032,10 @@ func TestCloseInterruptsBlocked(t *testing.T) {
 
 // closeUnblocks closes l, whose read (what) blocks and reports to c, and
 // checks that Close returns at once (not after a blocking read's 10 s
-// timeout) and the read with link.ErrClosed. It returns the time from Close
-// to the read's end.
-func closeUnblocks(t *testing.T, l *afpacket.Link, c <-chan error, what string) time.Duration {
+// timeout) and the read with link.ErrClosed, each within 5 s: a machine
+// under load may take a while, a read that missed Close never ends.
+func closeUnblocks(t *testing.T, l *afpacket.Link, c <-chan error, what string) {
 	t.Helper()
-	start := time.Now()
 	closed := make(chan error, 1)
 	go func() { closed <- l.Close() }()
 	select {
@@ -1062,7 +1054,6 @@ func closeUnblocks(t *testing.T, l *afpacket.Link, c <-chan error, what string) 
 	case <-time.After(5 * time.Second):
 		t.Fatalf("%s: still blocked after Close", what)
 	}
-	return time.Since(start)
 }
 
 // TestHandOff: HandOff returns open duplicates of the link's sockets that
