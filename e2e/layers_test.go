@@ -167,15 +167,16 @@ func carriesFrames(q string) bool {
 }
 
 // TestStacksThroughNode: the command and the hub (and the command's runner
-// of the hub) build no stack of their own: they open links, stacks, taps
-// (dump --iface) and relays through package node, and import no link, not
-// even package link for its interface type, nor the transport.
+// of the hub, its server and its sessions) build no stack of their own:
+// they open links, stacks, taps (dump --iface) and relays through package
+// node, and import no link, not even package link for its interface type
+// or link/pcap for a capture's format, nor the transport.
 func TestStacksThroughNode(t *testing.T) {
 	if !carriesFrames("link") || !carriesFrames("link/pcap") || !carriesFrames("transport") || carriesFrames("linked") || carriesFrames("node") {
 		t.Fatal("carriesFrames does not tell links from other packages")
 	}
 	all := imports(t)
-	for _, pkg := range []string{"cmd/oetp", "hub", "cmd/oetp/internal/hubrun"} {
+	for _, pkg := range []string{"cmd/oetp", "hub", "cmd/oetp/internal/hubrun", "cmd/oetp/internal/serve", "cmd/oetp/internal/session"} {
 		if all[pkg] == nil {
 			t.Fatalf("package %s not found", pkg)
 		}

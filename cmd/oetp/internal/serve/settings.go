@@ -13,7 +13,6 @@ import (
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/internal/num"
 	"github.com/openenoc/oetp/internal/tomlin"
-	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/memspec"
 	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
@@ -192,7 +191,7 @@ type Settings struct {
 	RMEMTimeout   time.Duration
 	DMATimeout    time.Duration
 	Pcap          string
-	PcapFormat    pcap.Format
+	PcapFormat    node.CaptureFormat
 	BusyPoll      time.Duration
 	Placement     cli.Placement
 	JSONEvents    bool
@@ -407,7 +406,7 @@ func (f *File) Apply(s *Settings, where func(string) string) error {
 		s.Pcap = *f.Pcap
 	}
 	if f.PcapFormat != nil {
-		if s.PcapFormat, err = pcap.ParseFormat(*f.PcapFormat); err != nil {
+		if s.PcapFormat, err = node.ParseCaptureFormat(*f.PcapFormat); err != nil {
 			return cli.Usagef("%s: %v", where("pcap_format"), err)
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/openenoc/oetp/cmd/oetp/internal/dmafile"
 	"github.com/openenoc/oetp/cmd/oetp/internal/regs"
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
@@ -61,7 +60,7 @@ type LocalConfig struct {
 	Timeout    time.Duration
 	MaxFrame   int
 	Pcap       string
-	PcapFormat pcap.Format
+	PcapFormat node.CaptureFormat
 	BusyPoll   time.Duration
 	Placement  cli.Placement
 	Rate       uint64 // bytes of frames per second; 0 unpaced
