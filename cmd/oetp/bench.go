@@ -96,7 +96,10 @@ limit of the medium underneath, measured in the same run:
          beside the raw pipelined exchange of the same frames with 32 in
          flight (two locked threads, sendmmsg/recvmmsg: the medium's limit
          for that exchange), and 3 senders into one receiver through a
-         bridge. Needs root.
+         bridge; then, as users run them, one 'oetp dma write' or 'dma read
+         --transport reliable' process per block against 'oetp serve' on
+         a fresh veth pair, each beside the windowed raw
+         exchange (32 in flight) of the same run. Needs root.
 
 Each engine figure is printed as a ratio of its baseline, with the target
 (RMEM read p50 ≤ 1.10×, DMA MB/s ≥ 0.95× from 1 MiB blocks up, 0.80× on

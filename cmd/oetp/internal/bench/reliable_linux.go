@@ -73,6 +73,11 @@ func runReliable(o *Options) ([]Result, error) {
 	if err != nil || o.Binary == "" {
 		return out, err
 	}
+	procs, err := runReliableProc(o, windowRates(out))
+	out = append(out, procs...)
+	if err != nil {
+		return out, err
+	}
 	hub, err := runHubReliable(o)
 	return append(out, hub...), err
 }

@@ -1,0 +1,146 @@
+//go:build linux
+
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/openenoc/oetp/netns"
+	"github.com/openenoc/oetp/wire"
+)
+
+// The reliable scenario's process rows: `oetp serve` on one host of a
+// fresh veth pair with its peers set to transport=reliable, and on the
+// other one `oetp dma write` or `oetp dma read --transport reliable`
+// process per block, default flags, unpinned, as users run them. Each row
+// is the median of the commands' own --json rates, with its ratio to the
+// windowed raw exchange of the same run and the goal of the in-process
+// rows from 1 MiB up.
+
+// relReadMAC is the reading command's local MAC (one MAC, one mode).
+var relReadMAC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x0c, 0x02}
+
+// windowRates returns the windowed raw exchange's MB/s in each direction
+// among results: a row whose request is the longer frame is the write's.
+func windowRates(results []Result) map[string]float64 {
+	win := map[string]float64{}
+	for i := range results {
+		r := &results[i]
+		var req, rsp int
+		if !isWindowRow(r) {
+			continue
+		}
+		if _, err := fmt.Sscanf(r.Frames, "%d↔%d", &req, &rsp); err != nil {
+			continue
+		}
+		if req > rsp {
+			win[opDMAWrite] = r.MBps
+		} else {
+			win[opDMARead] = r.MBps
+		}
+	}
+	return win
+}
+
+func runReliableProc(o *Options, win map[string]float64) ([]Result, error) {
+	n, err := netns.New(netns.Topology{Hosts: 2})
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	ha, hb := n.Host(0), n.Host(1)
+	dir, err := os.MkdirTemp("", "oetp-bench-relproc-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	block := o.maxBlock()
+	out := filepath.Join(dir, "out.bin")
+	data := make([]byte, block)
+	for i := range data {
+		data[i] = procPattern(i)
+	}
+	src := func(size int) string { return filepath.Join(dir, fmt.Sprintf("block-%d.bin", size)) }
+	for _, b := range append([]int64{int64(block)}, o.Blocks...) {
+		if err := os.WriteFile(src(int(b)), data[:b], 0o600); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := startReadyCmd(hb.Command(o.Binary, "serve", "--iface", hb.IfName(), "--region", fmt.Sprintf("0:%d", block),
+		"--peer", ha.MAC().String()+",mode=dma-write,transport=reliable",
+		"--peer", relReadMAC.String()+",mode=dma-read,transport=reliable"), "oetp serve")
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	// The memory holds the source block once a write has run: every read
+	// is checked against it.
+	run := func(op string, size int) (float64, time.Duration, error) {
+		args := []string{"dma", "write", "--iface", ha.IfName(), "--peer", hb.MAC().String(), "--addr", "0", "--in", src(size),
+			"--transport", "reliable", "--no-hub", "--json"}
+		if op == opDMARead {
+			args = []string{"dma", "read", "--iface", ha.IfName(), "--mac", relReadMAC.String(), "--peer", hb.MAC().String(), "--addr", "0",
+				"--length", fmt.Sprint(size), "--out", out, "--transport", "reliable", "--no-hub", "--json"}
+		}
+		cmd := ha.Command(o.Binary, args...)
+		stdout, err := cmd.Output()
+		var r struct {
+			OK      bool    `json:"ok"`
+			MBps    float64 `json:"mb_per_s"`
+			Seconds float64 `json:"seconds"`
+		}
+		if jerr := json.Unmarshal(stdout, &r); jerr != nil || !r.OK {
+			return 0, 0, fmt.Errorf("bench: oetp %s: %v %v %s", strings.Join(args[:2], " "), err, jerr, stdout)
+		}
+		if op == opDMARead {
+			got, err := os.ReadFile(out)
+			if err != nil || len(got) != size || string(got) != string(data[:size]) {
+				return 0, 0, fmt.Errorf("bench: oetp dma read --transport reliable: the %d bytes read differ from the block written (%v)", size, err)
+			}
+		}
+		return r.MBps, time.Duration(r.Seconds * float64(time.Second)), nil
+	}
+	if _, _, err := run(opDMAWrite, block); err != nil { // warm-up, and the memory the reads check
+		return nil, err
+	}
+	rounds := max(o.Rounds, 3)
+	var res []Result
+	for _, op := range []string{opDMAWrite, opDMARead} {
+		for _, b := range o.Blocks {
+			var mbs []float64
+			var el time.Duration
+			for range rounds {
+				mb, d, err := run(op, int(b))
+				if err != nil {
+					return res, err
+				}
+				mbs, el = append(mbs, mb), el+d
+			}
+			r := Result{Scenario: ScenarioReliable, Name: "process " + op + " reliable", Block: b, Ops: int64(len(mbs)), Elapsed: el,
+				NsPerOp: float64(el.Nanoseconds()) / float64(len(mbs)), MBps: median(mbs), AllocsPerFrame: -1}
+			r.OpsPerSec = float64(len(mbs)) / el.Seconds()
+			r.Note = fmt.Sprintf("one process per block against oetp serve, default flags; median of %d (%s MB/s)", len(mbs), rates(mbs))
+			if w := win[op]; w > 0 {
+				x := r.MBps / w
+				goal := "" // below 1 MiB a command's handshake and slow start weigh on every block: no goal
+				if b >= 1<<20 {
+					verdict := "met"
+					if x < windowGoal(b) {
+						verdict = "missed"
+					}
+					goal = fmt.Sprintf(", goal ≥ %.1f: %s", windowGoal(b), verdict)
+				}
+				r.Note += fmt.Sprintf("; %.3f× the windowed raw exchange (%.1f MB/s%s)", x, w, goal)
+				o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s %s (one oetp process per block against oetp serve): %.1f MB/s, %.3f× the windowed raw exchange (%.1f MB/s%s)",
+					ScenarioReliable, r.Name, sizeOrDash(b), r.MBps, x, w, goal))
+			}
+			res = append(res, r)
+		}
+	}
+	return res, nil
+}
