@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -36,29 +35,18 @@ var (
 )
 
 func runHubReliable(o *Options) ([]Result, error) {
-	n, err := netns.New(netns.Topology{Hosts: 2})
+	bed, err := newProcBed(o, "oetp-bench-hub-")
 	if err != nil {
 		return nil, err
 	}
-	defer n.Close()
-	ha, hb := n.Host(0), n.Host(1)
-	dir, err := os.MkdirTemp("", "oetp-bench-hub-")
+	defer bed.close()
+	ha, hb, dir := bed.n.Host(0), bed.n.Host(1), bed.dir
+	block := len(bed.data)
+	src, err := bed.file(block)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	block := o.maxBlock()
-	src := filepath.Join(dir, "block.bin")
-	data := make([]byte, block)
-	for i := range data {
-		data[i] = procPattern(i)
-	}
-	if err := os.WriteFile(src, data, 0o600); err != nil {
-		return nil, err
-	}
-	srv, err := startReadyCmd(hb.Command(o.Binary, "serve", "--iface", hb.IfName(), "--region", fmt.Sprintf("0:%d", block),
-		"--peer", ha.MAC().String()+",mode=dma-write,transport=reliable",
-		"--peer", hubWriteMAC.String()+",mode=dma-write,transport=reliable"), "oetp serve")
+	srv, err := bed.serve(o, hubWriteMAC, "dma-write")
 	if err != nil {
 		return nil, err
 	}

@@ -47,33 +47,69 @@ func windowRates(results []Result) map[string]float64 {
 	return win
 }
 
-func runReliableProc(o *Options, win map[string]float64) ([]Result, error) {
+// procBed is where a row of oetp processes runs: a fresh veth pair, a
+// temporary directory, and the largest block of the proc rows' pattern.
+type procBed struct {
+	n    *netns.Net
+	dir  string
+	data []byte
+}
+
+func newProcBed(o *Options, prefix string) (*procBed, error) {
 	n, err := netns.New(netns.Topology{Hosts: 2})
 	if err != nil {
 		return nil, err
 	}
-	defer n.Close()
-	ha, hb := n.Host(0), n.Host(1)
-	dir, err := os.MkdirTemp("", "oetp-bench-relproc-")
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	b := &procBed{n: n, dir: dir, data: make([]byte, o.maxBlock())}
+	for i := range b.data {
+		b.data[i] = procPattern(i)
+	}
+	return b, nil
+}
+
+// file writes the first size bytes of the pattern to a file of the
+// directory and returns its path.
+func (b *procBed) file(size int) (string, error) {
+	p := filepath.Join(b.dir, fmt.Sprintf("block-%d.bin", size))
+	return p, os.WriteFile(p, b.data[:size], 0o600)
+}
+
+// serve starts oetp serve on the far host with the block's memory, the
+// near host's MAC a reliable DMA writer and other a reliable peer in mode.
+func (b *procBed) serve(o *Options, other wire.MAC, mode string) (*readyCmd, error) {
+	hb := b.n.Host(1)
+	return startReadyCmd(hb.Command(o.Binary, "serve", "--iface", hb.IfName(), "--region", fmt.Sprintf("0:%d", len(b.data)),
+		"--peer", b.n.Host(0).MAC().String()+",mode=dma-write,transport=reliable",
+		"--peer", other.String()+",mode="+mode+",transport=reliable"), "oetp serve")
+}
+
+func (b *procBed) close() {
+	os.RemoveAll(b.dir)
+	b.n.Close()
+}
+
+func runReliableProc(o *Options, win map[string]float64) ([]Result, error) {
+	bed, err := newProcBed(o, "oetp-bench-relproc-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	block := o.maxBlock()
-	out := filepath.Join(dir, "out.bin")
-	data := make([]byte, block)
-	for i := range data {
-		data[i] = procPattern(i)
-	}
-	src := func(size int) string { return filepath.Join(dir, fmt.Sprintf("block-%d.bin", size)) }
+	defer bed.close()
+	ha, hb := bed.n.Host(0), bed.n.Host(1)
+	block, data := len(bed.data), bed.data
+	out := filepath.Join(bed.dir, "out.bin")
+	srcs := map[int]string{}
 	for _, b := range append([]int64{int64(block)}, o.Blocks...) {
-		if err := os.WriteFile(src(int(b)), data[:b], 0o600); err != nil {
+		if srcs[int(b)], err = bed.file(int(b)); err != nil {
 			return nil, err
 		}
 	}
-	srv, err := startReadyCmd(hb.Command(o.Binary, "serve", "--iface", hb.IfName(), "--region", fmt.Sprintf("0:%d", block),
-		"--peer", ha.MAC().String()+",mode=dma-write,transport=reliable",
-		"--peer", relReadMAC.String()+",mode=dma-read,transport=reliable"), "oetp serve")
+	src := func(size int) string { return srcs[size] }
+	srv, err := bed.serve(o, relReadMAC, "dma-read")
 	if err != nil {
 		return nil, err
 	}
