@@ -9,6 +9,9 @@
 //     (loss, delay, reordering) for fault tests;
 //   - link/rlink: the reliable transport beneath an endpoint, per peer.
 //
+// The test helpers beside them: link/linktest (a scripted link to wrap),
+// link/afpacket/afpackettest and link/pcap/pcaptest.
+//
 // The roles of an address (package role), thread placement (placement) and
 // throwaway test networks (netns) are not links and live outside link.
 //

@@ -13,41 +13,12 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/linktest"
 	"github.com/openenoc/oetp/wire"
 )
 
-// base is a link.Link whose reads return queued frames and whose writes
-// are kept.
-type base struct {
-	in     [][]byte
-	out    [][]byte
-	closed bool
-}
-
-func (b *base) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
-	if len(b.in) == 0 {
-		return 0, link.ErrClosed
-	}
-	n := 0
-	for n < len(bufs) && len(b.in) > 0 {
-		sizes[n] = copy(bufs[n], b.in[0])
-		b.in = b.in[1:]
-		n++
-	}
-	return n, nil
-}
-
-func (b *base) WriteBatch(frames [][]byte) (int, error) {
-	for _, f := range frames {
-		b.out = append(b.out, bytes.Clone(f))
-	}
-	return len(frames), nil
-}
-
-func (b *base) Write(frame []byte) error { _, err := b.WriteBatch([][]byte{frame}); return err }
-func (b *base) Addr() wire.MAC           { return wire.MAC{2, 0, 0, 0, 0, 9} }
-func (b *base) MaxFrame() int            { return 999 }
-func (b *base) Close() error             { b.closed = true; return nil }
+// base is the scripted link the wrappers wrap.
+type base = linktest.Fake
 
 // The optional capabilities, each alone, so any combination can be built.
 type filterPart struct{ joined []wire.MAC }
@@ -165,7 +136,7 @@ func TestWrapForwardsTrackerAndBatcher(t *testing.T) {
 		{"with a Read hook", link.Wrap(inner, hook), 0, []byte{1, 2, 3}},
 		{"around ReadBatch", link.Wrap(b, link.Hooks{}), 0, []byte{9, 9, 9, 1, 2, 3}},
 	} {
-		b.in = [][]byte{{9, 9, 9, 1, 2, 3}}
+		b.In = [][]byte{{9, 9, 9, 1, 2, 3}}
 		bufs, offs, sizes := [][]byte{make([]byte, 16)}, []int{7}, []int{0}
 		n, err := c.w.(link.OffsetReader).ReadBatchAt(bufs, offs, sizes)
 		if got := bufs[0][offs[0] : offs[0]+sizes[0]]; n != 1 || err != nil || offs[0] != c.off || !bytes.Equal(got, c.want) {
@@ -198,7 +169,7 @@ func (p *fillPart) WriteFill(frame []byte, at, m int, fill func([]byte) bool) (b
 	if !fill(own[at : at+m]) {
 		return false, nil
 	}
-	p.b.out = append(p.b.out, own)
+	p.b.Out = append(p.b.Out, own)
 	return true, nil
 }
 
@@ -310,7 +281,7 @@ func makeLink(mask int, b *base, f *filterPart, fl *fillPart) link.Link {
 func TestWrapCapabilities(t *testing.T) {
 	names := []string{"Filter", "Spinner", "Looper", "FillWriter"}
 	for mask := range 16 {
-		b := &base{in: [][]byte{{1, 2, 3}, {4, 5}}}
+		b := &base{In: [][]byte{{1, 2, 3}, {4, 5}}}
 		f := &filterPart{}
 		fl := &fillPart{b: b}
 		inner := makeLink(mask, b, f, fl)
@@ -338,10 +309,10 @@ func TestWrapCapabilities(t *testing.T) {
 		if fw, ok := w.(link.FillWriter); ok {
 			frame := []byte{1, 2, 0, 0, 5}
 			filled, err := fw.WriteFill(frame, 2, 2, func(d []byte) bool { d[0], d[1] = 3, 4; return true })
-			if !filled || err != nil || fl.calls != 1 || len(b.out) != 1 || !bytes.Equal(b.out[0], []byte{1, 2, 3, 4, 5}) {
-				t.Errorf("mask %04b: WriteFill = %v, %v; inner called %d times, wrote %v", mask, filled, err, fl.calls, b.out)
+			if !filled || err != nil || fl.calls != 1 || len(b.Out) != 1 || !bytes.Equal(b.Out[0], []byte{1, 2, 3, 4, 5}) {
+				t.Errorf("mask %04b: WriteFill = %v, %v; inner called %d times, wrote %v", mask, filled, err, fl.calls, b.Out)
 			}
-			b.out = nil
+			b.Out = nil
 		}
 		bufs, sizes := [][]byte{make([]byte, 16)}, []int{0}
 		if lp, ok := w.(link.Looper); ok {
@@ -360,14 +331,14 @@ func TestWrapCapabilities(t *testing.T) {
 		if want := [][]byte{{1, 2, 3}, {4, 5}}; !reflect.DeepEqual(seen, want) {
 			t.Errorf("mask %04b: the Read hook saw %v, want %v", mask, seen, want)
 		}
-		if w.Addr() != b.Addr() || w.MaxFrame() != 999 {
+		if w.Addr() != b.Addr() || w.MaxFrame() != linktest.MaxFrame {
 			t.Errorf("mask %04b: Addr %v MaxFrame %d", mask, w.Addr(), w.MaxFrame())
 		}
 		if u, ok := w.(link.Unwrapper); !ok || u.Unwrap() != inner || link.Innermost(w) != inner {
 			t.Errorf("mask %04b: Unwrap does not return the inner link", mask)
 		}
-		if err := w.Close(); err != nil || !b.closed {
-			t.Errorf("mask %04b: Close: %v, inner closed %v", mask, err, b.closed)
+		if err := w.Close(); err != nil || !b.Closed {
+			t.Errorf("mask %04b: Close: %v, inner closed %v", mask, err, b.Closed)
 		}
 	}
 }
@@ -435,11 +406,11 @@ func TestWrapHooks(t *testing.T) {
 	if n, err := w.WriteBatch([][]byte{{3}, {4}, {5}}); n != 3 || err != nil {
 		t.Fatalf("WriteBatch = %d, %v", n, err)
 	}
-	if want := [][]byte{{1}, {3}, {5}}; !reflect.DeepEqual(b.out, want) {
-		t.Errorf("inner link got %v, want %v", b.out, want)
+	if want := [][]byte{{1}, {3}, {5}}; !reflect.DeepEqual(b.Out, want) {
+		t.Errorf("inner link got %v, want %v", b.Out, want)
 	}
-	if err := w.Close(); err != nil || closes != 1 || !b.closed {
-		t.Errorf("Close: %v, hook called %d times, inner closed %v", err, closes, b.closed)
+	if err := w.Close(); err != nil || closes != 1 || !b.Closed {
+		t.Errorf("Close: %v, hook called %d times, inner closed %v", err, closes, b.Closed)
 	}
 
 	// A Write hook that accepts nothing without a reason fails Write.
@@ -518,16 +489,16 @@ func TestWrapWriteFillHook(t *testing.T) {
 	frame := []byte{9, 0, 0, 0, 8}
 	filled, err := w.WriteFill(frame, 1, 3, func(d []byte) bool { copy(d, []byte{1, 2, 3}); return true })
 	want := [][]byte{{9, 1, 2, 3, 8}}
-	if !filled || err != nil || !reflect.DeepEqual(hooked, want) || !reflect.DeepEqual(b.out, want) || fl.calls != 0 {
-		t.Errorf("WriteFill = %v, %v; hook saw %v, inner got %v, inner WriteFill called %d times; want %v through Write", filled, err, hooked, b.out, fl.calls, want)
+	if !filled || err != nil || !reflect.DeepEqual(hooked, want) || !reflect.DeepEqual(b.Out, want) || fl.calls != 0 {
+		t.Errorf("WriteFill = %v, %v; hook saw %v, inner got %v, inner WriteFill called %d times; want %v through Write", filled, err, hooked, b.Out, fl.calls, want)
 	}
-	if filled, err := w.WriteFill(frame, 1, 3, func([]byte) bool { return false }); filled || err != nil || len(b.out) != 1 || len(hooked) != 1 {
-		t.Errorf("cancelled WriteFill = %v, %v; %d frames written, want none more", filled, err, len(b.out)-1)
+	if filled, err := w.WriteFill(frame, 1, 3, func([]byte) bool { return false }); filled || err != nil || len(b.Out) != 1 || len(hooked) != 1 {
+		t.Errorf("cancelled WriteFill = %v, %v; %d frames written, want none more", filled, err, len(b.Out)-1)
 	}
 	// Without a Write hook, WriteFill is the inner link's, cancel included.
 	w = link.Wrap(inner, link.Hooks{}).(link.FillWriter)
-	if filled, err := w.WriteFill(frame, 1, 3, func([]byte) bool { return false }); filled || err != nil || fl.calls != 1 || len(b.out) != 1 {
-		t.Errorf("cancelled WriteFill without a hook = %v, %v; inner called %d times, %d frames written", filled, err, fl.calls, len(b.out))
+	if filled, err := w.WriteFill(frame, 1, 3, func([]byte) bool { return false }); filled || err != nil || fl.calls != 1 || len(b.Out) != 1 {
+		t.Errorf("cancelled WriteFill without a hook = %v, %v; inner called %d times, %d frames written", filled, err, fl.calls, len(b.Out))
 	}
 	// A refusing hook's error comes back with filled true.
 	boom := errors.New("boom")

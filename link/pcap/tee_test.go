@@ -8,61 +8,20 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/linktest"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/wire"
 )
 
-// fakeLink is a link.Link whose reads return queued frames and whose writes
-// accept up to accept frames (all if negative).
-type fakeLink struct {
-	in      [][]byte
-	out     [][]byte
-	accept  int
-	closed  bool
-	werr    error
+// fakeLink is the scripted link the tee wraps.
+type fakeLink = linktest.Fake
+
+// filterLink is a fakeLink that also implements link.Filter.
+type filterLink struct {
+	fakeLink
 	groups  []wire.MAC
 	promisc bool
 }
-
-func (f *fakeLink) ReadBatch(bufs [][]byte, sizes []int) (int, error) {
-	if len(f.in) == 0 {
-		return 0, link.ErrClosed
-	}
-	n := 0
-	for n < len(bufs) && len(f.in) > 0 {
-		sizes[n] = copy(bufs[n], f.in[0])
-		f.in = f.in[1:]
-		n++
-	}
-	return n, nil
-}
-
-func (f *fakeLink) WriteBatch(frames [][]byte) (int, error) {
-	n := len(frames)
-	if f.accept >= 0 && n > f.accept {
-		n = f.accept
-	}
-	f.accept -= n
-	for _, fr := range frames[:n] {
-		f.out = append(f.out, bytes.Clone(fr))
-	}
-	if n < len(frames) {
-		return n, f.werr
-	}
-	return n, nil
-}
-
-func (f *fakeLink) Write(frame []byte) error {
-	_, err := f.WriteBatch([][]byte{frame})
-	return err
-}
-
-func (f *fakeLink) Addr() wire.MAC { return wire.MAC{2, 0, 0, 0, 0, 7} }
-func (f *fakeLink) MaxFrame() int  { return 1234 }
-func (f *fakeLink) Close() error   { f.closed = true; return nil }
-
-// filterLink is a fakeLink that also implements link.Filter.
-type filterLink struct{ fakeLink }
 
 func (f *filterLink) JoinGroup(m wire.MAC) error  { f.groups = append(f.groups, m); return nil }
 func (f *filterLink) LeaveGroup(m wire.MAC) error { f.groups = nil; return nil }
@@ -73,7 +32,7 @@ func (f *filterLink) SetPromiscuous(on bool) error {
 
 func TestTee(t *testing.T) {
 	frames := testFrames()
-	inner := &filterLink{fakeLink{in: [][]byte{frames[3], frames[4]}, accept: 3, werr: errors.New("queue full")}}
+	inner := &filterLink{fakeLink: fakeLink{In: [][]byte{frames[3], frames[4]}, Limited: true, Accept: 3, WriteErr: errors.New("queue full")}}
 	var buf bytes.Buffer
 	w, err := pcap.NewWriter(&buf, 0)
 	if err != nil {
@@ -121,11 +80,11 @@ func TestTee(t *testing.T) {
 	if _, _, err := r.Next(); err != io.EOF {
 		t.Errorf("after 5 records: %v, want io.EOF (unaccepted frames are not recorded)", err)
 	}
-	if len(inner.out) != 3 {
-		t.Errorf("inner link got %d frames, want 3", len(inner.out))
+	if len(inner.Out) != 3 {
+		t.Errorf("inner link got %d frames, want 3", len(inner.Out))
 	}
 
-	if l.Addr() != inner.Addr() || l.MaxFrame() != 1234 {
+	if l.Addr() != inner.Addr() || l.MaxFrame() != linktest.MaxFrame {
 		t.Errorf("Addr %v MaxFrame %d not forwarded", l.Addr(), l.MaxFrame())
 	}
 	f, ok := l.(link.Filter)
@@ -145,11 +104,11 @@ func TestTee(t *testing.T) {
 	if u, ok := l.(interface{ Unwrap() link.Link }); !ok || u.Unwrap() != link.Link(inner) {
 		t.Error("Unwrap does not return the inner link")
 	}
-	if err := l.Close(); err != nil || !inner.closed {
+	if err := l.Close(); err != nil || !inner.Closed {
 		t.Errorf("Close not forwarded: %v", err)
 	}
 
-	plain := pcap.Tee(&fakeLink{accept: -1}, w)
+	plain := pcap.Tee(&fakeLink{}, w)
 	if _, ok := plain.(link.Filter); ok {
 		t.Error("Tee of a link without Filter implements link.Filter")
 	}
@@ -161,15 +120,15 @@ func TestTeeWriterFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner := &fakeLink{accept: -1}
+	inner := &fakeLink{}
 	l := pcap.Tee(inner, w)
 	for range 3 {
 		if err := l.Write(testFrames()[0]); err != nil {
 			t.Fatalf("Write through a tee with a failing pcap writer = %v, want nil", err)
 		}
 	}
-	if len(inner.out) != 3 || !errors.Is(w.Err(), disk) {
-		t.Errorf("inner got %d frames, Err %v; want 3 and disk full", len(inner.out), w.Err())
+	if len(inner.Out) != 3 || !errors.Is(w.Err(), disk) {
+		t.Errorf("inner got %d frames, Err %v; want 3 and disk full", len(inner.Out), w.Err())
 	}
 }
 
@@ -224,7 +183,7 @@ func (l *spinLoopLink) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bo
 // loop reads.
 func TestTeeKeepsCapabilities(t *testing.T) {
 	frames := testFrames()
-	inner := &spinLoopLink{filterLink{fakeLink{in: [][]byte{frames[0], frames[1]}, accept: -1}}}
+	inner := &spinLoopLink{filterLink{fakeLink: fakeLink{In: [][]byte{frames[0], frames[1]}}}}
 	var buf bytes.Buffer
 	w, err := pcap.NewWriter(&buf, 0)
 	if err != nil {
