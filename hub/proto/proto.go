@@ -357,22 +357,26 @@ func (d *Decoder) need(n int, what string) bool {
 
 // U8 reads one byte.
 func (d *Decoder) U8(what string) uint8 {
-	return fixed(d, 1, what, func(b []byte) uint8 { return b[0] })
+	if b := d.Bytes(1, what); b != nil {
+		return b[0]
+	}
+	return 0
 }
 
 // U16 reads a uint16.
-func (d *Decoder) U16(what string) uint16 { return fixed(d, 2, what, binary.LittleEndian.Uint16) }
+func (d *Decoder) U16(what string) uint16 {
+	if b := d.Bytes(2, what); b != nil {
+		return binary.LittleEndian.Uint16(b)
+	}
+	return 0
+}
 
 // U32 reads a uint32.
-func (d *Decoder) U32(what string) uint32 { return fixed(d, 4, what, binary.LittleEndian.Uint32) }
-
-// fixed reads an n-byte field with get; zero after a short read.
-func fixed[T any](d *Decoder, n int, what string, get func([]byte) T) T {
-	var v T
-	if b := d.Bytes(n, what); b != nil {
-		v = get(b)
+func (d *Decoder) U32(what string) uint32 {
+	if b := d.Bytes(4, what); b != nil {
+		return binary.LittleEndian.Uint32(b)
 	}
-	return v
+	return 0
 }
 
 // Bytes reads n bytes (aliasing the body).
