@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/endpoint/endpointtest"
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/pcap"
@@ -22,8 +23,8 @@ import (
 )
 
 var (
-	dutMAC    = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x01}
-	runnerMAC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0xfe}
+	dutMAC    = endpointtest.MAC(0x01)
+	runnerMAC = endpointtest.MAC(0xfe)
 )
 
 // templateDUT is the DUT of Template.

@@ -62,8 +62,8 @@ const (
 )
 
 var (
-	group      = wire.MAC{0x03, 0x0e, 0x0c, 0x00, 0x00, 0x01}
-	otherGroup = wire.MAC{0x03, 0x0e, 0x0c, 0x00, 0x00, 0x02}
+	group      = endpointtest.GroupMAC(0x01)
+	otherGroup = endpointtest.GroupMAC(0x02)
 )
 
 // teeFile wraps l in a pcap Tee recording into a new file of the test's

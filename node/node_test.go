@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/openenoc/oetp/endpoint"
+	"github.com/openenoc/oetp/endpoint/endpointtest"
 	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
 var (
-	ownMAC  = wire.MAC{0x02, 0x0e, 0x0c, 0, 0, 1}
-	peerMAC = wire.MAC{0x02, 0x0e, 0x0c, 0, 0, 2}
+	ownMAC  = endpointtest.MAC(1)
+	peerMAC = endpointtest.MAC(2)
 )
 
 // port attaches mac to a new in-process switch.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openenoc/oetp/endpoint/endpointtest"
 	"github.com/openenoc/oetp/internal/hostile"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/role"
@@ -21,8 +22,8 @@ import (
 )
 
 var (
-	macA = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x01}
-	macB = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x02}
+	macA = endpointtest.MAC(0x01)
+	macB = endpointtest.MAC(0x02)
 )
 
 // lockDir points the package at a fresh directory.

@@ -1,8 +1,8 @@
 // Package endpointtest holds the helpers that the engine's external tests
-// and the tests above it share: endpoints and RAM that the test's cleanup
-// closes, peer entries, and checks of codes, peer status and events. Every
-// helper fails the test at once (t.Fatalf) with what it waited for or what
-// it found.
+// and the tests above it share: test MAC addresses, endpoints and RAM that
+// the test's cleanup closes, peer entries, and checks of codes, peer status
+// and events. Every helper that checks fails the test at once (t.Fatalf)
+// with what it waited for or what it found.
 //
 // It is imported by test files only; it imports the engine, so the
 // endpoint package's own in-package tests cannot use it (an import cycle),
@@ -21,6 +21,13 @@ import (
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
+
+// MAC returns the test unicast address 02:0e:0c:00:00:n (locally
+// administered): the stations of every test are named alike.
+func MAC(n byte) wire.MAC { return wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, n} }
+
+// GroupMAC returns the test group address 03:0e:0c:00:00:n.
+func GroupMAC(n byte) wire.MAC { return wire.MAC{0x03, 0x0e, 0x0c, 0x00, 0x00, n} }
 
 // WaitStats polls e's counters until cond holds; on timeout it shows them.
 func WaitStats(t testing.TB, what string, e *endpoint.Endpoint, cond func(endpoint.Stats) bool) {

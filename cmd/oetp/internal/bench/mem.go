@@ -12,13 +12,16 @@ import (
 
 // MACs on the in-process switch: the engine pair and the baseline pair.
 var (
-	memMACA   = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, 0x01}
-	memMACB   = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, 0x02}
-	memMACRaw = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, 0x03}
-	memMACEch = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, 0x04}
-	memMACFlp = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, 0x05} // the floor's pinger
-	memMACFle = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, 0x06} // the floor's echo
+	memMACA   = memMAC(1)
+	memMACB   = memMAC(2)
+	memMACRaw = memMAC(3)
+	memMACEch = memMAC(4)
+	memMACFlp = memMAC(5) // the floor's pinger
+	memMACFle = memMAC(6) // the floor's echo
 )
+
+// memMAC returns the switch's station n, 02:0e:0c:00:01:n.
+func memMAC(n byte) wire.MAC { return wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, n} }
 
 // memEcho answers frames on a switch port with prepared replies chosen by
 // the request's Cmd octet, until the port closes: the far side of the
