@@ -32,8 +32,7 @@ var eod = []byte{0xd0, 0xe0, 0xd0, 0xe0}
 // TestRMEMCommands: RMEM_READ_REQ/RSP and RMEM_WRITE_REQ/RSP, octet for
 // octet, with BitEnable 0x5, 0xF, 0xFFFFFFFF and 0 (a successful no-op).
 func TestRMEMCommands(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	ramA, ramB := newRAM(t), newRAM(t)
 	a := newEP(t, sw, macA, ramA, endpoint.Config{})
 	b := newEP(t, sw, macB, ramB, endpoint.Config{})
@@ -87,8 +86,7 @@ func TestRMEMCommands(t *testing.T) {
 // 4, 5 and 8160 at aligned and unaligned addresses: exact frames (word
 // padding zero, EndOfData at 14+4*ceil(L/4) of the PDU), exact memory.
 func TestDMACommands(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	ramA, ramB, ramC := newRAM(t), newRAM(t), newRAM(t)
 	a := newEP(t, sw, macA, ramA, endpoint.Config{})
 	b := newEP(t, sw, macB, ramB, endpoint.Config{})

@@ -121,8 +121,7 @@ func TestPeerTable(t *testing.T) {
 // address, the link is made promiscuous so requests for Config.MAC arrive,
 // and replies carry Config.MAC as their source.
 func TestOwnMACOtherThanLink(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{MAC: macX})
 	setPeer(t, b, 0, win(macP, endpoint.ModeRMEM))
 	p.send(t, frame(macX, macP, 0x20, le(1), le(0x1000), le(1), le(1)))

@@ -71,8 +71,7 @@ func wantFragments(src []byte, addr, rid uint32, mfs int) [][]byte {
 // slot) with exactly the bytes of the codec's encoding, Request IDs in
 // order, and the counts of Write.
 func TestDMAWriteFilledInPlace(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	spy := &fillSpy{Port: attach(t, sw, macA)}
 	a := newEPOn(t, spy, newRAM(t), endpoint.Config{MaxFragment: 12})
 	setPeer(t, a, 0, win(macP, endpoint.ModeDMARead))
@@ -116,8 +115,7 @@ func TestDMAWriteFilledInPlace(t *testing.T) {
 // the link as the frame is written) is cancelled: nothing is sent, nothing
 // counted, and the block fails with ErrReset.
 func TestDMAWriteFillCancelled(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	spy := &fillSpy{Port: attach(t, sw, macA)}
 	a := newEPOn(t, spy, newRAM(t), endpoint.Config{})
 	setPeer(t, a, 0, win(macP, endpoint.ModeDMARead))
@@ -139,8 +137,7 @@ func TestDMAWriteFillCancelled(t *testing.T) {
 // A capture (pcap.Tee, a link.Wrap with a Write hook) of a FillWriter keeps
 // the capability, and records exactly the frames the peer receives.
 func TestDMAWriteFillCaptured(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	var buf bytes.Buffer
 	w, err := pcap.NewWriter(&buf, 65535)
 	if err != nil {
@@ -187,8 +184,7 @@ func TestDMAWriteFillCaptured(t *testing.T) {
 // ERROR_RSP a read of the memory first would have sent, and records and
 // counts the same.
 func TestDMAReadResponseFilled(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	spy := &fillSpy{Port: attach(t, sw, macB)}
 	m, ram := newSLVERRMap(t, 0x1000, 0x1000, 0x2000, 0x1000)
 	if !memory.IsImmediate(m) {

@@ -3,6 +3,7 @@ package endpoint_test
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -121,6 +122,14 @@ func attach(t testing.TB, sw *mem.Switch, mac wire.MAC) *mem.Port {
 func newEP(t testing.TB, sw *mem.Switch, mac wire.MAC, space memory.Space, cfg endpoint.Config) *endpoint.Endpoint {
 	t.Helper()
 	return newEPOn(t, attach(t, sw, mac), space, cfg)
+}
+
+// newSwitchTap returns a new switch with a tap at mac on it: the start of
+// every test that watches or scripts the wire.
+func newSwitchTap(t testing.TB, mac wire.MAC, promisc bool) (*mem.Switch, *tap) {
+	t.Helper()
+	sw := newSwitch(t)
+	return sw, newTap(t, sw, mac, promisc)
 }
 
 // tap is a raw port that records every frame it receives.
@@ -266,4 +275,76 @@ func (g *gateLink) frames() [][]byte {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([][]byte(nil), g.log...)
+}
+
+// newScripted starts endpoint A whose peer 0 is the raw port P in mode, so
+// the test plays the remote side byte by byte.
+func newScripted(t *testing.T, mode endpoint.Mode, cfg endpoint.Config) (*endpoint.Endpoint, *tap, *mem.Switch) {
+	t.Helper()
+	sw, p := newSwitchTap(t, macP, false)
+	a := newEP(t, sw, macA, newRAM(t), cfg)
+	setPeer(t, a, 0, win(macP, mode))
+	return a, p, sw
+}
+
+type result struct {
+	data uint32
+	tr   endpoint.Transfer
+	err  error
+}
+
+// async runs op in a goroutine and returns the channel of its result.
+func async(op func() result) <-chan result {
+	c := make(chan result, 1)
+	go func() { c <- op() }()
+	return c
+}
+
+func await(t testing.TB, c <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-c:
+		return r
+	case <-time.After(waitLong):
+		t.Fatal("operation did not complete")
+	}
+	return result{}
+}
+
+// failedRead is what a failed RMEM read returns: all ones.
+var failedRead = result{data: 0xFFFFFFFF}
+
+// moved is the result of a block that moved n bytes in frags fragments.
+func moved(n uint64, frags int) result {
+	return result{tr: endpoint.Transfer{Bytes: n, Fragments: frags}}
+}
+
+// wantFailed fails t unless r's error wraps err and r's data and transfer
+// are want's.
+func wantFailed(t testing.TB, what string, r result, err error, want result) {
+	t.Helper()
+	if !errors.Is(r.err, err) || r.data != want.data || r.tr != want.tr {
+		t.Fatalf("%s = %#x, %+v, %v; want %#x, %+v and an error wrapping %v", what, r.data, r.tr, r.err, want.data, want.tr, err)
+	}
+}
+
+func pending(t testing.TB, c <-chan result) {
+	t.Helper()
+	select {
+	case r := <-c:
+		t.Fatalf("operation completed early: %+v", r)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+func rmemRead(a *endpoint.Endpoint, peer int, addr uint32) <-chan result {
+	return async(func() result { d, err := a.RMEMRead(bg(), peer, addr); return result{data: d, err: err} })
+}
+
+func dmaRead(a *endpoint.Endpoint, peer int, addr uint32, dst []byte) <-chan result {
+	return async(func() result { tr, err := a.DMARead(bg(), peer, addr, dst); return result{tr: tr, err: err} })
+}
+
+func dmaWrite(a *endpoint.Endpoint, peer int, addr uint32, src []byte) <-chan result {
+	return async(func() result { tr, err := a.DMAWrite(bg(), peer, addr, src); return result{tr: tr, err: err} })
 }

@@ -9,83 +9,9 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/wire"
 )
-
-// newScripted starts endpoint A whose peer 0 is the raw port P in mode, so
-// the test plays the remote side byte by byte.
-func newScripted(t *testing.T, mode endpoint.Mode, cfg endpoint.Config) (*endpoint.Endpoint, *tap, *mem.Switch) {
-	t.Helper()
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
-	a := newEP(t, sw, macA, newRAM(t), cfg)
-	setPeer(t, a, 0, win(macP, mode))
-	return a, p, sw
-}
-
-type result struct {
-	data uint32
-	tr   endpoint.Transfer
-	err  error
-}
-
-// async runs op in a goroutine and returns the channel of its result.
-func async(op func() result) <-chan result {
-	c := make(chan result, 1)
-	go func() { c <- op() }()
-	return c
-}
-
-func await(t testing.TB, c <-chan result) result {
-	t.Helper()
-	select {
-	case r := <-c:
-		return r
-	case <-time.After(waitLong):
-		t.Fatal("operation did not complete")
-	}
-	return result{}
-}
-
-// failedRead is what a failed RMEM read returns: all ones.
-var failedRead = result{data: 0xFFFFFFFF}
-
-// moved is the result of a block that moved n bytes in frags fragments.
-func moved(n uint64, frags int) result {
-	return result{tr: endpoint.Transfer{Bytes: n, Fragments: frags}}
-}
-
-// wantFailed fails t unless r's error wraps err and r's data and transfer
-// are want's.
-func wantFailed(t testing.TB, what string, r result, err error, want result) {
-	t.Helper()
-	if !errors.Is(r.err, err) || r.data != want.data || r.tr != want.tr {
-		t.Fatalf("%s = %#x, %+v, %v; want %#x, %+v and an error wrapping %v", what, r.data, r.tr, r.err, want.data, want.tr, err)
-	}
-}
-
-func pending(t testing.TB, c <-chan result) {
-	t.Helper()
-	select {
-	case r := <-c:
-		t.Fatalf("operation completed early: %+v", r)
-	case <-time.After(20 * time.Millisecond):
-	}
-}
-
-func rmemRead(a *endpoint.Endpoint, peer int, addr uint32) <-chan result {
-	return async(func() result { d, err := a.RMEMRead(bg(), peer, addr); return result{data: d, err: err} })
-}
-
-func dmaRead(a *endpoint.Endpoint, peer int, addr uint32, dst []byte) <-chan result {
-	return async(func() result { tr, err := a.DMARead(bg(), peer, addr, dst); return result{tr: tr, err: err} })
-}
-
-func dmaWrite(a *endpoint.Endpoint, peer int, addr uint32, src []byte) <-chan result {
-	return async(func() result { tr, err := a.DMAWrite(bg(), peer, addr, src); return result{tr: tr, err: err} })
-}
 
 // TestErrorRspMapping: the full 32-bit Error Code of ERROR_RSP maps causes
 // 1..7 to REMOTE codes 9..15 and every other value (0, 8, 0x100,
@@ -287,8 +213,7 @@ func TestUnmatchedResponses(t *testing.T) {
 // first frame on the wire afterwards carries Request ID 0). Failures with
 // a peer index in range are recorded and raise their events.
 func TestLocalInvalid(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{Events: endpoint.EventEnable{RMEMError: true, PeerDMAComplete: true}})
 	setPeer(t, a, 0, win(macP, endpoint.ModeRMEM))
 	setPeer(t, a, 1, win(macQ, endpoint.ModeDMARead))
@@ -384,8 +309,7 @@ func TestLocalInvalid(t *testing.T) {
 // one of 8, one at a time, with consecutive Request IDs and addresses;
 // progress is reported after each; reading it back fragments the same way.
 func TestDMAFragmentation(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	ramB := newRAM(t)
 	cfg := endpoint.Config{MaxFragment: 31}
 	a := newEP(t, sw, macA, newRAM(t), cfg)
@@ -441,8 +365,7 @@ func TestDMAFragmentation(t *testing.T) {
 // multiple of four (7 → 4, 8161..8163 → 8160) and sampled at block start:
 // changing it during a block affects only later blocks.
 func TestMaxFragmentRounding(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{})
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
 	dmaPath(t, a, 0, b, 0)
@@ -519,8 +442,7 @@ func faultMap(t *testing.T, slverr bool) (*memory.Map, *memory.RAM) {
 // LOCAL_AXI_WR_SLVERR/DECERR. Earlier fragments stay delivered; the remote
 // side records nothing.
 func TestDMALocalMemoryErrors(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	ramB, ramC := newRAM(t), newRAM(t)
 	cfg := endpoint.Config{MaxFragment: 16}
 	a := newEP(t, sw, macA, newRAM(t), cfg)

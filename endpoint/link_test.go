@@ -14,8 +14,7 @@ import (
 // request goes before a waiting initiating frame, whatever their arrival
 // order; raw and initiating frames take turns in arrival order.
 func TestReplyPriority(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	b, gate := newGatedEP(t, sw, macB, endpoint.Config{})
 	c := newEP(t, sw, macC, newRAM(t), endpoint.Config{})
 	setPeer(t, b, 0, win(macP, endpoint.ModeRMEM))

@@ -20,8 +20,7 @@ import (
 // accepted only by an endpoint whose group is all ones. Group reads are
 // refused locally, never transmitted, and consume no Request ID.
 func TestMulticast(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 40, DMATimeout: time.Hour, RMEMTimeout: time.Hour})
 	timer := endpoint.InstallFakeTimer(a)
 	ramB, ramC, ramD, ramE := newRAM(t), newRAM(t), newRAM(t), newRAM(t)
@@ -132,8 +131,7 @@ func TestMulticast(t *testing.T) {
 // TestGroupChange: SetConfig moves the group membership: the link leaves
 // the old group and joins the new one.
 func TestGroupChange(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	ramB := newRAM(t)
 	b := newEP(t, sw, macB, ramB, endpoint.Config{Group: group})
 	setPeer(t, b, 0, win(macP, endpoint.ModeRMEM))
@@ -164,8 +162,7 @@ func TestGroupChange(t *testing.T) {
 // unpaced block; a negative interval is
 // refused.
 func TestGroupInterval(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	const interval = 5 * time.Millisecond
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 40, GroupInterval: interval})
 	setPeer(t, a, 0, win(group, endpoint.ModeDMARead))
@@ -197,8 +194,7 @@ func TestGroupInterval(t *testing.T) {
 // block returns once the first frame is out and the context is cancelled,
 // with that frame counted and the context's error.
 func TestGroupIntervalCancel(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 40, GroupInterval: time.Hour})
 	setPeer(t, a, 0, win(group, endpoint.ModeDMARead))
 	src := pattern(160, 3)

@@ -65,8 +65,7 @@ func TestRawPolicies(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.policy.String(), func(t *testing.T) {
-			sw := newSwitch(t)
-			p := newTap(t, sw, macP, false)
+			sw, p := newSwitchTap(t, macP, false)
 			b := newEP(t, sw, macB, newRAM(t), endpoint.Config{RawPolicy: c.policy, Group: group})
 			for _, f := range all {
 				p.send(t, f)
@@ -90,8 +89,7 @@ func TestRawPolicies(t *testing.T) {
 // frame over MaxFrame is dropped, RecvRaw reports a short buffer, and
 // SendRaw transmits a frame unchanged.
 func TestRawQueueAndSend(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{RawPolicy: endpoint.RawFiltered, RawQueue: 2, MaxFrame: 1000})
 	for i := range 3 {
 		p.send(t, rawFrame(macB, 0x0800, byte(i)))

@@ -12,8 +12,7 @@ import (
 // TestRequestIDWrap: the counter wraps naturally from 0xFFFFFFFF to 0,
 // across RMEM operations and DMA fragments alike, and replies still match.
 func TestRequestIDWrap(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{MaxFragment: 4})
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
 	setPeer(t, a, 0, win(macB, endpoint.ModeRMEM))
@@ -127,8 +126,7 @@ func TestResetResponder(t *testing.T) {
 // first request; the default is 0; SetConfig leaves the running counter
 // (and the reported value) alone; Reset returns the counter to 0.
 func TestInitialRequestID(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
 	setPeer(t, b, 0, win(macA, endpoint.ModeRMEM))
 	setPeer(t, b, 1, win(macQ, endpoint.ModeRMEM))

@@ -53,8 +53,7 @@ func responderMemory(t *testing.T) (*countingSpace, *memory.RAM) {
 // source peer's status (10 for an incomplete DMA_WRITE_REQ, whose ERROR_RSP
 // carries cause 2), and no memory access for a rejected request.
 func TestResponderAdmission(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	q := newTap(t, sw, macQ, false)
 	space, ram := responderMemory(t)
 	// MaxFrame 1000: fragment ceiling 968.
@@ -203,8 +202,7 @@ func TestResponderAdmission(t *testing.T) {
 // the entry), and of several entries with one MAC the lowest enabled index
 // serves its requests, its mode checked and its status recorded.
 func TestDisabledAndDuplicatePeers(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	q := newTap(t, sw, macQ, false)
 	space := &countingSpace{Space: newRAM(t)}
 	b := newEP(t, sw, macB, space, endpoint.Config{})
@@ -255,8 +253,7 @@ func TestDisabledAndDuplicatePeers(t *testing.T) {
 // never reaches the raw queue, even with the promiscuous raw policy. Group
 // writes are served (or fail and are recorded) without any reply.
 func TestResponderDrops(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	u := newTap(t, sw, macD, false) // not in B's peer table
 	space := &countingSpace{Space: newRAM(t)}
 	b := newEP(t, sw, macB, space, endpoint.Config{Group: group, RawPolicy: endpoint.RawPromiscuous, Events: endpoint.EventEnable{RMEMError: true, PeerDMAComplete: true}})
@@ -330,8 +327,7 @@ func TestResponderDrops(t *testing.T) {
 // cause 6; A records REMOTE_AXI_WR_SLVERR (14) in its entry for B and
 // raises its own event. Each side names its own peer index.
 func TestWorkedExample(t *testing.T) {
-	sw := newSwitch(t)
-	sniff := newTap(t, sw, macS, true)
+	sw, sniff := newSwitchTap(t, macS, true)
 	target, _ := memory.NewFault(0x1000, 0x1000, memory.SLVERR)
 	events := endpoint.EventEnable{PeerDMAComplete: true}
 	a := newEP(t, sw, macA, newRAM(t), endpoint.Config{Events: events})
@@ -379,8 +375,7 @@ func newBlockingSpace(space memory.Space, lo, hi uint32, n int) *blockingSpace {
 // peer 0.
 func newSlowResponder(t *testing.T, n int) (*endpoint.Endpoint, *tap, *blockingSpace) {
 	t.Helper()
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	slow := newBlockingSpace(newRAM(t), 0x1000, 0x2000, n)
 	b := newEP(t, sw, macB, slow, endpoint.Config{})
 	setPeer(t, b, 0, win(macP, endpoint.ModeDMAWrite))
@@ -564,8 +559,7 @@ func TestLastUnknownSource(t *testing.T) {
 // exact ERROR_RSP, the code recorded for the peer and the memory contents,
 // which a malformed request never changes.
 func TestDMAWriteAdmissionOrder(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	// B: RAM [0x1000, 0x9000), SLVERR [0x9000, 0xA000), a hole above; the
 	// Map tells how an access would answer without performing it.
 	space, ram := newSLVERRMap(t, 0x1000, 0x8000, 0x9000, 0x1000)
@@ -733,8 +727,7 @@ func TestMalformedResponseCodes(t *testing.T) {
 // counted; a second later the budget serves two more. Another peer's
 // budget is its own, and RMEM requests are never charged.
 func TestMaxReadRate(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	q := newTap(t, sw, macQ, false)
 	ram := newRAM(t)
 	b := newEP(t, sw, macB, ram, endpoint.Config{MaxReadRate: 16 << 10})
@@ -787,8 +780,7 @@ func TestMaxReadRate(t *testing.T) {
 
 // TestMaxReadRateOff: with no bound (the default) every read is served.
 func TestMaxReadRateOff(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	b := newEP(t, sw, macB, newRAM(t), endpoint.Config{})
 	setPeer(t, b, 0, win(macP, endpoint.ModeDMARead))
 	for rid := range uint32(10) {

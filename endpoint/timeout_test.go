@@ -18,8 +18,7 @@ import (
 // RMEM_ERROR raised, all-ones data); a late reply is discarded; with the
 // timeout now 0 the next operation waits, without a timer, for its reply.
 func TestTimeoutStartsAfterWrite(t *testing.T) {
-	sw := newSwitch(t)
-	p := newTap(t, sw, macP, false)
+	sw, p := newSwitchTap(t, macP, false)
 	a, gate := newGatedEP(t, sw, macA, endpoint.Config{RMEMTimeout: 5 * time.Millisecond, Events: endpoint.EventEnable{RMEMError: true}})
 	setPeer(t, a, 0, win(macP, endpoint.ModeRMEM))
 	timer := endpoint.InstallFakeTimer(a)
