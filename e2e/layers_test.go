@@ -167,16 +167,17 @@ func carriesFrames(q string) bool {
 }
 
 // TestStacksThroughNode: the command and the hub (and the command's runner
-// of the hub, its server and its sessions) build no stack of their own:
-// they open links, stacks, taps (dump --iface) and relays through package
-// node, and import no link, not even package link for its interface type
-// or link/pcap for a capture's format, nor the transport.
+// of the hub, its server, its sessions and its demo) build no stack of
+// their own: they open links, stacks, taps (dump --iface), relays and
+// in-process switches through package node, and import no link, not even
+// package link for its interface type or link/pcap for a capture's
+// format, nor the transport.
 func TestStacksThroughNode(t *testing.T) {
 	if !carriesFrames("link") || !carriesFrames("link/pcap") || !carriesFrames("transport") || carriesFrames("linked") || carriesFrames("node") {
 		t.Fatal("carriesFrames does not tell links from other packages")
 	}
 	all := imports(t)
-	for _, pkg := range []string{"cmd/oetp", "hub", "cmd/oetp/internal/hubrun", "cmd/oetp/internal/serve", "cmd/oetp/internal/session"} {
+	for _, pkg := range []string{"cmd/oetp", "hub", "cmd/oetp/internal/hubrun", "cmd/oetp/internal/serve", "cmd/oetp/internal/session", "cmd/oetp/internal/demo"} {
 		if all[pkg] == nil {
 			t.Fatalf("package %s not found", pkg)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/link/pace"
 	"github.com/openenoc/oetp/link/pcap"
 	"github.com/openenoc/oetp/placement"
@@ -102,6 +103,10 @@ type LinkConfig struct {
 	// Rate paces the frames written to this many bytes of frames per
 	// second; zero is unpaced.
 	Rate float64
+	// Lose, if not nil, is asked about every frame written: one it reports
+	// lost is not sent yet counts as written, as if the wire lost it (a
+	// lossy network for a demonstration). A capture records it.
+	Lose func(frame []byte) bool
 }
 
 // ConfigError is an error the user fixes by changing the configuration.
@@ -241,9 +246,12 @@ func lookupIface(name string) (*net.Interface, error) {
 	return ifi, nil
 }
 
-// wrapLink adds the capture and the pacer to l, whose medium's link is
-// inner; on an error it closes inner.
+// wrapLink adds the loss, the capture and the pacer to l, whose medium's
+// link is inner; on an error it closes inner.
 func wrapLink(cfg LinkConfig, l *Link, inner link.Link) (*Link, error) {
+	if cfg.Lose != nil {
+		l.Link = lossy(l.Link, cfg.Lose)
+	}
 	if cfg.Capture != "" {
 		c, err := CreateCapture(cfg.Capture, cfg.CaptureFormat)
 		if err != nil {
@@ -289,11 +297,15 @@ func (l *Link) socket() *afpacket.Link {
 	return al
 }
 
-// KernelDrops returns the frames for this link that the kernel dropped
-// because the socket's receive queue was full (0 without a socket).
+// KernelDrops returns the frames for this link that found its receive
+// queue full: the socket's in the kernel, or a Switch port's (0 for another
+// given Link).
 func (l *Link) KernelDrops() uint64 {
-	if al := l.socket(); al != nil {
-		return al.Stats().DropQueueFull
+	switch in := link.Innermost(l.Link).(type) {
+	case *afpacket.Link:
+		return in.Stats().DropQueueFull
+	case *mem.Port:
+		return in.Stats().DropQueueFull
 	}
 	return 0
 }

@@ -6,7 +6,8 @@
 // one-shot commands, the hub and the bench open theirs with Open; a tool
 // that needs only a link opens it with OpenLink, `oetp relay` its two
 // with OpenRelay, and `oetp dump --iface` watches an interface through a
-// read-only Tap (OpenTap).
+// read-only Tap (OpenTap). An in-process Switch gives stacks a medium
+// without sockets (`oetp demo`, the bench's mem rows, tests).
 //
 // Open owns the rules every stack follows:
 //
@@ -327,7 +328,8 @@ func (n *Node) TransportPeer(peer wire.MAC) (TransportPeer, bool) {
 type Stats struct {
 	endpoint.Stats
 	// KernelDrops counts the frames the kernel dropped because the
-	// socket's receive queue was full, which the endpoint never saw.
+	// socket's receive queue was full (a Switch port's queue), which the
+	// endpoint never saw.
 	KernelDrops uint64
 	// CPUMoves counts the moves of the process to the CPU its frames
 	// arrive on (PlaceFollow).

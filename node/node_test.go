@@ -7,7 +7,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/endpoint/endpointtest"
-	"github.com/openenoc/oetp/link/mem"
+	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
@@ -17,14 +17,20 @@ var (
 	peerMAC = endpointtest.MAC(2)
 )
 
-// port attaches mac to a new in-process switch.
-func port(t *testing.T, mac wire.MAC) *mem.Port {
+// newSwitch builds an in-process switch.
+func newSwitch(t *testing.T, cfg node.SwitchConfig) *node.Switch {
 	t.Helper()
-	sw, err := mem.NewSwitch(mem.Config{Seed: 1})
+	sw, err := node.NewSwitch(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := sw.Attach(mac)
+	return sw
+}
+
+// port attaches mac to a new in-process switch.
+func port(t *testing.T, mac wire.MAC) node.Medium {
+	t.Helper()
+	p, err := newSwitch(t, node.SwitchConfig{Seed: 1}).Attach(mac)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,4 +121,83 @@ func TestOpenConfigErrors(t *testing.T) {
 			t.Errorf("%s: a node with the error", c.name)
 		}
 	}
+}
+
+// TestSwitchLoss: a Switch's ports carry frames between links a node opens;
+// LinkConfig.Lose loses the frames it picks and reports them written, on a
+// link that keeps its group filter; LoseNext loses one frame at the switch;
+// a frame that finds a port's queue full counts in KernelDrops.
+func TestSwitchLoss(t *testing.T) {
+	sw := newSwitch(t, node.SwitchConfig{QueueLen: 3})
+	third := endpointtest.MAC(3)
+	open := func(mac wire.MAC, lose func([]byte) bool) *node.Link {
+		t.Helper()
+		p, err := sw.Attach(mac)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := node.OpenLink(node.LinkConfig{Link: p, Lose: lose})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	frame := func(dst wire.MAC, tag byte) []byte {
+		return append(append(append([]byte{}, dst[:]...), ownMAC[:]...), 0x88, 0xb5, tag)
+	}
+	lost := 0
+	a := open(ownMAC, func(f []byte) bool {
+		if f[14] == 'x' {
+			lost++
+			return true
+		}
+		return false
+	})
+	b, c := open(peerMAC, nil), open(third, nil)
+	if _, ok := a.Link.(link.Filter); !ok {
+		t.Error("the lossy link lost link.Filter")
+	}
+	if n, err := a.WriteBatch([][]byte{frame(peerMAC, 'x'), frame(peerMAC, '1'), frame(peerMAC, 'x')}); n != 3 || err != nil || lost != 2 {
+		t.Errorf("WriteBatch with two frames lost = %d, %v (%d lost), want 3, nil, 2 lost", n, err, lost)
+	}
+	if err := sw.LoseNext(ownMAC, peerMAC); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range [][]byte{frame(peerMAC, '2'), frame(peerMAC, '3'), frame(peerMAC, 'e')} {
+		if err := a.Write(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// b's queue holds what arrived, up to the end mark 'e'.
+	if got := tags(t, b); got != "13e" {
+		t.Errorf("b received %q, want \"13e\" (x lost by Lose, 2 by LoseNext)", got)
+	}
+	for tag := range byte(5) {
+		if err := a.Write(frame(third, '0'+tag)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, drops := tags(t, c), c.KernelDrops(); got != "012" || drops != 2 {
+		t.Errorf("c received %q with %d drops, want \"012\" with 2 (a queue of 3)", got, drops)
+	}
+	if m, err := sw.Attach(ownMAC); m != nil || err == nil {
+		t.Errorf("attaching a MAC twice: %v, %v", m, err)
+	}
+}
+
+// tags reads the frames queued at l and returns their tag octets.
+func tags(t *testing.T, l *node.Link) string {
+	t.Helper()
+	bufs := [][]byte{make([]byte, 64), make([]byte, 64), make([]byte, 64)}
+	sizes := make([]int, 3)
+	n, err := l.ReadBatch(bufs, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []byte
+	for i := range n {
+		s = append(s, bufs[i][14])
+	}
+	return string(s)
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/replicate"
 	"github.com/openenoc/oetp/wire"
 )
@@ -160,10 +161,11 @@ type Report struct {
 	Seconds float64  `json:"seconds"`
 }
 
-// node is one endpoint of the demo with its memory.
-type node struct {
+// member is one endpoint of the demo with its stack and memory.
+type member struct {
 	name string
 	mac  wire.MAC
+	nd   *node.Node
 	ep   *endpoint.Endpoint
 	regs *memory.RAM
 	data *memory.RAM
@@ -173,8 +175,8 @@ type node struct {
 type demo struct {
 	opt    Options
 	fab    fabric
-	master *node
-	slaves []*node
+	master *member
+	slaves []*member
 	log    io.Writer
 	rep    *Report
 	phase  int
@@ -207,13 +209,13 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if opt.NetNS {
 		d.fab, err = newNetnsFabric(nodes, opt.Loss, opt.Seed)
 	} else {
-		d.fab, err = newMemFabric(nodes, opt.Loss, opt.Seed)
+		d.fab, err = newMemFabric(opt.Loss, opt.Seed)
 	}
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	if err := d.build(); err != nil {
+	if err := d.build(ctx, nodes); err != nil {
 		d.shutdown()
 		return nil, err
 	}
@@ -231,18 +233,17 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	return d.rep, nil
 }
 
-// build creates the endpoints and the initial peer tables.
-func (d *demo) build() error {
+// build opens the nodes' stacks, their endpoints with empty peer tables.
+func (d *demo) build(ctx context.Context, nodes int) error {
 	rng := rand.New(rand.NewChaCha8(seed32(d.opt.Seed)))
 	d.src = make([]byte, d.opt.Size)
 	fill(rng, d.src)
 	d.uni = make([]byte, min(d.opt.Size, UnicastSize))
 	fill(rng, d.uni)
 
-	links := d.fab.links()
 	d.rep = &Report{Network: d.fab.describe(), Master: nodeMAC(0).String(), Group: Group.String(), Size: d.opt.Size, Loss: d.opt.Loss}
-	for i, l := range links {
-		n := &node{name: "master", mac: l.Addr()}
+	for i := range nodes {
+		n := &member{name: "master"}
 		if i > 0 {
 			n.name = fmt.Sprintf("slave%d", i)
 		}
@@ -268,9 +269,10 @@ func (d *demo) build() error {
 			// context busy (such a request is dropped, as in hardware).
 			cfg.Contexts = 16
 		}
-		if n.ep, err = endpoint.New(l, space, cfg); err != nil {
+		if n.nd, err = d.fab.open(ctx, i, node.Config{Endpoint: cfg, Memory: space}); err != nil {
 			return fmt.Errorf("%s: %w", n.name, err)
 		}
+		n.ep, n.mac = n.nd.Endpoint, n.nd.Link.Addr()
 		if i == 0 {
 			d.master = n
 		} else {
@@ -297,17 +299,11 @@ func fill(r *rand.Rand, p []byte) {
 	}
 }
 
-// shutdown closes every endpoint (and so every link), then the network.
+// shutdown closes every node (its endpoint and link), then the network.
 func (d *demo) shutdown() {
-	for _, n := range append([]*node{d.master}, d.slaves...) {
-		if n != nil && n.ep != nil {
-			n.ep.Close()
-		}
-	}
-	if d.master == nil || d.master.ep == nil {
-		// build failed before every link had an endpoint: close the rest.
-		for _, l := range d.fab.links() {
-			l.Close()
+	for _, n := range append([]*member{d.master}, d.slaves...) {
+		if n != nil {
+			n.nd.Close()
 		}
 	}
 	d.fab.close()
@@ -381,7 +377,7 @@ func repeat(m endpoint.Mode, n int) []endpoint.Mode {
 func (d *demo) pick(k int) int { return min(k, len(d.slaves)) }
 
 // begin clears the records a step looks at and starts its clock.
-func (d *demo) begin(name, expect string, masterPeer int, slaves ...*node) (*Step, time.Time) {
+func (d *demo) begin(name, expect string, masterPeer int, slaves ...*member) (*Step, time.Time) {
 	d.master.ep.ClearError(masterPeer)
 	for _, s := range slaves {
 		s.ep.ClearError(slaveMasterPeer)
@@ -391,7 +387,7 @@ func (d *demo) begin(name, expect string, masterPeer int, slaves ...*node) (*Ste
 
 // end stops the step's clock, reads the records on both sides and checks
 // them against the expected codes.
-func (d *demo) end(st *Step, t0 time.Time, masterPeer int, slaves []*node, wantMaster, wantSlave wire.Code) {
+func (d *demo) end(st *Step, t0 time.Time, masterPeer int, slaves []*member, wantMaster, wantSlave wire.Code) {
 	st.Elapsed = time.Since(t0)
 	st.Seconds = st.Elapsed.Seconds()
 	st.Master = d.master.ep.PeerStatus(masterPeer).Code
@@ -471,7 +467,7 @@ func (d *demo) run(ctx context.Context) {
 
 // rmemWriteRead writes a register of s with mask, reads it back and expects
 // want.
-func (d *demo) rmemWriteRead(ctx context.Context, s *node, peer int, addr, data, mask, want uint32, name string) {
+func (d *demo) rmemWriteRead(ctx context.Context, s *member, peer int, addr, data, mask, want uint32, name string) {
 	st, t0 := d.begin(name, "ok", peer, s)
 	err := d.master.ep.RMEMWrite(ctx, peer, addr, data, mask)
 	var got uint32
@@ -488,7 +484,7 @@ func (d *demo) rmemWriteRead(ctx context.Context, s *node, peer int, addr, data,
 			st.Detail = fmt.Sprintf("read 0x%08x", got)
 		}
 	}
-	d.end(st, t0, peer, []*node{s}, wire.CodeNone, wire.CodeNone)
+	d.end(st, t0, peer, []*member{s}, wire.CodeNone, wire.CodeNone)
 }
 
 // settle is how long the demo waits for group writes to be applied by the
@@ -577,7 +573,7 @@ func (d *demo) dmaWriteUnicast(ctx context.Context) {
 	if err == nil {
 		st.Detail = fmt.Sprintf("%d fragments acknowledged", tr.Fragments)
 	}
-	d.end(st, t0, 1, []*node{s}, wire.CodeNone, wire.CodeNone)
+	d.end(st, t0, 1, []*member{s}, wire.CodeNone, wire.CodeNone)
 }
 
 func (d *demo) dmaReadBack(ctx context.Context) {
@@ -596,7 +592,7 @@ func (d *demo) dmaReadBack(ctx context.Context) {
 			st.Detail = "equal to the bytes written"
 		}
 	}
-	d.end(st, t0, 1, []*node{s}, wire.CodeNone, wire.CodeNone)
+	d.end(st, t0, 1, []*member{s}, wire.CodeNone, wire.CodeNone)
 }
 
 func (d *demo) dmaGroup(ctx context.Context) {
@@ -627,8 +623,8 @@ func (d *demo) dmaGroup(ctx context.Context) {
 	base := d.baseline(served, 0)
 	busyBase := d.baseline(busy, 0)
 	queueBase := make([]uint64, len(d.slaves))
-	for i := range d.slaves {
-		queueBase[i] = d.fab.queueDrops(i + 1)
+	for i, s := range d.slaves {
+		queueBase[i] = s.nd.Link.KernelDrops()
 	}
 	var tr endpoint.Transfer
 	if err == nil {
@@ -648,7 +644,7 @@ func (d *demo) dmaGroup(ctx context.Context) {
 				stats := s.ep.Stats()
 				if n := served(stats) - base[i]; n < uint64(tr.Fragments) {
 					st.addDetail(fmt.Sprintf("%s applied %d of %d fragments (receive queue full: %d, every responder context busy: %d)",
-						s.name, n, tr.Fragments, d.fab.queueDrops(i+1)-queueBase[i], busy(stats)-busyBase[i]))
+						s.name, n, tr.Fragments, s.nd.Link.KernelDrops()-queueBase[i], busy(stats)-busyBase[i]))
 				}
 			}
 		} else {
@@ -667,7 +663,7 @@ func (d *demo) accessViolation(ctx context.Context, k int) {
 	tr, err := d.master.ep.DMAWrite(ctx, k, addr, []byte{0xde, 0xad, 0xbe, 0xef})
 	st.Bytes, st.Fragments = tr.Bytes, tr.Fragments
 	st.outcome(err, wire.CodeRemoteInvalid)
-	d.end(st, t0, k, []*node{s}, wire.CodeRemoteInvalid, wire.CodeLocalInvalid)
+	d.end(st, t0, k, []*member{s}, wire.CodeRemoteInvalid, wire.CodeLocalInvalid)
 }
 
 // lostFrame makes the network lose the master's next frame to slave k and
@@ -681,7 +677,7 @@ func (d *demo) lostFrame(ctx context.Context, k int) {
 	st, t0 := d.begin(name, "8 / 0", k, s)
 	if err := d.fab.loseNext(d.master.mac, s.mac); err != nil {
 		st.addDetail(err.Error())
-		d.end(st, t0, k, []*node{s}, wire.CodeTimeout, wire.CodeNone)
+		d.end(st, t0, k, []*member{s}, wire.CodeTimeout, wire.CodeNone)
 		return
 	}
 	tr, err := d.master.ep.DMAWrite(ctx, k, DataBase, d.src[:n])
@@ -690,7 +686,7 @@ func (d *demo) lostFrame(ctx context.Context, k int) {
 	if errors.Is(err, endpoint.ErrTimeout) {
 		st.Detail = fmt.Sprintf("no response within %v", d.opt.Timeout)
 	}
-	d.end(st, t0, k, []*node{s}, wire.CodeTimeout, wire.CodeNone)
+	d.end(st, t0, k, []*member{s}, wire.CodeTimeout, wire.CodeNone)
 }
 
 // verify takes the SHA-256 of the master's source data and of every slave's

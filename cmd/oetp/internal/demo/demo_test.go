@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/openenoc/oetp/link"
-	"github.com/openenoc/oetp/link/mem"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -113,68 +112,27 @@ func TestGroupWritePaced(t *testing.T) {
 	}
 }
 
-// TestLossyLink checks the transmit-side loss used on network namespaces.
-func TestLossyLink(t *testing.T) {
-	sw, err := mem.NewSwitch(mem.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := sw.Attach(nodeMAC(0))
-	b, _ := sw.Attach(nodeMAC(1))
-	c, _ := sw.Attach(nodeMAC(2))
-	defer a.Close()
-	defer b.Close()
-	defer c.Close()
-	l := newLossyLink(a, 0, 1)
-	if _, ok := l.Link.(link.Filter); !ok {
-		t.Fatal("lossyLink does not pass link.Filter through")
-	}
+// TestLossyWire checks the choice of the frames lost on network
+// namespaces: the next frame to an address dropNextTo names, once; and,
+// with a loss probability of nearly 1, every frame.
+func TestLossyWire(t *testing.T) {
 	src := nodeMAC(0)
 	frame := func(dst wire.MAC) []byte {
 		return append(append(append([]byte{}, dst[:]...), src[:]...), 0x88, 0xb5)
 	}
-	l.dropNextTo(nodeMAC(1))
-	for _, f := range [][]byte{frame(nodeMAC(1)), frame(nodeMAC(2)), frame(nodeMAC(1))} {
-		if err := l.Write(f); err != nil {
-			t.Fatal(err)
+	w := newLossyWire(src, 0, 1)
+	w.dropNextTo(nodeMAC(1))
+	var got []bool
+	for _, dst := range []wire.MAC{nodeMAC(2), nodeMAC(1), nodeMAC(1), nodeMAC(2)} {
+		got = append(got, w.lose(frame(dst)))
+	}
+	if want := []bool{false, true, false, false}; !slices.Equal(got, want) {
+		t.Errorf("lost %v, want %v (the first frame to slave1 only)", got, want)
+	}
+	w = newLossyWire(src, 0.999999, 1)
+	for i := range 100 {
+		if !w.lose(frame(nodeMAC(2))) {
+			t.Fatalf("frame %d kept with a loss of 0.999999", i)
 		}
-	}
-	if got := a.Stats().TxFrames; got != 2 {
-		t.Errorf("a sent %d frames, want 2 (the first to b lost)", got)
-	}
-	if got := queued(t, b); got != 1 {
-		t.Errorf("b received %d frames, want 1", got)
-	}
-	if got := queued(t, c); got != 1 {
-		t.Errorf("c received %d frames, want 1", got)
-	}
-	// With a loss probability of nearly 1 everything is lost, and still
-	// accepted, as on a wire.
-	l = newLossyLink(a, 0.999999, 1)
-	n, err := l.WriteBatch([][]byte{frame(nodeMAC(2)), frame(nodeMAC(2))})
-	if n != 2 || err != nil {
-		t.Errorf("WriteBatch = %d, %v, want 2, nil", n, err)
-	}
-	if got := a.Stats().TxFrames; got != 2 {
-		t.Errorf("after total loss a has sent %d frames, want still 2", got)
-	}
-}
-
-// queued reads the frames waiting at p without blocking for long.
-func queued(t *testing.T, p *mem.Port) int {
-	t.Helper()
-	done := make(chan int, 1)
-	go func() {
-		bufs := [][]byte{make([]byte, 64), make([]byte, 64), make([]byte, 64)}
-		n, _ := p.ReadBatch(bufs, make([]int, 3))
-		done <- n
-	}()
-	select {
-	case n := <-done:
-		return n
-	case <-time.After(200 * time.Millisecond):
-		p.Close()
-		<-done
-		return 0
 	}
 }
