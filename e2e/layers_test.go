@@ -28,7 +28,7 @@ var floors = []struct {
 	{"assembly", []string{"node"}},
 	{"services and clients", []string{"conformance", "addrtable", "client", "hub", "hub/proto", "replicate"}},
 	{"the command", []string{"cmd/..."}},
-	{"tests only", []string{"e2e", "contrib/...", "internal/testutil", "internal/hostile", "endpoint/endpointtest", "link/afpacket/afpackettest", "link/pcap/pcaptest"}},
+	{"tests only", []string{"e2e", "contrib/...", "internal/testutil", "internal/hostile", "endpoint/endpointtest", "link/afpacket/afpackettest", "link/pcap/pcaptest", "wire/wiretest"}},
 }
 
 // floorOf returns the index in floors of package p (a path inside the
@@ -123,7 +123,7 @@ func TestLayersOneWay(t *testing.T) {
 
 // testHelpers are the packages of helpers for tests: only test files import
 // them.
-var testHelpers = []string{"internal/testutil", "internal/hostile", "endpoint/endpointtest", "link/afpacket/afpackettest", "link/pcap/pcaptest"}
+var testHelpers = []string{"internal/testutil", "internal/hostile", "endpoint/endpointtest", "link/afpacket/afpackettest", "link/pcap/pcaptest", "wire/wiretest"}
 
 // TestInternalHoldsLeaves: internal/ holds only leaf helpers (nothing there
 // imports the engine, a link, the hub or the transport: helpers that need

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/wire"
+	"github.com/openenoc/oetp/wire/wiretest"
 )
 
 // regen is the command that rewrites the golden files from the encoders.
@@ -30,40 +31,13 @@ var (
 	macG = wire.MAC{0x03, 0x0e, 0x0c, 0x00, 0x00, 0x01} // the group both join
 )
 
-// vector is one entry of testdata/vectors.json; see testdata/README.md.
-type vector struct {
-	Name         string  `json:"name"`
-	Description  string  `json:"description"`
-	FrameHex     string  `json:"frame_hex"`
-	FrameLen     int     `json:"frame_len"`
-	MaxFrame     int     `json:"max_frame"`
-	ExpectLength *uint32 `json:"expect_length,omitempty"`
-	Kind         string  `json:"kind"`
-	Cmd          string  `json:"cmd,omitempty"`
-	CmdCode      *int    `json:"cmd_code,omitempty"`
-	Problem      string  `json:"problem"`
-	Cause        *uint32 `json:"cause,omitempty"`
-	Fields       fields  `json:"fields"`
-}
-
-// fields are the decoded fields of a frame. A field is present when the
-// frame carries it completely; payload_hex and end_of_data_ok only when the
-// frame length is right for its Length (problem "ok" or "end_of_data").
-type fields struct {
-	Dst         string  `json:"dst,omitempty"`
-	Src         string  `json:"src,omitempty"`
-	Group       *bool   `json:"group,omitempty"`
-	EtherType   *int    `json:"ethertype,omitempty"`
-	RequestID   *uint32 `json:"request_id,omitempty"`
-	Address     *uint32 `json:"address,omitempty"`
-	Length      *uint32 `json:"length,omitempty"`
-	BitEnable   *uint32 `json:"bit_enable,omitempty"`
-	Data        *uint32 `json:"data,omitempty"`
-	ErrorCode   *uint32 `json:"error_code,omitempty"`
-	Error       string  `json:"error,omitempty"`
-	PayloadHex  *string `json:"payload_hex,omitempty"`
-	EndOfDataOK *bool   `json:"end_of_data_ok,omitempty"`
-}
+// vector is one entry of testdata/vectors.json (see testdata/README.md)
+// and fields its decoded frame fields: the schema lives in wiretest, where
+// the command's frame description reads the same file.
+type (
+	vector = wiretest.Vector
+	fields = wiretest.Fields
+)
 
 func ptr[T any](v T) *T { return &v }
 

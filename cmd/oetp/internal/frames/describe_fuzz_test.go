@@ -4,12 +4,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"testing"
+
+	"github.com/openenoc/oetp/wire/wiretest"
 )
 
 // FuzzDescribe: describe never panics, whatever the frame, ceiling and
 // expected length, and valid and problem always agree.
 func FuzzDescribe(f *testing.F) {
-	for _, v := range readVectors[golden](f, goldenV1) {
+	for _, v := range wiretest.ReadVectors(f, goldenV1) {
 		frame, _ := hex.DecodeString(v.FrameHex)
 		var e uint32
 		if v.ExpectLength != nil {
@@ -18,7 +20,7 @@ func FuzzDescribe(f *testing.F) {
 		f.Add(frame, uint16(v.MaxFrame), e, v.ExpectLength != nil)
 	}
 	// The reliable transport's vectors too.
-	for _, v := range readVectors[golden](f, goldenReliable) {
+	for _, v := range wiretest.ReadVectors(f, goldenReliable) {
 		frame, _ := hex.DecodeString(v.FrameHex)
 		f.Add(frame, uint16(v.MaxFrame), uint32(0), false)
 	}
