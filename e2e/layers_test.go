@@ -167,22 +167,25 @@ func carriesFrames(q string) bool {
 }
 
 // TestStacksThroughNode: the command and the hub (and the command's runner
-// of the hub, its server, its sessions and its demo) build no stack of
-// their own: they open links, stacks, taps (dump --iface), relays and
-// in-process switches through package node, and import no link, not even
-// package link for its interface type or link/pcap for a capture's
+// of the hub, its server, its sessions, its demo and its bench) build no
+// stack of their own: they open links, stacks, taps (dump --iface), relays
+// and in-process switches through package node, and import no link, not
+// even package link for its interface type or link/pcap for a capture's
 // format, nor the transport.
 func TestStacksThroughNode(t *testing.T) {
 	if !carriesFrames("link") || !carriesFrames("link/pcap") || !carriesFrames("transport") || carriesFrames("linked") || carriesFrames("node") {
 		t.Fatal("carriesFrames does not tell links from other packages")
 	}
 	all := imports(t)
-	for _, pkg := range []string{"cmd/oetp", "hub", "cmd/oetp/internal/hubrun", "cmd/oetp/internal/serve", "cmd/oetp/internal/session", "cmd/oetp/internal/demo"} {
+	// The bench's reliable rows still build their transport beneath the
+	// endpoint by hand; its other rows open their links through node.
+	pending := map[string]string{"cmd/oetp/internal/bench": "link/rlink"}
+	for _, pkg := range []string{"cmd/oetp", "hub", "cmd/oetp/internal/hubrun", "cmd/oetp/internal/serve", "cmd/oetp/internal/session", "cmd/oetp/internal/demo", "cmd/oetp/internal/bench"} {
 		if all[pkg] == nil {
 			t.Fatalf("package %s not found", pkg)
 		}
 		for q, file := range all[pkg] {
-			if carriesFrames(q) {
+			if carriesFrames(q) && pending[pkg] != q {
 				t.Errorf("%s/%s imports %s: open links and stacks through package node", pkg, file, q)
 			}
 		}

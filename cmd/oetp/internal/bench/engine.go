@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/memory"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -48,14 +48,14 @@ type pair struct {
 // newPair starts an initiating endpoint on la and a responding one on lb
 // with maxBlock bytes of memory to move. It takes ownership of both links:
 // on failure they are closed.
-func newPair(la, lb link.Link, maxBlock int) (*pair, error) {
+func newPair(la, lb node.Medium, maxBlock int) (*pair, error) {
 	return newPairOutstanding(la, lb, maxBlock, 1)
 }
 
 // newPairOutstanding is newPair with an initiator that may have up to
 // outstanding requests in flight (endpoint.Config.Outstanding; SetConfig
 // may lower it).
-func newPairOutstanding(la, lb link.Link, maxBlock, outstanding int) (*pair, error) {
+func newPairOutstanding(la, lb node.Medium, maxBlock, outstanding int) (*pair, error) {
 	p := &pair{amac: la.Addr(), bmac: lb.Addr(), ctx: context.Background()}
 	// The default configuration but for the timeouts, which bound the run.
 	cfg := endpoint.Config{RMEMTimeout: engineTimeout, DMATimeout: engineTimeout, Outstanding: outstanding}

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/openenoc/oetp/link"
-	linkmem "github.com/openenoc/oetp/link/mem"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -23,10 +22,33 @@ var (
 // memMAC returns the switch's station n, 02:0e:0c:00:01:n.
 func memMAC(n byte) wire.MAC { return wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, n} }
 
+// memPort is a port of the in-process switch as the baseline and floor
+// rows use it: written, filled in place (link.FillWriter) and read in a
+// loop (link.Looper), with no protocol.
+type memPort interface {
+	node.Medium
+	ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) error
+	WriteFill(frame []byte, at, m int, fill func(data []byte) bool) (bool, error)
+}
+
+// attachRaw attaches mac to sw for a row with no protocol.
+func attachRaw(sw *node.Switch, mac wire.MAC) (memPort, error) {
+	m, err := sw.Attach(mac)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := m.(memPort)
+	if !ok {
+		m.Close()
+		return nil, fmt.Errorf("switch port %v: %T reads in no loop or fills no frame", mac, m)
+	}
+	return p, nil
+}
+
 // memEcho answers frames on a switch port with prepared replies chosen by
 // the request's Cmd octet, until the port closes: the far side of the
 // in-process baseline.
-func memEcho(p *linkmem.Port, replies map[wire.Cmd][]byte, done chan<- error) {
+func memEcho(p memPort, replies map[wire.Cmd][]byte, done chan<- error) {
 	var table [256][]byte
 	for c, f := range replies {
 		table[c] = f
@@ -46,7 +68,7 @@ func memEcho(p *linkmem.Port, replies map[wire.Cmd][]byte, done chan<- error) {
 		}
 		return true
 	})
-	if errors.Is(err, link.ErrClosed) {
+	if errors.Is(err, node.ErrClosed) {
 		err = nil
 	}
 	if werr != nil {
@@ -58,7 +80,7 @@ func memEcho(p *linkmem.Port, replies map[wire.Cmd][]byte, done chan<- error) {
 // memRawStep is the baseline of op on the in-process switch: one goroutine
 // writes the request frame to a port and reads the reply from it, another
 // echoes, no protocol work.
-func memRawStep(p *linkmem.Port, op string) *step {
+func memRawStep(p memPort, op string) *step {
 	reqF, rspF := rawFrames(op, memMACRaw, memMACEch)
 	s := &step{m: newMeter(true)}
 	s.res = Result{Scenario: ScenarioMem, Name: "raw " + frameLabel(len(reqF), len(rspF)),
@@ -81,20 +103,20 @@ func memRawStep(p *linkmem.Port, op string) *step {
 // pair of ports.
 type memEnv struct {
 	p         *pair
-	raw, echo *linkmem.Port
+	raw, echo memPort
 	floor     *memFloor
 	done      chan error
 }
 
 // newMemEnv builds the in-process medium for blocks up to maxBlock bytes.
 func newMemEnv(maxBlock int) (*memEnv, error) {
-	sw, err := linkmem.NewSwitch(linkmem.Config{})
+	sw, err := node.NewSwitch(node.SwitchConfig{})
 	if err != nil {
 		return nil, err
 	}
-	ports := make([]*linkmem.Port, 4)
+	ports := make([]memPort, 4)
 	for i, mac := range []wire.MAC{memMACA, memMACB, memMACRaw, memMACEch} {
-		if ports[i], err = sw.Attach(mac); err != nil {
+		if ports[i], err = attachRaw(sw, mac); err != nil {
 			for _, p := range ports[:i] {
 				p.Close()
 			}
@@ -207,7 +229,7 @@ func floorPattern(i int) byte { return byte(i*13 + 1) }
 
 // memFloor is the floor's pair of ports, its echo and their buffers.
 type memFloor struct {
-	ping, echo *linkmem.Port
+	ping, echo memPort
 	buf        []byte // the pinger's source (write) or destination (read)
 	region     []byte // the echo's memory
 	done       chan error
@@ -215,12 +237,12 @@ type memFloor struct {
 
 // newMemFloor attaches the floor's ports to sw and starts its echo, with
 // buffers of maxBlock bytes.
-func newMemFloor(sw *linkmem.Switch, maxBlock int) (*memFloor, error) {
-	ping, err := sw.Attach(memMACFlp)
+func newMemFloor(sw *node.Switch, maxBlock int) (*memFloor, error) {
+	ping, err := attachRaw(sw, memMACFlp)
 	if err != nil {
 		return nil, err
 	}
-	echo, err := sw.Attach(memMACFle)
+	echo, err := attachRaw(sw, memMACFle)
 	if err != nil {
 		ping.Close()
 		return nil, err
@@ -263,7 +285,7 @@ func (f *memFloor) serve() {
 		}
 		return werr == nil
 	})
-	if errors.Is(err, link.ErrClosed) {
+	if errors.Is(err, node.ErrClosed) {
 		err = nil
 	}
 	if werr != nil {
