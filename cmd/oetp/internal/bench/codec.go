@@ -13,9 +13,13 @@ import (
 const CodecTargetMBps = 10000
 
 var (
-	codecMAC1 = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x01}
-	codecMAC2 = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x00, 0x02}
+	codecMAC1 = stationMAC(0x00, 0x01)
+	codecMAC2 = stationMAC(0x00, 0x02)
 )
+
+// stationMAC returns the bench's locally administered unicast address
+// 02:0e:0c:00:net:n: each scenario's stations take their own net.
+func stationMAC(net, n byte) wire.MAC { return wire.MAC{0x02, 0x0e, 0x0c, 0x00, net, n} }
 
 // codecCase is one codec function, measured by runCodec (and by
 // BenchmarkCodec under go test).

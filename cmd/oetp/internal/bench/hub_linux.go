@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/openenoc/oetp/wire"
 )
 
 // The hub's reliable rows (part of the reliable scenario): the largest
@@ -29,9 +27,9 @@ const TargetHubVsDirect = 0.8
 
 // The hub's local MACs.
 var (
-	hubRMEMMAC  = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x0b, 0x01}
-	hubWriteMAC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x0b, 0x02}
-	hubReadMAC  = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x0b, 0x03}
+	hubRMEMMAC  = stationMAC(0x0b, 0x01)
+	hubWriteMAC = stationMAC(0x0b, 0x02)
+	hubReadMAC  = stationMAC(0x0b, 0x03)
 )
 
 func runHubReliable(o *Options) ([]Result, error) {

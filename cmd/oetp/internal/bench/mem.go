@@ -11,16 +11,13 @@ import (
 
 // MACs on the in-process switch: the engine pair and the baseline pair.
 var (
-	memMACA   = memMAC(1)
-	memMACB   = memMAC(2)
-	memMACRaw = memMAC(3)
-	memMACEch = memMAC(4)
-	memMACFlp = memMAC(5) // the floor's pinger
-	memMACFle = memMAC(6) // the floor's echo
+	memMACA   = stationMAC(0x01, 0x01)
+	memMACB   = stationMAC(0x01, 0x02)
+	memMACRaw = stationMAC(0x01, 0x03)
+	memMACEch = stationMAC(0x01, 0x04)
+	memMACFlp = stationMAC(0x01, 0x05) // the floor's pinger
+	memMACFle = stationMAC(0x01, 0x06) // the floor's echo
 )
-
-// memMAC returns the switch's station n, 02:0e:0c:00:01:n.
-func memMAC(n byte) wire.MAC { return wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, n} }
 
 // memPort is a port of the in-process switch as the baseline and floor
 // rows use it: written, filled in place (link.FillWriter) and read in a

@@ -49,8 +49,8 @@ func procUnavailable(o *Options) string {
 // mode, so the server has one entry, and the initiators one --mac, per kind
 // of operation (RMEM uses the interface's own address).
 var (
-	procWriterMAC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x01, 0x01}
-	procReaderMAC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x02, 0x01}
+	procWriterMAC = stationMAC(0x01, 0x01)
+	procReaderMAC = stationMAC(0x02, 0x01)
 	// The library rows' endpoints in the bench process, one per kind.
 	procLibMACs = map[string]wire.MAC{
 		opRMEMRead: {0x02, 0x0e, 0x0c, 0x00, 0x03, 0x01},

@@ -23,7 +23,7 @@ import (
 // rows from 1 MiB up.
 
 // relReadMAC is the reading command's local MAC (one MAC, one mode).
-var relReadMAC = wire.MAC{0x02, 0x0e, 0x0c, 0x00, 0x0c, 0x02}
+var relReadMAC = stationMAC(0x0c, 0x02)
 
 // windowRates returns the windowed raw exchange's MB/s in each direction
 // among results: a row whose request is the longer frame is the write's.
