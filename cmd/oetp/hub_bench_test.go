@@ -105,10 +105,7 @@ func BenchmarkHub(b *testing.B) {
 		b.ReportMetric(float64(b.N*perOp)/b.Elapsed().Seconds(), "ops/s")
 	}
 
-	data := make([]byte, 64<<20)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
+	data := testutil.Pattern(64<<20, 0)
 	in := filepath.Join(f.dir, "64m.bin")
 	writeFile(b, in, data)
 	mbps := func(b *testing.B, n int) {
