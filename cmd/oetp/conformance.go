@@ -121,7 +121,7 @@ an interface the runner cannot use.`,
 	fs.StringArrayVar(&only, "only", nil, "run only the cases under `ID_PREFIX` (oetp/cmd, oetp/cmd/3); repeatable")
 	fs.BoolVar(&asJSON, "json", false, "print the results as one JSON object")
 	fs.StringVar(&junit, "junit", "", "write the results as JUnit XML to `FILE`")
-	fs.StringVar(&pcapPath, "pcap", "", "write the frames the cases sent and received to `FILE` (classic pcap)")
+	fs.StringVar(&pcapPath, "pcap", "", "write the frames the cases sent and received to `FILE` (pcapng)")
 	fs.DurationVar(&timeout, "timeout", conformance.DefaultTimeout, "how long to wait for each reply `D`")
 	fs.DurationVar(&wait, "wait", 10*time.Second, "wait up to `D` for the initiator role of each MAC the runner sends from while another process (an rmem, a dma) holds it, then exit 2 naming it; 0 refuses at once")
 	fs.BoolVar(&linkPads, "link-pads", false, "the interface pads frames shorter than 60 bytes (a physical NIC): skip the cases that need shorter frames")
