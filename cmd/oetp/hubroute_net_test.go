@@ -239,7 +239,9 @@ except Exception as e:
 	if !errors.As(err, &oe) || oe.Code != wire.CodeTimeout || !oe.OutcomeUnknown || !errors.Is(err, client.ErrHub) {
 		t.Errorf("Go read from a frozen hub: %v", err)
 	}
-	if dl := d.Deadline(0); took > dl+time.Second {
+	// A client without a deadline would wait as long as the hub is
+	// frozen; the margin is for a loaded machine's scheduling.
+	if dl := d.Deadline(0); took > dl+3*time.Second {
 		t.Errorf("Go read failed after %v, deadline %v", took, dl)
 	}
 	py.Wait()
