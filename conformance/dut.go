@@ -3,10 +3,10 @@ package conformance
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
+	"github.com/openenoc/oetp/internal/oserr"
 	"github.com/openenoc/oetp/internal/tomlin"
 	"github.com/openenoc/oetp/memspec"
 	"github.com/openenoc/oetp/wire"
@@ -192,21 +192,11 @@ func (l *stringList) UnmarshalTOML(v any) error {
 	return nil
 }
 
-// pathless is the OS's reason without Go's operation and path: the
-// message names the file.
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // LoadDUT reads a DUT file; see ParseDUT.
 func LoadDUT(path string) (*DUT, error) {
 	b, err := tomlin.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, pathless(err))
+		return nil, fmt.Errorf("cannot read %s: %w", path, oserr.Reason(err))
 	}
 	d, err := parseDUT(path, string(b))
 	if err != nil {

@@ -20,7 +20,7 @@ var floors = []struct {
 	name string
 	pkgs []string
 }{
-	{"leaf helpers", []string{"internal/num", "internal/ratelog", "internal/rtt", "internal/tomlin", "placement", "rundir"}},
+	{"leaf helpers", []string{"internal/num", "internal/oserr", "internal/ratelog", "internal/rtt", "internal/tomlin", "placement", "rundir"}},
 	{"codecs", []string{"wire", "wire/reliable"}},
 	{"memory, link interface, transport, roles, config files, test networks", []string{"memory", "memspec", "link", "transport", "role", "devices", "netns"}},
 	{"links", []string{"link/..."}},

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openenoc/oetp/internal/oserr"
 )
 
 // OpenFile maps the file at path read/write and shared as the Space
@@ -38,7 +40,7 @@ func OpenFile(path string, base uint32, size uint64) (*File, error) {
 	defer fd.Close() // the mapping outlives the descriptor
 	fi, err := fd.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the status of %s: %w", path, syscallErr(err))
+		return nil, fmt.Errorf("cannot read the status of %s: %w", path, oserr.Reason(err))
 	}
 	if fi.Mode().IsRegular() {
 		if err := allocate(fd, path, size, uint64(fi.Size())); err != nil {
@@ -92,7 +94,7 @@ func extend(fd *os.File, path string, size, cur uint64) error {
 		return nil
 	}
 	if err := fd.Truncate(int64(size)); err != nil {
-		return fmt.Errorf("cannot extend %s to %d bytes: %w", path, size, syscallErr(err))
+		return fmt.Errorf("cannot extend %s to %d bytes: %w", path, size, oserr.Reason(err))
 	}
 	return nil
 }
@@ -100,7 +102,7 @@ func extend(fd *os.File, path string, size, cur uint64) error {
 // openError is the failure to open or create the file of a region, in the
 // words of the path: the OS's reason and what to do.
 func openError(path string, err error) error {
-	reason := syscallErr(err)
+	reason := oserr.Reason(err)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("cannot create %s: %w (its directory must exist)", path, reason)
@@ -110,16 +112,6 @@ func openError(path string, err error) error {
 		return fmt.Errorf("%s is a directory: give a file's path", path)
 	}
 	return fmt.Errorf("cannot open %s: %w", path, reason)
-}
-
-// syscallErr is the OS's reason of err without Go's operation and path
-// ("no such file or directory", not "open /x: no such file or directory").
-func syscallErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // sizeWords writes n bytes for a message: "67108864 bytes (64 MiB)".

@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openenoc/oetp/internal/oserr"
 )
 
 // userName returns " (name)" for a uid with a name, else "".
@@ -33,25 +35,15 @@ func trusted(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
 // others may write (an older oetp made /run/oetp mode 1777) gets Mode(dir)
 // back. Anything else is refused with an *UntrustedError that says what
 // to remove.
-// pathless is the OS's reason without Go's operation and path: the
-// message names the directory.
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 func Ensure(dir string) error {
 	dir = filepath.Clean(dir)
 	perm := Mode(dir)
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			return fmt.Errorf("cannot create the run-time directory %s: %w", dir, pathless(err))
+			return fmt.Errorf("cannot create the run-time directory %s: %w", dir, oserr.Reason(err))
 		}
 		if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("cannot create the run-time directory %s: %w", dir, pathless(err))
+			return fmt.Errorf("cannot create the run-time directory %s: %w", dir, oserr.Reason(err))
 		}
 	}
 	var st unix.Stat_t
