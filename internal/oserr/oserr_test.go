@@ -1,19 +1,22 @@
-package oserr
+package oserr_test
 
 import (
 	"errors"
-	"io/fs"
+	"fmt"
 	"os"
-	"testing"
+
+	"github.com/openenoc/oetp/internal/oserr"
 )
 
-func TestReason(t *testing.T) {
+// The reason of a failed open is the bare OS error; an error that names no
+// path is returned as it is.
+func ExampleReason() {
 	_, err := os.Open("/nonexistent/oserr")
-	if got := Reason(err); got.Error() != "no such file or directory" || !errors.Is(got, fs.ErrNotExist) {
-		t.Fatalf("Reason(%v) = %v; want the bare ENOENT", err, got)
-	}
-	plain := errors.New("plain")
-	if got := Reason(plain); got != plain {
-		t.Fatalf("Reason(plain) = %v; want it unchanged", got)
-	}
+	fmt.Println(err)
+	fmt.Println(oserr.Reason(err), errors.Is(oserr.Reason(err), os.ErrNotExist))
+	fmt.Println(oserr.Reason(errors.New("a plain error")))
+	// Output:
+	// open /nonexistent/oserr: no such file or directory
+	// no such file or directory true
+	// a plain error
 }
