@@ -177,15 +177,12 @@ func TestStacksThroughNode(t *testing.T) {
 		t.Fatal("carriesFrames does not tell links from other packages")
 	}
 	all := imports(t)
-	// The bench's reliable rows still build their transport beneath the
-	// endpoint by hand; its other rows open their links through node.
-	pending := map[string]string{"cmd/oetp/internal/bench": "link/rlink"}
 	for _, pkg := range []string{"cmd/oetp", "hub", "cmd/oetp/internal/hubrun", "cmd/oetp/internal/serve", "cmd/oetp/internal/session", "cmd/oetp/internal/demo", "cmd/oetp/internal/bench"} {
 		if all[pkg] == nil {
 			t.Fatalf("package %s not found", pkg)
 		}
 		for q, file := range all[pkg] {
-			if carriesFrames(q) && pending[pkg] != q {
+			if carriesFrames(q) {
 				t.Errorf("%s/%s imports %s: open links and stacks through package node", pkg, file, q)
 			}
 		}

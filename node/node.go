@@ -303,6 +303,29 @@ func (n *Node) Reliable(peer wire.MAC) bool {
 	return false
 }
 
+// ErrNoTransport is returned by SetTransport and Handshake on a node opened
+// with no reliable or auto peer: it has no transport to set.
+var ErrNoTransport = errors.New("the node was opened with no reliable peer")
+
+// SetTransport sets how peer is reached from now on (V1 drops the peer's
+// transport state), for a node opened with a reliable or auto peer; the
+// caller sets the endpoint's MaxFragment and Outstanding to match.
+func (n *Node) SetTransport(peer wire.MAC, t Transport) error {
+	if n.rl == nil {
+		return ErrNoTransport
+	}
+	return n.rl.SetPeer(peer, t)
+}
+
+// Handshake runs the handshake with peer now, if it has not run, and
+// reports whether the transport is established (rlink.Link.Open).
+func (n *Node) Handshake(ctx context.Context, peer wire.MAC) (bool, error) {
+	if n.rl == nil {
+		return false, ErrNoTransport
+	}
+	return n.rl.Open(ctx, peer)
+}
+
 // Transport returns the reliable transport's counters, and false when no
 // peer uses it.
 func (n *Node) Transport() (TransportStats, bool) {

@@ -45,7 +45,8 @@ func peer(tr node.Transport) node.Peer {
 // transport's fragment ceiling and window and a random first Request ID;
 // a v1 node keeps one request at a time and the full fragment; an auto
 // peer that does not answer the handshake falls back to v1 and the window
-// to one request; Close is one path, and a second Close returns the same.
+// to one request; SetTransport and Handshake reach the transport of a node
+// that has one; Close is one path, and a second Close returns the same.
 func TestOpenRules(t *testing.T) {
 	ctx := context.Background()
 	open := func(tr node.Transport) *node.Node {
@@ -85,6 +86,20 @@ func TestOpenRules(t *testing.T) {
 	c = auto.Endpoint.Config()
 	if len(auto.Handshakes) != 1 || auto.Handshakes[0].Err != nil || auto.Handshakes[0].Reliable || c.Outstanding != 1 {
 		t.Errorf("auto peer that does not answer: handshakes %+v, window %d; want a fallback to v1 and 1", auto.Handshakes, c.Outstanding)
+	}
+	// SetTransport and Handshake reach the transport of a node that has
+	// one: a peer set to v1 is established by no handshake.
+	if err := auto.SetTransport(peerMAC, node.V1); err != nil {
+		t.Errorf("SetTransport v1: %v", err)
+	}
+	if ok, err := auto.Handshake(ctx, peerMAC); ok || err != nil {
+		t.Errorf("Handshake with a v1 peer: %v, %v; want false, nil", ok, err)
+	}
+	if err := v1.SetTransport(peerMAC, node.Reliable); !errors.Is(err, node.ErrNoTransport) {
+		t.Errorf("SetTransport on a v1 node: %v; want ErrNoTransport", err)
+	}
+	if _, err := v1.Handshake(ctx, peerMAC); !errors.Is(err, node.ErrNoTransport) {
+		t.Errorf("Handshake on a v1 node: %v; want ErrNoTransport", err)
 	}
 	if err, again := auto.Close(), auto.Close(); err != nil || again != nil {
 		t.Errorf("Close: %v, then %v", err, again)

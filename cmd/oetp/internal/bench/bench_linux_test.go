@@ -31,3 +31,21 @@ func BenchmarkVethBusy(b *testing.B) {
 	}
 	benchEnv(b, e)
 }
+
+// TestReliableZeroAllocs: the reliable rows' stacks, opened through package
+// node over a veth pair with the transport to the peer, allocate nothing
+// per operation once warm.
+func TestReliableZeroAllocs(t *testing.T) {
+	if why := vethUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	e, err := newReliableEnv(64<<10, *linkIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	pairZeroAllocs(t, e.rel)
+	if st, _ := e.na.Transport(); st.Sent == 0 {
+		t.Fatal("the operations did not go through the reliable transport")
+	}
+}

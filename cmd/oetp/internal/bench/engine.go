@@ -45,52 +45,63 @@ type pair struct {
 	ctx     context.Context
 }
 
+// pairConfig is the configuration of a pair's endpoints: the default but
+// for the timeouts, which bound the run.
+var pairConfig = endpoint.Config{RMEMTimeout: engineTimeout, DMATimeout: engineTimeout}
+
 // newPair starts an initiating endpoint on la and a responding one on lb
 // with maxBlock bytes of memory to move. It takes ownership of both links:
 // on failure they are closed.
 func newPair(la, lb node.Medium, maxBlock int) (*pair, error) {
-	return newPairOutstanding(la, lb, maxBlock, 1)
-}
-
-// newPairOutstanding is newPair with an initiator that may have up to
-// outstanding requests in flight (endpoint.Config.Outstanding; SetConfig
-// may lower it).
-func newPairOutstanding(la, lb node.Medium, maxBlock, outstanding int) (*pair, error) {
-	p := &pair{amac: la.Addr(), bmac: lb.Addr(), ctx: context.Background()}
-	// The default configuration but for the timeouts, which bound the run.
-	cfg := endpoint.Config{RMEMTimeout: engineTimeout, DMATimeout: engineTimeout, Outstanding: outstanding}
-	var err error
-	if p.ram, err = memory.NewRAM(remoteBase, uint64(maxBlock)); err != nil {
+	fail := func(err error) (*pair, error) {
 		la.Close()
 		lb.Close()
 		return nil, err
 	}
-	// Filled before the responder starts: its goroutines see it.
-	for i, b := 0, p.ram.Bytes(); i < len(b); i++ {
-		b[i] = ramPattern(i)
+	ram, err := pairRAM(maxBlock)
+	if err != nil {
+		return fail(err)
 	}
 	local, err := memory.NewRAM(remoteBase, 4096)
 	if err != nil {
-		la.Close()
-		lb.Close()
-		return nil, err
+		return fail(err)
 	}
-	if p.a, err = endpoint.New(la, local, cfg); err != nil {
-		la.Close()
-		lb.Close()
-		return nil, fmt.Errorf("initiating endpoint: %w", err)
+	a, err := endpoint.New(la, local, pairConfig)
+	if err != nil {
+		return fail(fmt.Errorf("initiating endpoint: %w", err))
 	}
-	if p.b, err = endpoint.New(lb, p.ram, cfg); err != nil {
-		p.a.Close()
+	b, err := endpoint.New(lb, ram, pairConfig)
+	if err != nil {
+		a.Close()
 		lb.Close()
 		return nil, fmt.Errorf("responding endpoint: %w", err)
 	}
+	return newPairOf(a, b, la.Addr(), lb.Addr(), ram, maxBlock), nil
+}
+
+// pairRAM returns a pair's responder memory of maxBlock bytes, filled with
+// ramPattern before the responder starts, so that its goroutines see it.
+func pairRAM(maxBlock int) (*memory.RAM, error) {
+	ram, err := memory.NewRAM(remoteBase, uint64(maxBlock))
+	if err != nil {
+		return nil, err
+	}
+	for i, b := 0, ram.Bytes(); i < len(b); i++ {
+		b[i] = ramPattern(i)
+	}
+	return ram, nil
+}
+
+// newPairOf makes a pair of the initiator a (MAC amac) and the responder b
+// (MAC bmac) serving ram (from pairRAM).
+func newPairOf(a, b *endpoint.Endpoint, amac, bmac wire.MAC, ram *memory.RAM, maxBlock int) *pair {
+	p := &pair{a: a, b: b, amac: amac, bmac: bmac, ram: ram, ctx: context.Background()}
 	p.src = make([]byte, maxBlock)
 	for i := range p.src {
 		p.src[i] = byte(i*31 + 7)
 	}
 	p.dst = make([]byte, maxBlock)
-	return p, nil
+	return p
 }
 
 // use configures both peer tables for op: RMEM at both ends for an RMEM

@@ -15,7 +15,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/openenoc/oetp/endpoint"
-	"github.com/openenoc/oetp/link/rlink"
 	"github.com/openenoc/oetp/memory"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/node"
@@ -23,8 +22,9 @@ import (
 )
 
 // The reliable scenario: the engine through the reliable transport
-// (link/rlink, docs/reliable.md) over a veth pair, next to the same engine
-// through the same wrapper with the peer set to v1 (the plain v1 frames),
+// (docs/reliable.md) over a veth pair, both stacks opened by package node
+// as every stack is, next to the same engine through the same transport
+// with the peer set to v1 (the plain v1 frames),
 // the raw ping-pong, and TCP bulk transfers over the same veth pair in the
 // same run.
 
@@ -41,9 +41,9 @@ type reliableEnv struct {
 	// time and the fragments moved.
 	relCPU map[string]*cpuUse
 	n      *netns.Net
-	rel    *pair // through rlink, peers reliable
-	la     *rlink.Link
-	lb     *rlink.Link
+	rel    *pair      // the endpoints of na and nb
+	na     *node.Node // the initiator, peer reliable
+	nb     *node.Node // the responder, peer reliable
 	raw    *vethRaw
 	tcp    *tcpPair
 	cpu    int
@@ -105,48 +105,46 @@ func newReliableEnv(maxBlock int, io string) (_ *reliableEnv, err error) {
 		req, rsp := rawFrames(op, e.raw.nearMAC, e.raw.farMAC)
 		e.raw.replies[wire.Cmd(req[15])] = retype(rsp)
 	}
-	la, err := openLink(ha, io, 0)
+	ram, err := pairRAM(maxBlock)
 	if err != nil {
 		return nil, err
 	}
-	lb, err := openLink(hb, io, 0)
-	if err != nil {
-		la.Close()
+	// The responder first, so that it answers the initiator's handshake
+	// in Open.
+	if e.nb, err = openReliable(hb, io, ram, endpoint.Peer{MAC: ha.MAC(), Mode: endpoint.ModeRMEM, WindowBase: remoteBase, WindowSize: ram.Size()}); err != nil {
 		return nil, err
 	}
-	if e.la, err = rlink.New(la.Link, rlink.Config{}); err != nil {
-		la.Close()
-		lb.Close()
+	if e.na, err = openReliable(ha, io, nil, endpoint.Peer{MAC: hb.MAC(), Mode: endpoint.ModeRMEM}); err != nil {
 		return nil, err
 	}
-	if e.lb, err = rlink.New(lb.Link, rlink.Config{}); err != nil {
-		e.la.Close()
-		lb.Close()
-		return nil, err
+	if !e.na.Reliable(hb.MAC()) {
+		return nil, fmt.Errorf("the reliable transport's handshake: %v", e.na.Handshakes)
 	}
-	if err := e.la.SetPeer(hb.MAC(), rlink.Reliable); err != nil {
-		return nil, err
-	}
-	if err := e.lb.SetPeer(ha.MAC(), rlink.Reliable); err != nil {
-		return nil, err
-	}
-	if e.rel, err = newPairOutstanding(e.la.Link(), e.lb.Link(), maxBlock, node.Window); err != nil {
-		return nil, err
-	}
-	c := e.rel.a.Config()
-	c.MaxFragment = node.FragmentCeiling(wire.MaxFrameLen)
-	if err := e.rel.a.SetConfig(c); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if ok, err := e.la.Open(ctx, hb.MAC()); !ok || err != nil {
-		return nil, fmt.Errorf("the reliable transport's handshake: %v", err)
-	}
+	e.rel = newPairOf(e.na.Endpoint, e.nb.Endpoint, ha.MAC(), hb.MAC(), ram, maxBlock)
 	if e.tcp, err = newTCPPair(ha, hb, maxBlock); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// openReliable opens a stack on h's interface (the rows' I/O mode) through
+// package node with peer reached by the reliable transport: an initiator
+// when ram is nil (node.Open runs the handshake), else a responder serving
+// ram. Its endpoint has the rows' response timeouts, and the transport's
+// fragment ceiling and window.
+func openReliable(h *netns.Host, io string, ram *memory.RAM, peer endpoint.Peer) (*node.Node, error) {
+	l, err := openLink(h, io, 0)
+	if err != nil {
+		return nil, err
+	}
+	cfg := node.Config{LinkConfig: node.LinkConfig{Link: l.Link}, Endpoint: pairConfig,
+		Peers: []node.Peer{{Peer: peer, Transport: node.Reliable}}}
+	if ram != nil {
+		cfg.Memory = ram // a nil *RAM in Memory would not be a nil Space
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return node.Open(ctx, cfg)
 }
 
 func (e *reliableEnv) scenario() string { return ScenarioReliable }
@@ -254,14 +252,20 @@ func (e *reliableEnv) engine(op string, n int) *step {
 		s.round = func(d time.Duration, maxOps int64) error {
 			// The fragments the initiator sent, warm-up included, as
 			// the CPU time is.
-			c0, f0 := processCPU(), e.la.Stats().Sent
+			c0, f0 := processCPU(), e.sent()
 			err := round(d, maxOps)
 			u.cpu += processCPU() - c0
-			u.frags += int64(e.la.Stats().Sent - f0)
+			u.frags += int64(e.sent() - f0)
 			return err
 		}
 	}
-	return e.withMode(s, rlink.Reliable)
+	return e.withMode(s, node.Reliable)
+}
+
+// sent is the requests the initiator's transport has sent.
+func (e *reliableEnv) sent() uint64 {
+	st, _ := e.na.Transport()
+	return st.Sent
 }
 
 // cpuUse is CPU time and the fragments it moved.
@@ -275,7 +279,7 @@ func (e *reliableEnv) extra(op string, blocks []int64) []*step {
 	add := func(n int) {
 		s := engineStep(ScenarioReliable, e.rel, op, n)
 		s.res.Name += " v1"
-		out = append(out, e.withMode(s, rlink.V1))
+		out = append(out, e.withMode(s, node.V1))
 	}
 	if op == opRMEMRead {
 		add(4)
@@ -288,7 +292,7 @@ func (e *reliableEnv) extra(op string, blocks []int64) []*step {
 }
 
 // withMode sets both wrappers' peers to m around each round of s.
-func (e *reliableEnv) withMode(s *step, m rlink.Mode) *step {
+func (e *reliableEnv) withMode(s *step, m node.Transport) *step {
 	round := s.round
 	s.round = func(d time.Duration, maxOps int64) error {
 		if err := e.setMode(m); err != nil {
@@ -309,28 +313,28 @@ func (e *reliableEnv) withMode(s *step, m rlink.Mode) *step {
 	return s
 }
 
-func (e *reliableEnv) setMode(m rlink.Mode) error {
+func (e *reliableEnv) setMode(m node.Transport) error {
 	ha, hb := e.n.Host(0), e.n.Host(1)
-	if err := e.la.SetPeer(hb.MAC(), m); err != nil {
+	if err := e.na.SetTransport(hb.MAC(), m); err != nil {
 		return err
 	}
-	if err := e.lb.SetPeer(ha.MAC(), m); err != nil {
+	if err := e.nb.SetTransport(ha.MAC(), m); err != nil {
 		return err
 	}
 	c := e.rel.a.Config()
 	c.MaxFragment, c.Outstanding = node.FragmentCeiling(wire.MaxFrameLen), node.Window
-	if m == rlink.V1 {
+	if m == node.V1 {
 		c.MaxFragment, c.Outstanding = wire.MaxFragment, 1
 	}
 	if err := e.rel.a.SetConfig(c); err != nil {
 		return err
 	}
-	if m == rlink.V1 {
+	if m == node.V1 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if ok, err := e.la.Open(ctx, hb.MAC()); !ok || err != nil {
+	if ok, err := e.na.Handshake(ctx, hb.MAC()); !ok || err != nil {
 		return fmt.Errorf("the reliable transport's handshake: %v", err)
 	}
 	return nil
@@ -340,8 +344,11 @@ func (e *reliableEnv) close() error {
 	if e.tcp != nil {
 		e.tcp.close()
 	}
-	if e.rel != nil {
-		e.rel.close()
+	// The nodes close their endpoints, transports and links.
+	for _, nd := range []*node.Node{e.na, e.nb} {
+		if nd != nil {
+			nd.Close()
+		}
 	}
 	if e.raw != nil {
 		if e.raw.near != nil {
@@ -497,19 +504,20 @@ func runFanIn(o *Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	rr, err := rlink.New(lr.Link, rlink.Config{})
+	ram, err := memory.NewRAM(remoteBase, senders*fanInBlock)
 	if err != nil {
 		lr.Close()
 		return nil, err
 	}
-	ram, err := memory.NewRAM(remoteBase, senders*fanInBlock)
-	if err != nil {
-		rr.Close()
-		return nil, err
+	// The receiver's stack through package node: each sender a peer
+	// reached by the reliable transport, with its own window.
+	rcfg := node.Config{LinkConfig: node.LinkConfig{Link: lr.Link}, Memory: ram}
+	for i := 0; i < senders; i++ {
+		rcfg.Peers = append(rcfg.Peers, node.Peer{Transport: node.Reliable, Peer: endpoint.Peer{MAC: hosts[i].MAC(), Mode: endpoint.ModeDMAWrite,
+			WindowBase: remoteBase + uint32(i*fanInBlock), WindowSize: fanInBlock}})
 	}
-	recv, err := endpoint.New(rr.Link(), ram, endpoint.Config{})
+	recv, err := node.Open(ctxBackground, rcfg)
 	if err != nil {
-		rr.Close()
 		return nil, err
 	}
 	defer recv.Close()
@@ -525,13 +533,6 @@ func runFanIn(o *Options) ([]Result, error) {
 	}()
 	for i := 0; i < senders; i++ {
 		h := hosts[i]
-		if err := rr.SetPeer(h.MAC(), rlink.Reliable); err != nil {
-			return nil, err
-		}
-		if err := recv.SetPeer(i, endpoint.Peer{MAC: h.MAC(), Mode: endpoint.ModeDMAWrite,
-			WindowBase: remoteBase + uint32(i*fanInBlock), WindowSize: fanInBlock}); err != nil {
-			return nil, err
-		}
 		l, err := openLink(h, o.LinkIO, 0)
 		if err != nil {
 			return nil, err
@@ -615,6 +616,7 @@ func runFanIn(o *Options) ([]Result, error) {
 	// What the congestion control did: each sender's losses and its
 	// congestion window at the end.
 	var sent, retx, fast, timeouts, spurious, naks uint64
+	recvStats, _ := recv.Transport()
 	cwnds := make([]string, senders)
 	for i, x := range ss {
 		st, _ := x.nd.Transport()
@@ -626,7 +628,7 @@ func runFanIn(o *Options) ([]Result, error) {
 	}
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: fan-in congestion control (AIMD): the senders sent %d requests, %d retransmitted (%d fast, %d timeouts in which %d episodes were found spurious and their window cut undone, %d NAKs received); the receiver saw %d gaps and its socket dropped %d frames (queue full); congestion windows at the end %s (Depth %d)",
-		ScenarioReliable, sent, retx, fast, timeouts, spurious, naks, rr.Stats().Gaps, lr.KernelDrops(), strings.Join(cwnds, ", "), node.Window))
+		ScenarioReliable, sent, retx, fast, timeouts, spurious, naks, recvStats.Gaps, recv.Link.KernelDrops(), strings.Join(cwnds, ", "), node.Window))
 	o.report.Notes = append(o.report.Notes, fmt.Sprintf(
 		"%s: fan-in through a bridge, DMA writes of %s blocks through the reliable transport: one sender alone %.1f MB/s; three senders together %.1f MB/s in all (%.2f× alone), each %s MB/s, Jain's fairness index %.3f (targets: ≥ 0.8× alone, ≥ 0.9)",
 		ScenarioReliable, SizeString(fanInBlock), one, all, all/one, strings.Join(parts, ", "), jain))
@@ -672,7 +674,7 @@ func (e *reliableEnv) runParallel(o *Options) ([]Result, error) {
 			return nil, err
 		}
 		raw, tRaw = raw+nr, tRaw+el
-		if err := e.setMode(rlink.V1); err != nil {
+		if err := e.setMode(node.V1); err != nil {
 			return nil, err
 		}
 		start := time.Now()
@@ -681,7 +683,7 @@ func (e *reliableEnv) runParallel(o *Options) ([]Result, error) {
 			return nil, err
 		}
 		one, tOne = one+n, tOne+time.Since(start)
-		if err := e.setMode(rlink.Reliable); err != nil {
+		if err := e.setMode(node.Reliable); err != nil {
 			return nil, err
 		}
 		start = time.Now()

@@ -198,15 +198,21 @@ func allocsMemEnv(t *testing.T) *memEnv {
 // TestEngineZeroAllocs checks that every engine path allocates nothing per
 // operation once warm, on the in-process switch.
 func TestEngineZeroAllocs(t *testing.T) {
-	e := allocsMemEnv(t)
+	pairZeroAllocs(t, allocsMemEnv(t).p)
+}
+
+// pairZeroAllocs checks that p's engine paths allocate nothing per
+// operation once warm, and that each operation's data arrived.
+func pairZeroAllocs(t *testing.T, p *pair) {
+	t.Helper()
 	for _, c := range []struct {
 		op string
 		n  int
 	}{{opRMEMRead, 4}, {opDMAWrite, 64 << 10}, {opDMARead, 64 << 10}, {opDMAWrite, 100}, {opDMARead, 100}} {
-		if err := e.p.use(c.op); err != nil {
+		if err := p.use(c.op); err != nil {
 			t.Fatal(err)
 		}
-		f := e.p.op(c.op, c.n)
+		f := p.op(c.op, c.n)
 		for range 10 {
 			if err := f(); err != nil {
 				t.Fatal(err)
@@ -219,7 +225,7 @@ func TestEngineZeroAllocs(t *testing.T) {
 		}); a != 0 {
 			t.Errorf("%s of %d bytes: %v allocations per operation, want 0", c.op, c.n, a)
 		}
-		if err := e.p.verify(c.op, c.n); err != nil {
+		if err := p.verify(c.op, c.n); err != nil {
 			t.Error(err)
 		}
 	}
