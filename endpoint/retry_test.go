@@ -242,9 +242,11 @@ func TestRetryBadPolicy(t *testing.T) {
 // Request ID, same address, same data read again), inside a chained block;
 // the block goes on after it, and a failed block reports the remote
 // address of the failed fragment beside the bytes and fragments completed.
+// The RTO floor is far above the real round trip that the first sample
+// measures, so the timeouts are the floor's whatever the machine's load.
 func TestRetryDMAFragment(t *testing.T) {
 	a, p, _ := newScripted(t, endpoint.ModeDMARead, endpoint.Config{MaxFragment: 4, DMATimeout: time.Second})
-	setPolicy(t, a, 0, endpoint.RetryPolicy{Retries: 1, Deadline: time.Hour, MinRTO: 10 * time.Millisecond})
+	setPolicy(t, a, 0, endpoint.RetryPolicy{Retries: 1, Deadline: time.Hour, MinRTO: 300 * time.Millisecond})
 	timer := endpoint.InstallFakeTimer(a)
 	src := pattern(12, 5)
 	res := dmaWrite(a, 0, 0x1000, src)
@@ -255,16 +257,16 @@ func TestRetryDMAFragment(t *testing.T) {
 	started(t, timer, time.Second)
 	p.send(t, frame(macA, macP, 0x41, le(0)))
 	eqBytes(t, "fragment 1", frag(1, 1), p.next(t))
-	started(t, timer, 10*time.Millisecond) // the sample of fragment 0, floored
+	started(t, timer, 300*time.Millisecond) // the sample of fragment 0, floored
 	timer.Fire()
 	eqBytes(t, "fragment 1 again", frag(2, 1), p.next(t))
-	started(t, timer, 20*time.Millisecond)
+	started(t, timer, 600*time.Millisecond)
 	p.send(t, frame(macA, macP, 0x41, le(2)))
 	eqBytes(t, "fragment 2", frag(3, 2), p.next(t))
-	started(t, timer, 10*time.Millisecond)
+	started(t, timer, 300*time.Millisecond)
 	timer.Fire()
 	eqBytes(t, "fragment 2 again", frag(4, 2), p.next(t))
-	started(t, timer, 20*time.Millisecond)
+	started(t, timer, 600*time.Millisecond)
 	timer.Fire()
 	r := await(t, res)
 	wantCode(t, "block", r.err, wire.CodeTimeout)
