@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/openenoc/oetp/internal/oserr"
 )
 
 // Reader reads the records of a classic pcap or a pcapng file.
@@ -40,7 +41,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 	case len(head) < 4 && (err == io.EOF || err == io.ErrUnexpectedEOF):
 		return nil, fmt.Errorf("%w: the input ends after %d bytes, inside the file header", ErrTruncated, len(head))
 	case err != nil:
-		return nil, fmt.Errorf("cannot read the file header: %w", pathless(err))
+		return nil, fmt.Errorf("cannot read the file header: %w", oserr.Reason(err))
 	}
 	rd := &Reader{}
 	magic := binary.LittleEndian.Uint32(head)
@@ -68,17 +69,6 @@ func NewReader(r io.Reader) (*Reader, error) {
 	return rd, nil
 }
 
-// pathless is the OS's reason of a read error without Go's operation and
-// path ("is a directory", not "read /x: is a directory"): the caller names
-// the file.
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 func swap32(v uint32) uint32 { return v>>24 | v>>8&0xff00 | v<<8&0xff0000 | v<<24 }
 
 // Format returns the file's format.
@@ -102,7 +92,7 @@ func (r *Reader) Next() (ts time.Time, data []byte, err error) {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return time.Time{}, nil, fmt.Errorf("%w: record %d is incomplete", ErrTruncated, rec)
 	case err != nil:
-		return time.Time{}, nil, fmt.Errorf("record %d: %w", rec, pathless(err))
+		return time.Time{}, nil, fmt.Errorf("record %d: %w", rec, oserr.Reason(err))
 	}
 	if r.ng != nil {
 		intf, err := r.ng.Interface(ci.InterfaceIndex)
