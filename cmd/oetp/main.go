@@ -7,8 +7,9 @@
 // Each subcommand lives in a file named after it (version.go, relay.go) or
 // after the topic it shares with its neighbours (frames.go: encode, decode
 // and dump; oneshot.go: rmem, dma and regs; longrun.go: bench, demo and
-// conformance). It defines a constructor that returns a fresh *cobra.Command
-// and registers it, under the command's name, from an init function:
+// conformance; services.go: serve and hub). It defines a constructor that
+// returns a fresh *cobra.Command and registers it, under the command's name,
+// from an init function:
 //
 //	func init() { register("dump", newDumpCmd) }
 //
