@@ -16,6 +16,7 @@ import (
 
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/link/afpacket"
+	"github.com/openenoc/oetp/link/linktest"
 	"github.com/openenoc/oetp/netns"
 	"github.com/openenoc/oetp/wire"
 )
@@ -62,42 +63,7 @@ func frame(dst, src wire.MAC, et uint16, size int, seed byte) []byte {
 // not arrive within five seconds.
 func read(t testing.TB, l link.Link, n int) [][]byte {
 	t.Helper()
-	type result struct {
-		frames [][]byte
-		err    error
-	}
-	c := make(chan result, 1)
-	go func() {
-		var got [][]byte
-		bufs := make([][]byte, 64)
-		for i := range bufs {
-			bufs[i] = make([]byte, 9100)
-		}
-		sizes := make([]int, len(bufs))
-		for len(got) < n {
-			k, err := l.ReadBatch(bufs[:min(len(bufs), n-len(got))], sizes)
-			if err != nil {
-				c <- result{got, err}
-				return
-			}
-			for i := range k {
-				got = append(got, bytes.Clone(bufs[i][:sizes[i]]))
-			}
-		}
-		c <- result{got, nil}
-	}()
-	select {
-	case r := <-c:
-		if r.err != nil {
-			t.Fatalf("ReadBatch after %d of %d frames: %v", len(r.frames), n, r.err)
-		}
-		return r.frames
-	case <-time.After(5 * time.Second):
-		l.Close()
-		r := <-c
-		t.Fatalf("got %d of %d frames in 5s", len(r.frames), n)
-		return nil
-	}
+	return linktest.ReadN(t, l, n)
 }
 
 // expect reads one frame from l and checks that it is want.

@@ -1,9 +1,12 @@
 // Package linktest holds a scripted link for the tests of what wraps a
-// link (link.Wrap, pcap.Tee). It is imported by test files only.
+// link (link.Wrap, pcap.Tee), and ReadN for the tests of every link. It is
+// imported by test files only.
 package linktest
 
 import (
 	"bytes"
+	"testing"
+	"time"
 
 	"github.com/openenoc/oetp/link"
 	"github.com/openenoc/oetp/wire"
@@ -64,3 +67,47 @@ func (f *Fake) Write(frame []byte) error {
 func (f *Fake) Addr() wire.MAC { return Addr }
 func (f *Fake) MaxFrame() int  { return MaxFrame }
 func (f *Fake) Close() error   { f.Closed = true; return nil }
+
+// ReadN reads n frames from l with ReadBatch, at most n and at most 64 at a
+// time into buffers of l.MaxFrame() bytes, and returns copies of them in
+// arrival order. It fails the test if a read fails, or if the frames do not
+// arrive within five seconds (then it closes l to end the read).
+func ReadN(t testing.TB, l link.Link, n int) [][]byte {
+	t.Helper()
+	type result struct {
+		frames [][]byte
+		err    error
+	}
+	c := make(chan result, 1)
+	go func() {
+		var got [][]byte
+		bufs := make([][]byte, min(n, 64))
+		for i := range bufs {
+			bufs[i] = make([]byte, l.MaxFrame())
+		}
+		sizes := make([]int, len(bufs))
+		for len(got) < n {
+			k, err := l.ReadBatch(bufs[:min(len(bufs), n-len(got))], sizes)
+			if err != nil {
+				c <- result{got, err}
+				return
+			}
+			for i := range k {
+				got = append(got, bytes.Clone(bufs[i][:sizes[i]]))
+			}
+		}
+		c <- result{got, nil}
+	}()
+	select {
+	case r := <-c:
+		if r.err != nil {
+			t.Fatalf("%v: ReadBatch after %d of %d frames: %v", l.Addr(), len(r.frames), n, r.err)
+		}
+		return r.frames
+	case <-time.After(5 * time.Second):
+		l.Close()
+		r := <-c
+		t.Fatalf("%v: got %d of %d frames in 5s", l.Addr(), len(r.frames), n)
+		return nil
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openenoc/oetp/internal/testutil"
 	"github.com/openenoc/oetp/link"
+	"github.com/openenoc/oetp/link/linktest"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -75,40 +76,9 @@ func queued(p *Port) int {
 	return p.count
 }
 
-// readN reads exactly n frames from p, failing the test after 5 s.
 func readN(t testing.TB, p *Port, n int) [][]byte {
 	t.Helper()
-	type result struct {
-		frames [][]byte
-		err    error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		var got [][]byte
-		bufs := [][]byte{make([]byte, p.MaxFrame())}
-		sizes := make([]int, 1)
-		for len(got) < n {
-			k, err := p.ReadBatch(bufs, sizes)
-			if err != nil {
-				ch <- result{got, err}
-				return
-			}
-			for i := range k {
-				got = append(got, bytes.Clone(bufs[i][:sizes[i]]))
-			}
-		}
-		ch <- result{got, nil}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			t.Fatalf("%v: ReadBatch after %d of %d frames: %v", p.Addr(), len(r.frames), n, r.err)
-		}
-		return r.frames
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%v: timed out waiting for %d frames", p.Addr(), n)
-		return nil
-	}
+	return linktest.ReadN(t, p, n)
 }
 
 func read1(t testing.TB, p *Port) []byte { t.Helper(); return readN(t, p, 1)[0] }
