@@ -42,27 +42,17 @@ func compileRule(key string, list []string) (rule, error) {
 			r.token = true
 		case strings.HasPrefix(e, "@"):
 			g := e[1:]
-			if id, err := strconv.ParseUint(g, 10, 32); err == nil {
-				r.gids[uint32(id)] = true
-				continue
-			}
-			gr, err := user.LookupGroup(g)
+			id, err := hostID(g, true)
 			if err != nil {
 				return r, fmt.Errorf("%s: no group %q on this host (%v); give a group name, @GID, a user name, a UID, \"*\" or \"token\"", key, g, err)
 			}
-			id, _ := strconv.ParseUint(gr.Gid, 10, 32)
-			r.gids[uint32(id)] = true
+			r.gids[id] = true
 		default:
-			if id, err := strconv.ParseUint(e, 10, 32); err == nil {
-				r.uids[uint32(id)] = true
-				continue
-			}
-			u, err := user.Lookup(e)
+			id, err := hostID(e, false)
 			if err != nil {
 				return r, fmt.Errorf("%s: no user %q on this host (%v); give a user name, a UID, @group, \"*\" or \"token\"", key, e, err)
 			}
-			id, _ := strconv.ParseUint(u.Uid, 10, 32)
-			r.uids[uint32(id)] = true
+			r.uids[id] = true
 		}
 	}
 	return r, nil
@@ -80,18 +70,38 @@ func (a *Access) compile() (err error) {
 // SetSocketGroup gives the socket at path the group (a name or a GID)
 // named by socket_group, so that its members may connect.
 func SetSocketGroup(path, group string) error {
-	gid, err := strconv.Atoi(group)
+	gid, err := hostID(group, true)
 	if err != nil {
-		g, lerr := user.LookupGroup(group)
-		if lerr != nil {
-			return fmt.Errorf("socket_group: no group %q on this host (%v)", group, lerr)
-		}
-		gid, _ = strconv.Atoi(g.Gid)
+		return fmt.Errorf("socket_group: no group %q on this host (%v)", group, err)
 	}
-	if err := os.Chown(path, -1, gid); err != nil {
+	if err := os.Chown(path, -1, int(gid)); err != nil {
 		return fmt.Errorf("socket_group %s: %w", group, err)
 	}
 	return nil
+}
+
+// hostID is the ID s names: a number, or a user name (with group, a group
+// name) that the host knows.
+func hostID(s string, group bool) (uint32, error) {
+	if id, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return uint32(id), nil
+	}
+	var id string
+	if group {
+		g, err := user.LookupGroup(s)
+		if err != nil {
+			return 0, err
+		}
+		id = g.Gid
+	} else {
+		u, err := user.Lookup(s)
+		if err != nil {
+			return 0, err
+		}
+		id = u.Uid
+	}
+	n, err := strconv.ParseUint(id, 10, 32)
+	return uint32(n), err
 }
 
 // peer is who a client is: the kernel's credentials of a Unix socket's
