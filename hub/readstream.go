@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
 
 	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/hub/proto"
@@ -19,10 +18,7 @@ import (
 // the sending failed, or when it lies a whole ring beyond the bytes
 // completed in order, since waiting could then never end.
 type readSpace struct {
-	ring []byte
-	n    int
-	mu   sync.Mutex
-	cond sync.Cond
+	ringSpace
 	done int    // bytes [0, done) are written
 	sent int    // bytes [0, sent) have left the ring
 	pend []span // written ranges beyond done (fragments completed out of order)
@@ -33,12 +29,10 @@ type readSpace struct {
 type span struct{ from, to int }
 
 func newReadSpace(n int) *readSpace {
-	s := &readSpace{ring: *streamBufs.Get().(*[]byte), n: n, pend: make([]span, 0, 64)}
-	s.cond.L = &s.mu
+	s := &readSpace{pend: make([]span, 0, 64)}
+	s.init(n)
 	return s
 }
-
-func (s *readSpace) free() { streamBufs.Put(&s.ring) }
 
 func (s *readSpace) WriteAt(p []byte, addr uint32) memory.Resp {
 	a, end := int(addr), int(addr)+len(p)

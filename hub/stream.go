@@ -40,10 +40,7 @@ var streamBufs = sync.Pool{New: func() any { b := make([]byte, streamRing); retu
 // the block's n bytes, held in a ring, whose reads wait until the bytes
 // have arrived.
 type streamSpace struct {
-	ring []byte
-	n    int
-	mu   sync.Mutex
-	cond sync.Cond
+	ringSpace
 	have int   // bytes received
 	low  int   // bytes below this are no longer needed: the ring may overwrite them
 	err  error // the socket read failed: the rest never arrives
@@ -52,12 +49,29 @@ type streamSpace struct {
 }
 
 func newStreamSpace(n int) *streamSpace {
-	s := &streamSpace{ring: *streamBufs.Get().(*[]byte), n: n}
-	s.cond.L = &s.mu
+	s := &streamSpace{}
+	s.init(n)
 	return s
 }
 
-func (s *streamSpace) free() { streamBufs.Put(&s.ring) }
+// ringSpace is what the space of a streamed block (streamSpace, readSpace)
+// holds: the block's n bytes pass through ring, taken from streamBufs;
+// cond, on mu, wakes the side waiting for bytes or for room.
+type ringSpace struct {
+	ring []byte
+	n    int
+	mu   sync.Mutex
+	cond sync.Cond
+}
+
+// init takes a ring from streamBufs for a block of n bytes.
+func (s *ringSpace) init(n int) {
+	s.ring, s.n = *streamBufs.Get().(*[]byte), n
+	s.cond.L = &s.mu
+}
+
+// free returns the ring to streamBufs.
+func (s *ringSpace) free() { streamBufs.Put(&s.ring) }
 
 func (s *streamSpace) ReadAt(p []byte, addr uint32) memory.Resp {
 	a, end := int(addr), int(addr)+len(p)
