@@ -1,8 +1,9 @@
 // Package dmafile streams the files of `oetp dma write --in` and `dma read
 // --out`: nothing holds a whole block in memory, whatever its size.
 //
-// A regular file is a memory.Space read (pread) or written (pwrite)
-// fragment by fragment by the engine itself, in one DMA block. A pipe,
+// A regular file is a memory.Space the engine itself reads or writes
+// fragment by fragment, in one DMA block; the space reads ahead and
+// gathers writes a chunk (1 MiB) at a time. A pipe,
 // FIFO or terminal has no size and no offsets: `dma write` reads it in
 // chunks of a whole number of fragments and sends each chunk as a block of
 // its own, so the wire carries exactly the fragments one block would;
@@ -230,7 +231,8 @@ func Write(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *Input) (
 			if n > math.MaxUint32 {
 				n = 1 << 31 // exactly 4 GiB from address 0
 			}
-			t, err := ep.DMAWriteFrom(WithOffset(ctx, uint64(off)), 0, addr+uint32(off), fileSpace{f: in.File, base: in.Base + off}, 0, uint32(n))
+			src := &readSpace{f: in.File, base: in.Base + off, size: n}
+			t, err := ep.DMAWriteFrom(WithOffset(ctx, uint64(off)), 0, addr+uint32(off), src, 0, uint32(n))
 			add(&total, t)
 			if err != nil {
 				return total, err
@@ -289,8 +291,9 @@ func (in *Input) Chunks(addr uint32, chunk int, write func(off uint64, p []byte)
 // a FIFO, a device) written in order as the data arrives.
 type Output struct {
 	path   string
-	tmp    *os.File  // regular files
-	w      *seqSpace // streams
+	tmp    *os.File    // regular files
+	ws     *writeSpace // tmp as the engine writes it
+	w      *seqSpace   // streams
 	close  func() error
 	failed firstError // the first error writing tmp
 }
@@ -335,13 +338,25 @@ func OpenOutput(stdout io.Writer, out string) (*Output, error) {
 		os.Remove(tmp.Name())
 		return nil, cli.Usagef("--out %s: %v", out, cli.OSError(err))
 	}
-	return &Output{path: out, tmp: tmp, close: func() error { return nil }}, nil
+	o := &Output{path: out, tmp: tmp, close: func() error { return nil }}
+	o.ws = &writeSpace{f: tmp, failed: &o.failed}
+	return o, nil
+}
+
+// Reserve says the block is n bytes long: the chunk that holds its last
+// byte is written out with it, so that a failed write fails the block.
+// For a regular file it also allocates the disk before the read.
+func (o *Output) Reserve(n int64) {
+	if o.ws != nil {
+		o.ws.end = n
+	}
+	o.reserve(n)
 }
 
 // space is where DMAReadInto writes.
 func (o *Output) Space() memory.Space {
 	if o.tmp != nil {
-		return fileSpace{f: o.tmp, failed: &o.failed}
+		return o.ws
 	}
 	return o.w
 }
@@ -361,7 +376,13 @@ func (o *Output) Finish(ok bool) error {
 		return o.close()
 	}
 	name := o.tmp.Name()
-	err := o.tmp.Close()
+	var err error
+	if ok && !o.ws.Flush() {
+		err = o.failed.get()
+	}
+	if cerr := o.tmp.Close(); err == nil {
+		err = cerr
+	}
 	o.tmp = nil
 	if ok && err == nil {
 		if err = os.Rename(name, o.path); err == nil {

@@ -10,7 +10,7 @@ import "golang.org/x/sys/unix"
 // allocate its blocks on the transfer's critical path. Best effort: a
 // file system without fallocate, or without room, writes as before (and
 // then fails as before).
-func (o *Output) Reserve(n int64) {
+func (o *Output) reserve(n int64) {
 	if o.tmp == nil || n <= 0 {
 		return
 	}

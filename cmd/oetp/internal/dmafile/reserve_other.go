@@ -2,5 +2,5 @@
 
 package dmafile
 
-// reserve does nothing here: see stream_linux.go.
-func (o *Output) Reserve(n int64) {}
+// reserve does nothing here: see reserve_linux.go.
+func (o *Output) reserve(n int64) {}
