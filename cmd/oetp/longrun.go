@@ -106,7 +106,10 @@ limit of the medium underneath, measured in the same run:
          for that exchange), and 3 senders into one receiver through a
          bridge; then, as users run them, one 'oetp dma write' or 'dma read
          --transport reliable' process per block against 'oetp serve' on
-         a fresh veth pair, each beside the windowed raw
+         a fresh veth pair, and an endpoint of the bench process
+         (package node, default link flags) moving blocks against the
+         same 'oetp serve' in steady state ("engine→serve" rows, CPU
+         per fragment of both processes), each beside the windowed raw
          exchange (32 in flight) of the same run. Needs root.
 
 Each engine figure is printed as a ratio of its baseline, with the target

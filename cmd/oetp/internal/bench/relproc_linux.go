@@ -3,6 +3,8 @@
 package bench
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openenoc/oetp/endpoint"
 	"github.com/openenoc/oetp/netns"
+	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
 )
 
@@ -178,5 +182,117 @@ func runReliableProc(o *Options, win map[string]float64) ([]Result, error) {
 			res = append(res, r)
 		}
 	}
+	lib, err := runReliableLib(o, bed, srv, win)
+	return append(res, lib...), err
+}
+
+// runReliableLib adds the library's rows to the process rows: an endpoint
+// of this process, opened as the commands open theirs (package node, an
+// AF_PACKET link with default flags, the peer on the reliable transport),
+// moving blocks from memory against the same oetp serve process, in
+// steady state: two processes without a command's start-up, its cold
+// first block, its file or its exit, as a Go program or the hub keeps a
+// session. CPU per fragment counts both processes.
+func runReliableLib(o *Options, bed *procBed, srv *readyCmd, win map[string]float64) ([]Result, error) {
+	ha, hb := bed.n.Host(0), bed.n.Host(1)
+	var res []Result
+	for _, op := range []string{opDMAWrite, opDMARead} {
+		mac, mode := ha.MAC(), endpoint.ModeDMARead
+		if op == opDMARead {
+			mac, mode = relReadMAC, endpoint.ModeDMAWrite
+		}
+		var nd *node.Node
+		err := ha.Do(func() (err error) {
+			ctx, cancel := context.WithTimeout(ctxBackground, 5*time.Second)
+			defer cancel()
+			nd, err = node.Open(ctx, node.Config{LinkConfig: node.LinkConfig{Iface: ha.IfName(), MAC: mac},
+				Peers: []node.Peer{{Peer: endpoint.Peer{MAC: hb.MAC(), Mode: mode}, Transport: node.Reliable}}})
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("bench: the library's endpoint against oetp serve: %w", err)
+		}
+		if !nd.Reliable(hb.MAC()) {
+			nd.Close()
+			return res, fmt.Errorf("bench: the library's endpoint against oetp serve: no reliable session (%v)", nd.Handshakes)
+		}
+		for _, b := range o.Blocks {
+			r, err := libBlocks(o, nd, op, int(b), bed.data, srv.cmd.Process.Pid)
+			if err != nil {
+				nd.Close()
+				return res, err
+			}
+			if w := win[op]; w > 0 {
+				x := r.MBps / w
+				verdict := "met"
+				if x < windowGoal(b) {
+					verdict = "missed"
+				}
+				goal := fmt.Sprintf(", goal ≥ %.1f: %s", windowGoal(b), verdict)
+				if b < 1<<20 {
+					goal = ""
+				}
+				r.Note += fmt.Sprintf("; %.3f× the windowed raw exchange (%.1f MB/s%s)", x, w, goal)
+				o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s %s (an endpoint of the bench process against oetp serve, steady state): %.1f MB/s, %.3f× the windowed raw exchange (%.1f MB/s%s)",
+					ScenarioReliable, r.Name, sizeOrDash(b), r.MBps, x, w, goal))
+			}
+			res = append(res, r)
+		}
+		nd.Close()
+	}
 	return res, nil
+}
+
+// libBlocks moves blocks of n bytes with nd's endpoint for o.Duration
+// after a warm-up and checks the last one read against data.
+func libBlocks(o *Options, nd *node.Node, op string, n int, data []byte, servePID int) (Result, error) {
+	buf := make([]byte, n)
+	f := func() error { _, err := nd.Endpoint.DMAWrite(ctxBackground, 0, 0, data[:n]); return err }
+	if op == opDMARead {
+		f = func() error { _, err := nd.Endpoint.DMARead(ctxBackground, 0, 0, buf); return err }
+	}
+	m := newMeter(true)
+	frames, nbytes := opCounts(op, n)
+	if err := newMeter(false).run(warmTime, warmOps, 0, 0, f); err != nil {
+		return Result{}, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
+	}
+	st0, _ := nd.Transport()
+	c0, s0 := processCPU(), taskCPU(servePID)
+	if err := m.run(o.Duration, o.MaxOps, frames, nbytes, f); err != nil {
+		return Result{}, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
+	}
+	cpu := processCPU() - c0 + taskCPU(servePID) - s0
+	st1, _ := nd.Transport()
+	if op == opDMARead && !bytes.Equal(buf, data[:n]) {
+		return Result{}, fmt.Errorf("bench: engine→serve dma-read reliable: the %d bytes read differ from the block written", n)
+	}
+	r := engineResult(ScenarioReliable, op, n)
+	r.Name = "engine→serve " + op + " reliable"
+	r.fromMeter(m)
+	r.Note = "an endpoint of the bench process (node.Open, default link flags) against oetp serve, steady state"
+	if frags := int64(st1.Sent - st0.Sent); frags > 0 && cpu > 0 {
+		r.Note += fmt.Sprintf("; CPU per fragment, both processes: %.2f µs", float64(cpu.Nanoseconds())/1e3/float64(frags))
+	}
+	r.Note += fmt.Sprintf("; %d fragments resent (%d timer expiries, %d found spurious, %d fast, %d NAKs)",
+		st1.Retransmitted-st0.Retransmitted, st1.Timeouts-st0.Timeouts, st1.SpuriousTimeouts-st0.SpuriousTimeouts,
+		st1.FastRetransmits-st0.FastRetransmits, st1.NAKsReceived-st0.NAKsReceived)
+	return r, nil
+}
+
+// taskCPU returns the CPU time of every thread of process pid
+// (/proc/PID/task/*/schedstat, nanoseconds on the CPU); 0 if unreadable.
+func taskCPU(pid int) time.Duration {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var t time.Duration
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var ns int64
+		if _, err := fmt.Sscan(string(b), &ns); err == nil {
+			t += time.Duration(ns)
+		}
+	}
+	return t
 }
