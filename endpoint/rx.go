@@ -19,6 +19,8 @@ type rxRing struct {
 	n, i  int    // frames in the batch, next frame
 	epoch uint64 // the Reset epoch the batch was read in
 	woke  bool   // a frame of the batch may have readied a goroutine
+	waked int    // initiator waiters the batch woke
+	rid   uint32 // the Request ID counter when the batch was read
 }
 
 func (r *rxRing) init(bufLen int) {
@@ -120,8 +122,7 @@ func (e *Endpoint) receive(w *worker) bool {
 			// keeps this goroutine's processor meanwhile, and it would
 			// wait for the scheduler to take that back (tens of µs to
 			// ms) instead of running at once.
-			r.woke = false
-			runtime.Gosched()
+			e.yield()
 		}
 		var err error
 		if e.looper != nil {
@@ -161,6 +162,29 @@ func (e *Endpoint) received(n int) {
 	e.st.rxFrames.Add(uint64(n))
 	e.st.rxBytes.Add(uint64(nb))
 	r.n, r.i, r.epoch = n, 0, e.epoch.Load()
+	r.waked, r.rid = 0, e.rid.Load()
+}
+
+// maxYields bounds the yields of yield.
+const maxYields = 8
+
+// yield lets the goroutines the batch readied run before the receive loop
+// waits in the link again. Waiters it woke that start their next
+// operation at once (RMEM reads from many goroutines) then hand their
+// requests to the link while it still handles the batch, and a link that
+// batches (link/rlink) writes them with the batch's frames in one system
+// call instead of one each: it yields again, up to maxYields times, while
+// fewer requests than waiters woken have been issued since the batch was
+// read.
+func (e *Endpoint) yield() {
+	r := &e.rx
+	r.woke = false
+	for range maxYields {
+		runtime.Gosched()
+		if int(e.rid.Load()-r.rid) >= r.waked {
+			break
+		}
+	}
 }
 
 // onBatch is the link.Looper callback of w's receive loop: it handles the
@@ -176,8 +200,7 @@ func (e *Endpoint) onBatch(w *worker, n int) bool {
 		}
 	}
 	if r.woke {
-		r.woke = false
-		runtime.Gosched() // see receive
+		e.yield() // see receive
 	}
 	return true
 }
@@ -321,6 +344,7 @@ func (e *Endpoint) dropped(f []byte) {
 func (e *Endpoint) match(f []byte, cls wire.Class, i int) {
 	if e.in.deliver(f, cls) {
 		e.rx.woke = true
+		e.rx.waked++
 	}
 }
 
