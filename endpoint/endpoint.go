@@ -208,7 +208,10 @@ func (e *Endpoint) Close() error {
 
 // shutdown marks the endpoint closed and wakes every waiter.
 func (e *Endpoint) shutdown() {
-	e.shutOnce.Do(func() { close(e.done) })
+	e.shutOnce.Do(func() {
+		close(e.done)
+		e.in.wakeAll() // after close: a waiter woken sees it closed
+	})
 }
 
 func (e *Endpoint) isClosed() bool {

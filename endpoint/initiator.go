@@ -872,6 +872,14 @@ func (in *initiator) wait(ctx context.Context, r *request) (wire.Code, error) {
 		}
 		r.listen = c != nil
 		in.mu.Unlock()
+		if cause == nil && e.isClosed() {
+			// Close wakes every waiter (wakeAll) after it has marked the
+			// endpoint closed: one that looked before sleeps until then.
+			// The waiters do not select on e.done, which all of them
+			// would lock on each wait.
+			cause = ErrClosed
+			continue
+		}
 		select {
 		case <-r.sig:
 		case <-c:
@@ -896,9 +904,15 @@ func (in *initiator) wait(ctx context.Context, r *request) (wire.Code, error) {
 			in.mu.Unlock()
 		case <-ctx.Done():
 			cause = ctx.Err()
-		case <-e.done:
-			cause = ErrClosed
 		}
+	}
+}
+
+// wakeAll wakes every waiter, to look at the endpoint's state again (see
+// wait). Its entries are fixed at init, so it takes no lock.
+func (in *initiator) wakeAll() {
+	for i := range in.reqs {
+		in.reqs[i].wake()
 	}
 }
 

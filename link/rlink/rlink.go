@@ -984,7 +984,6 @@ func (l *Link) handle(f []byte) (at, n int) {
 		l.c.passed.Add(1)
 		return up(f)
 	}
-	now := l.clock.Now()
 	if h.Flags&reliable.FlagRsp != 0 {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -992,7 +991,7 @@ func (l *Link) handle(f []byte) (at, n int) {
 			return 0, 0 // no session of ours: nothing to answer
 		}
 		prev := p.s.State()
-		res := p.s.OnFrame(now, f, h)
+		res := p.s.OnFrame(l.clock.Now(), f, h)
 		switch res.Event {
 		case transport.EventEstablished:
 			l.c.handshakes.Add(1)
