@@ -3,7 +3,7 @@
 //
 // A regular file is a memory.Space the engine itself reads or writes
 // fragment by fragment, in one DMA block; the space reads ahead and
-// gathers writes a chunk (1 MiB) at a time. A pipe,
+// gathers writes a chunk (128 KiB) at a time. A pipe,
 // FIFO or terminal has no size and no offsets: `dma write` reads it in
 // chunks of a whole number of fragments and sends each chunk as a block of
 // its own, so the wire carries exactly the fragments one block would;
