@@ -521,10 +521,17 @@ func (l *Link) restoreTag(b []byte, n, i int) int {
 		tpid = aux.Vlan_tpid
 	}
 	end := min(n+4, len(b))
+	l.rxTagged.Add(1)
+	if end < 16 { // a buffer shorter than the addresses and the tag
+		var t [4]byte
+		binary.BigEndian.PutUint16(t[0:], tpid)
+		binary.BigEndian.PutUint16(t[2:], aux.Vlan_tci)
+		copy(b[12:end], t[:])
+		return end
+	}
 	copy(b[16:end], b[12:end-4])
 	binary.BigEndian.PutUint16(b[12:], tpid)
 	binary.BigEndian.PutUint16(b[14:], aux.Vlan_tci)
-	l.rxTagged.Add(1)
 	return end
 }
 

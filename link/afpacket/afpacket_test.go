@@ -922,6 +922,16 @@ func TestVLANTagsRestored(t *testing.T) {
 		if s := all.Stats(); s.RxTagged != 5 {
 			t.Errorf("all-EtherTypes link RxTagged %d, want 5", s.RxTagged)
 		}
+		// A buffer shorter than the addresses and the tag: the frame's
+		// first bytes, tag included as far as it fits.
+		tagged := tag(req, 0x8100, 5)
+		for _, size := range []int{14, 15} {
+			write(t, sender, tagged)
+			buf, sizes := [][]byte{make([]byte, size)}, make([]int, 1)
+			if n, err := all.ReadBatch(buf, sizes); err != nil || n != 1 || !bytes.Equal(buf[0][:sizes[0]], tagged[:size]) {
+				t.Errorf("a tagged frame read into %d bytes: %d frames, %v, got % x, want % x", size, n, err, buf[0][:sizes[0]], tagged[:size])
+			}
+		}
 		if s := oetp.Stats(); s.RxTagged != 3 || s.RxFrames != 4 {
 			t.Errorf("oETP-only link RxTagged %d, RxFrames %d; want 3, 4", s.RxTagged, s.RxFrames)
 		}
