@@ -16,8 +16,7 @@ import (
 // requests of one batch go out before the next batch is read, so with a
 // full window waiting, each side starts on a half while the other handles
 // the rest, where a whole window per batch made the two sides take turns
-// (docs/benchmarks.md: 16 against 32 raised RMEM reads from 32 goroutines
-// by a quarter and DMA blocks by up to a fifth in the same runs).
+// (docs/benchmarks.md).
 const rxBatch = 16
 
 // Endpoint is the protocol engine of one oETP endpoint. Its methods are safe

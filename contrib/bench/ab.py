@@ -13,6 +13,7 @@ spa<PID>/spb<PID> with the veth pair vsa/vsb (MTU 9000) and deletes them at
 the end. On a shared machine, state the load average (printed)
 with the figures. See docs/benchmarks.md.
 """
+import threading
 import os, sys, subprocess, json, time, glob, statistics, argparse
 ap = argparse.ArgumentParser()
 ap.add_argument('bins', nargs='+')
@@ -46,12 +47,19 @@ frag = 8160 if a.transport == 'v1' else 8136
 CP, SP = ([], []) if not a.pin else (['taskset','-c',a.pin.split(',')[0]], ['taskset','-c',a.pin.split(',')[1]])
 nf = (a.size + frag - 1)//frag
 res = {b: {'mbs': [], 'ccpu': [], 'scpu': []} for b in a.bins}
+srv = None
 try:
     for r in range(a.rounds):
         for b in a.bins:
             srv = subprocess.Popen(SP+['ip','netns','exec',B,b,'serve','--iface','vsb','--region',f'0x10000000:{a.size}',
                 '--peer', f'{WMAC},mode=dma-write{PT}','--peer', f'{RMAC},mode=dma-read{PT}','--peer',f'02:0e:0c:00:00:01,mode=rmem{PT}'], stderr=subprocess.PIPE, text=True)
-            while 'msg=ready' not in srv.stderr.readline(): pass
+            for line in srv.stderr:
+                if 'msg=ready' in line: break
+            else:
+                sys.exit(f'ab.py: {b} serve exited before it was ready ({srv.wait()})')
+            # serve keeps logging: drain its standard error, or a full pipe
+            # would stop it in the middle of a measurement.
+            threading.Thread(target=srv.stderr.read, daemon=True).start()
             for i in range(a.ops + 1):
                 if a.op == 'rmem':
                     args = [b,'rmem','read','--iface','vsa','--peer','02:0e:0c:00:00:02','--addr','0x10000000','--json']+CT
@@ -64,6 +72,8 @@ try:
                 out = p.stdout.read()
                 _, st, ru = os.wait4(p.pid, 0)
                 s1 = cpu(srv.pid)
+                if not out.strip():
+                    sys.exit(f'ab.py: {" ".join(args)} printed nothing (exit status {os.waitstatus_to_exitcode(st)})')
                 j = json.loads(out.strip().splitlines()[-1])
                 assert j.get('ok'), out
                 if i == 0: continue  # warm-up op
@@ -71,7 +81,10 @@ try:
                 res[b]['ccpu'].append((ru.ru_utime+ru.ru_stime)*1e6/nf)
                 res[b]['scpu'].append((s1-s0)/1e3/nf)
             srv.terminate(); srv.wait()
+            srv = None
 finally:
+    if srv is not None:
+        srv.kill(); srv.wait()
     sh(f'ip netns del {A}', False); sh(f'ip netns del {B}', False)
 la = open('/proc/loadavg').read().split()[:3]
 print(f'pin={a.pin} op={a.op} transport={a.transport} size={a.size} rounds={a.rounds} ops/round={a.ops} load={la}')
