@@ -320,8 +320,12 @@ func (w *wrapped) SetLost(fn func(dst wire.MAC, rid uint32, plain bool)) {
 type loop struct {
 	w *wrapped
 	l Looper
-	// The ReadLoop call in progress (a link has one reader at a time),
-	// and step as a method value made once, so a call allocates nothing.
+	// The ReadLoop call in progress, under mu for the whole call: a
+	// reader whose batch function passed the receive role on (an
+	// endpoint's workers) still clears it after the inner loop returned,
+	// while the next reader may already call ReadLoop. step is a method
+	// value made once, so a call allocates nothing.
+	mu    sync.Mutex
 	bufs  [][]byte
 	sizes []int
 	batch func(n int) bool
@@ -334,6 +338,8 @@ func (p *loop) ReadLoop(bufs [][]byte, sizes []int, batch func(n int) bool) erro
 	if p.w.h.Read == nil {
 		return p.l.ReadLoop(bufs, sizes, batch)
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.bufs, p.sizes, p.batch = bufs, sizes, batch
 	err := p.l.ReadLoop(bufs, sizes, p.fn)
 	p.bufs, p.sizes, p.batch = nil, nil, nil

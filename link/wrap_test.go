@@ -8,7 +8,9 @@ import (
 	"go/token"
 	"io/fs"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -505,5 +507,47 @@ func TestWrapWriteFillHook(t *testing.T) {
 	w = link.Wrap(inner, link.Hooks{Write: func([][]byte, func([][]byte) (int, error)) (int, error) { return 0, boom }}).(link.FillWriter)
 	if filled, err := w.WriteFill(frame, 1, 3, func([]byte) bool { return true }); !filled || !errors.Is(err, boom) {
 		t.Errorf("WriteFill through a refusing hook = %v, %v; want true, %v", filled, err, boom)
+	}
+}
+
+// TestWrapReadLoopHandOff: a reader whose batch function passes the
+// receive role to another goroutine, as an endpoint's workers do, returns
+// from ReadLoop after the next reader may have started its own; every
+// reader's batch still reaches the Read hook with that reader's buffers.
+func TestWrapReadLoopHandOff(t *testing.T) {
+	const readers = 50
+	var mu sync.Mutex
+	var seen []int
+	w := link.Wrap(&nopLink{}, link.Hooks{Read: func(bufs [][]byte, sizes []int, n int) {
+		mu.Lock()
+		seen = append(seen, int(bufs[0][0]))
+		mu.Unlock()
+	}}).(link.Looper)
+	var wg sync.WaitGroup
+	var read func(i int)
+	read = func(i int) {
+		defer wg.Done()
+		bufs, sizes := [][]byte{{byte(i), 0, 0, 0}}, make([]int, 1)
+		err := w.ReadLoop(bufs, sizes, func(n int) bool {
+			if i+1 < readers {
+				wg.Add(1)
+				go read(i + 1) // the receive role passes on
+			}
+			return false
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	wg.Add(1)
+	go read(0)
+	wg.Wait()
+	want := make([]int, readers)
+	for i := range want {
+		want[i] = i
+	}
+	slices.Sort(seen)
+	if !slices.Equal(seen, want) {
+		t.Fatalf("the Read hook saw the buffers of readers %v, want each of 0..%d once", seen, readers-1)
 	}
 }
