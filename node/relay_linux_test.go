@@ -59,8 +59,17 @@ send:
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if ab, _ := r.Stats(); ab.Received == 0 || ab.Sent == 0 {
-		t.Errorf("%s->%s: %+v", netns.RelayIfA, netns.RelayIfB, ab)
+	// The frame reaches h2 inside the relay's send call, before the relay
+	// counts it sent: wait for the count.
+	for wait := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		ab, _ := r.Stats()
+		if ab.Received > 0 && ab.Sent > 0 {
+			break
+		}
+		if time.Now().After(wait) {
+			t.Errorf("%s->%s: %+v", netns.RelayIfA, netns.RelayIfB, ab)
+			break
+		}
 	}
 	r.Close()
 
