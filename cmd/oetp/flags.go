@@ -110,7 +110,7 @@ func (h *hexValue) Set(s string) error {
 
 // placementUsage is the help of --placement (cli.Placement says what it
 // does).
-const placementUsage = "thread placement `P`: auto (serve moves to the CPU its requests arrive on; a one-shot command stays on the CPU it started on) or off (the kernel's scheduler places the threads)"
+const placementUsage = "thread placement `P`: auto (serve moves to the CPU its requests arrive on; a one-shot command stays on the CPU it started on; neither with the reliable transport, whose window keeps both busy at once) or off (the kernel's scheduler places the threads)"
 
 // placementFlag is the pflag.Value of --placement.
 type placementFlag struct{ p cli.Placement }

@@ -758,7 +758,8 @@ func onOneCPU(masks map[int]unix.CPUSet) bool {
 // its client's CPU (every thread on that one CPU once a DMA write has
 // come in, cpu_moves counted, placement=auto in the ready line) and a
 // one-shot dma write keeps every thread on one CPU while it runs; with
-// --placement off neither process changes any thread's affinity.
+// --placement off, or auto on the reliable transport (whose window keeps
+// both sides busy at once), neither process changes any thread's affinity.
 func TestPlacementOverVeth(t *testing.T) {
 	var mine unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &mine); err != nil {
@@ -771,14 +772,19 @@ func TestPlacementOverVeth(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.bin")
 	writeFile(t, in, make([]byte, 1<<20))
-	for _, place := range []string{"auto", "off"} {
-		t.Run(place, func(t *testing.T) {
+	for _, c := range []struct {
+		name, place, transport string
+		follow                 bool
+	}{{"auto", "auto", "v1", true}, {"off", "off", "v1", false}, {"auto-reliable", "auto", "reliable", false}} {
+		place := c.place
+		t.Run(c.name, func(t *testing.T) {
 			tn := netns.NewPair(t)
 			h1, h2 := tn.Host(0), tn.Host(1)
-			srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:1M", "--peer", netClient+",mode=dma-write",
+			srv := startServe(t, bin, h1, "--iface", "eth0", "--region", "0:1M", "--peer", netClient+",mode=dma-write,transport="+c.transport,
 				"--json-events", "--placement", place)
-			if !strings.Contains(srv.stderr.String(), "placement="+place) {
-				t.Errorf("ready line does not say placement=%s:\n%s", place, srv.stderr.String())
+			inForce := map[bool]string{true: "auto", false: "off"}[c.follow]
+			if !strings.Contains(srv.stderr.String(), "placement="+inForce) {
+				t.Errorf("ready line does not say placement=%s:\n%s", inForce, srv.stderr.String())
 			}
 			start, err := processMasks(srv.cmd.Process.Pid)
 			if err != nil {
@@ -787,7 +793,7 @@ func TestPlacementOverVeth(t *testing.T) {
 			// A paced write lasts about 0.5 s: long enough to look at
 			// the one-shot's threads while it runs.
 			cmd := h2.Command(bin, "dma", "write", "--iface", "eth0", "--peer", netServer, "--addr", "0", "--in", in,
-				"--rate", "2M", "--json", "--placement", place)
+				"--rate", "2M", "--json", "--placement", place, "--transport", c.transport)
 			var out, errOut syncBuffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut
 			if err := cmd.Start(); err != nil {
@@ -820,7 +826,7 @@ func TestPlacementOverVeth(t *testing.T) {
 				t.Fatal(err)
 			}
 			moves := srv.stats()["cpu_moves"]
-			if place == "auto" {
+			if c.follow {
 				if !onOneCPU(masks) {
 					t.Errorf("serve after a 1 MiB write: its threads are not all on one CPU: %v", masks)
 				}
@@ -835,15 +841,15 @@ func TestPlacementOverVeth(t *testing.T) {
 			main := start[serveMain(start)]
 			for tid, s := range masks {
 				if s != main {
-					t.Errorf("--placement off: serve thread %d may run on %d CPUs, its main thread on %d", tid, s.Count(), main.Count())
+					t.Errorf("%s: serve thread %d may run on %d CPUs, its main thread on %d", c.name, tid, s.Count(), main.Count())
 				}
 			}
 			if moves != float64(0) {
-				t.Errorf("--placement off: cpu_moves %v, want 0", moves)
+				t.Errorf("%s: cpu_moves %v, want 0", c.name, moves)
 			}
 			for tid, s := range client {
 				if s.Count() < 2 {
-					t.Errorf("--placement off: the dma write's thread %d ran on %d CPU", tid, s.Count())
+					t.Errorf("%s: the dma write's thread %d ran on %d CPU", c.name, tid, s.Count())
 				}
 			}
 		})

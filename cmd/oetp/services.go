@@ -80,8 +80,10 @@ segment, to what your readers need (e.g. 100M).
 are received on (after two receive batches in a row from that CPU, at most
 every 10 ms, never outside the CPUs the process was given), so that a client
 on that CPU and serve wake each other without a wake-up across CPUs; a
-one-shot rmem or dma command stays on the CPU it started on. --placement off
-leaves the threads to the kernel's scheduler. Not with --busy-poll.
+one-shot rmem or dma command stays on the CPU it started on. With a peer on
+the reliable transport (transport=reliable or auto) neither moves: its window
+keeps both sides busy at once. --placement off leaves the threads to the
+kernel's scheduler. Not with --busy-poll.
 
 Logs go to standard error; a line with msg=ready is printed once the endpoint
 is serving. --json-events prints one JSON object per event (a failed request,

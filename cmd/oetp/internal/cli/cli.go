@@ -67,7 +67,10 @@ func Err(err error) error {
 //     there. Only for an endpoint that waits in a blocking receive: not
 //     with --busy-poll (a spinning loop must not share its peer's CPU),
 //     not through a hub, never outside the process's affinity mask (taskset
-//     still decides), and nothing on a process given one CPU.
+//     still decides), and nothing on a process given one CPU. Not with the
+//     reliable transport either (a serve with a reliable or auto peer, a
+//     command with --transport reliable or auto): its window keeps both
+//     sides busy at once, and on one CPU they would take turns.
 //   - off: the threads are left to the kernel's scheduler, as before.
 type Placement int
 

@@ -198,10 +198,18 @@ type Settings struct {
 	MaxReadRate   int64 // bytes per second per source; 0: no bound
 }
 
-// Place is serve's placement: follow the traffic, unless off.
+// Place is serve's placement: follow the traffic, unless off or a peer is
+// reached by the reliable transport (or may be: auto). Its window keeps
+// requests in flight, so serve and its client work at the same time: on
+// one CPU they would take turns.
 func (s *Settings) Place() node.Placement {
 	if s.Placement == cli.PlaceOff {
 		return node.PlaceNone
+	}
+	for _, t := range s.PeerTransport {
+		if t != node.V1 {
+			return node.PlaceNone
+		}
 	}
 	return node.PlaceFollow
 }

@@ -83,8 +83,10 @@ const wholeSpace = uint64(1) << 32
 // responder) with peer entry 0 for c.Peer. Errors the user fixes name the
 // flags (usage errors).
 func OpenLocal(c LocalConfig) (*Local, error) {
+	// A stop-and-wait exchange stays on one CPU for serve to follow; the
+	// reliable transport's window keeps both sides busy at once.
 	place := node.PlaceStay
-	if c.Placement == cli.PlaceOff {
+	if c.Placement == cli.PlaceOff || c.Transport != node.V1 {
 		place = node.PlaceNone
 	}
 	peer := node.Peer{Peer: endpoint.Peer{MAC: c.Peer, Mode: c.Mode, WindowSize: wholeSpace}, Transport: c.Transport}
