@@ -110,7 +110,10 @@ limit of the medium underneath, measured in the same run:
          (package node, default link flags) moving blocks against the
          same 'oetp serve' in steady state ("engine→serve" rows, CPU
          per fragment of both processes), each beside the windowed raw
-         exchange (32 in flight) of the same run. Needs root.
+         exchange (32 in flight) of the same run; and RMEM reads from 32
+         goroutines of that endpoint against the same serve, with the
+         bench's GOMAXPROCS and with GOMAXPROCS 1, beside the raw
+         pipelined exchange (goal ≥ 0.8× for the first). Needs root.
 
 Each engine figure is printed as a ratio of its baseline, with the target
 (RMEM read p50 ≤ 1.10×, DMA MB/s ≥ 0.95× from 1 MiB blocks up, 0.80× on

@@ -643,6 +643,14 @@ func runFanIn(o *Options) ([]Result, error) {
 // parallelCallers is the number of goroutines of the parallel RMEM rows.
 const parallelCallers = 32
 
+// rawParallelName names the raw pipelined RMEM exchange's row, the limit of
+// the parallel RMEM rows.
+var rawParallelName = fmt.Sprintf("parallel raw 24↔24 ×%d in flight", pipeDepth)
+
+// rmemGoal is the goal of RMEM reads from parallelCallers goroutines
+// through the reliable transport against the raw pipelined exchange.
+const rmemGoal = 0.8
+
 // runParallel measures RMEM reads from parallelCallers goroutines through
 // the reliable transport (Outstanding = its depth) against v1 one at a
 // time from one caller, on the same pair, rounds interleaved: reads per
@@ -714,7 +722,7 @@ func (e *reliableEnv) runParallel(o *Options) ([]Result, error) {
 		ScenarioReliable, parallelCallers, node.Window, rN, r1, rN/r1, 10*r1, pipeDepth, rRaw, rRaw/r1, rN/rRaw))
 	return []Result{
 		{Scenario: ScenarioReliable, Name: "parallel rmem-read v1 1 caller", Baseline: true, Ops: one, Elapsed: tOne, NsPerOp: float64(tOne.Nanoseconds()) / float64(max(one, 1))},
-		{Scenario: ScenarioReliable, Name: fmt.Sprintf("parallel raw 24↔24 ×%d in flight", pipeDepth), Baseline: true, Frames: "24↔24", Ops: raw, Elapsed: tRaw,
+		{Scenario: ScenarioReliable, Name: rawParallelName, Baseline: true, Frames: "24↔24", Ops: raw, Elapsed: tRaw,
 			NsPerOp: float64(tRaw.Nanoseconds()) / float64(max(raw, 1)), Versus: "parallel rmem-read v1 1 caller", Ratio: rRaw / r1,
 			Note: fmt.Sprintf("the medium's limit for %d RMEM reads in flight: %d request frames kept in flight by one thread, answered by an echo thread, sendmmsg/recvmmsg batches", pipeDepth, pipeDepth)},
 		{Scenario: ScenarioReliable, Name: fmt.Sprintf("parallel rmem-read reliable %d callers", parallelCallers), Ops: many, Elapsed: tMany,

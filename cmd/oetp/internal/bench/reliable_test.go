@@ -74,6 +74,18 @@ func TestRunReliable(t *testing.T) {
 			}
 			continue
 		}
+		if strings.HasPrefix(r.Name, "engine→serve rmem-read") {
+			// Reads from 32 goroutines of the bench process against
+			// oetp serve, each checked, beside the raw pipelined exchange.
+			if r.Ops <= 0 || r.FrameCount != 2*r.Ops || r.Failed != 0 || r.Versus != rawParallelName || r.Ratio <= 0 ||
+				!strings.Contains(r.Note, "CPU per read, both processes") {
+				t.Errorf("%s: %+v", r.Name, r)
+			}
+			if tuned := strings.HasSuffix(r.Name, "GOMAXPROCS 1"); tuned != (r.Target == "") || !tuned && r.Met == nil {
+				t.Errorf("%s: target %q, met %v; want the goal on the default row only", r.Name, r.Target, r.Met)
+			}
+			continue
+		}
 		if strings.HasPrefix(r.Name, "fan-in") {
 			if r.MBps <= 0 || r.Ops <= 0 || (!r.Baseline && r.Ratio <= 0) {
 				t.Errorf("%s: %+v", r.Name, r)
@@ -100,7 +112,8 @@ func TestRunReliable(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"raw window 8192↔20 ×32 in flight", "raw window 28↔8192 ×32 in flight", "rmem-read reliable", "rmem-read v1", "dma-write reliable", "dma-write v1", "dma-read reliable", "dma-read v1", "tcp bulk 64KiB", "raw stream near→far ×64", "raw stream far→near ×64", "fan-in 1 sender", "fan-in 3 senders", "oetp dma write reliable", "oetp dma write via hub reliable",
-		"process dma-write reliable", "process dma-read reliable", "engine→serve dma-write reliable", "engine→serve dma-read reliable"} {
+		"process dma-write reliable", "process dma-read reliable", "engine→serve dma-write reliable", "engine→serve dma-read reliable",
+		"engine→serve rmem-read reliable 32 callers", "engine→serve rmem-read reliable 32 callers, GOMAXPROCS 1"} {
 		if !names[want] {
 			t.Errorf("no %q row in %v", want, names)
 		}

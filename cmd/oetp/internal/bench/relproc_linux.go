@@ -5,10 +5,12 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -29,13 +31,22 @@ import (
 // relReadMAC is the reading command's local MAC (one MAC, one mode).
 var relReadMAC = stationMAC(0x0c, 0x02)
 
+// relRMEMMAC is the local MAC of the engine→serve RMEM rows' endpoint.
+var relRMEMMAC = stationMAC(0x0c, 0x03)
+
 // windowRates returns the windowed raw exchange's MB/s in each direction
-// among results: a row whose request is the longer frame is the write's.
+// among results (a row whose request is the longer frame is the write's)
+// and, for opRMEMRead, the exchanges per second of the raw pipelined RMEM
+// exchange with parallelCallers in flight (runParallel).
 func windowRates(results []Result) map[string]float64 {
 	win := map[string]float64{}
 	for i := range results {
 		r := &results[i]
 		var req, rsp int
+		if r.Name == rawParallelName && r.Elapsed > 0 {
+			win[opRMEMRead] = float64(r.Ops) / r.Elapsed.Seconds()
+			continue
+		}
 		if !isWindowRow(r) {
 			continue
 		}
@@ -84,12 +95,14 @@ func (b *procBed) file(size int) (string, error) {
 }
 
 // serve starts oetp serve on the far host with the block's memory, the
-// near host's MAC a reliable DMA writer and other a reliable peer in mode.
+// near host's MAC a reliable DMA writer, other a reliable peer in mode,
+// and relRMEMMAC a reliable RMEM peer.
 func (b *procBed) serve(o *Options, other wire.MAC, mode string) (*readyCmd, error) {
 	hb := b.n.Host(1)
 	return startReadyCmd(hb.Command(o.Binary, "serve", "--iface", hb.IfName(), "--region", fmt.Sprintf("0:%d", len(b.data)),
 		"--peer", b.n.Host(0).MAC().String()+",mode=dma-write,transport=reliable",
-		"--peer", other.String()+",mode="+mode+",transport=reliable"), "oetp serve")
+		"--peer", other.String()+",mode="+mode+",transport=reliable",
+		"--peer", relRMEMMAC.String()+",mode=rmem,transport=reliable"), "oetp serve")
 }
 
 func (b *procBed) close() {
@@ -239,6 +252,122 @@ func runReliableLib(o *Options, bed *procBed, srv *readyCmd, win map[string]floa
 			res = append(res, r)
 		}
 		nd.Close()
+	}
+	rm, err := libRMEM(o, bed, srv.cmd.Process.Pid, win[opRMEMRead])
+	return append(res, rm...), err
+}
+
+// libRMEM adds the engine→serve RMEM rows: reads of one word from
+// parallelCallers goroutines of this process, through an endpoint opened
+// as the commands open theirs, against oetp serve for o.Duration each,
+// every value checked against the memory the DMA rows wrote: once with
+// the process's GOMAXPROCS, as a Go program runs them, and once with
+// GOMAXPROCS 1 (the callers and the receive loop on one runtime processor,
+// which spares the scheduler's hand-offs of woken callers between
+// threads), each beside the raw pipelined exchange of the same frames with
+// as many in flight (raw exchanges per second; 0: not measured).
+func libRMEM(o *Options, bed *procBed, servePID int, raw float64) ([]Result, error) {
+	ha, hb := bed.n.Host(0), bed.n.Host(1)
+	var nd *node.Node
+	err := ha.Do(func() (err error) {
+		ctx, cancel := context.WithTimeout(ctxBackground, 5*time.Second)
+		defer cancel()
+		nd, err = node.Open(ctx, node.Config{LinkConfig: node.LinkConfig{Iface: ha.IfName(), MAC: relRMEMMAC},
+			Peers: []node.Peer{{Peer: endpoint.Peer{MAC: hb.MAC(), Mode: endpoint.ModeRMEM}, Transport: node.Reliable}}})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: the library's RMEM endpoint against oetp serve: %w", err)
+	}
+	defer nd.Close()
+	if !nd.Reliable(hb.MAC()) {
+		return nil, fmt.Errorf("bench: the library's RMEM endpoint against oetp serve: no reliable session (%v)", nd.Handshakes)
+	}
+	want := binary.LittleEndian.Uint32(bed.data[:4])
+	// reads runs the callers until until and returns the reads they made.
+	reads := func(until time.Time) (int64, error) {
+		counts := make([]int64, parallelCallers)
+		errs := make(chan error, parallelCallers)
+		for i := range counts {
+			go func() {
+				for time.Now().Before(until) {
+					v, err := nd.Endpoint.RMEMRead(ctxBackground, 0, 0)
+					if err == nil && v != want {
+						err = fmt.Errorf("read %#08x at 0x0, want %#08x (the block the DMA rows wrote)", v, want)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					counts[i]++
+				}
+				errs <- nil
+			}()
+		}
+		var first error
+		for range counts {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		var n int64
+		for _, c := range counts {
+			n += c
+		}
+		return n, first
+	}
+	// measure warms up, then reads for o.Duration with GOMAXPROCS procs
+	// (0: as it is).
+	measure := func(procs int) (n int64, el, cpu time.Duration, err error) {
+		if procs > 0 {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		}
+		if _, err = reads(time.Now().Add(warmTime)); err != nil {
+			return 0, 0, 0, err
+		}
+		c0, s0 := processCPU(), taskCPU(servePID)
+		start := time.Now()
+		n, err = reads(start.Add(o.Duration))
+		el = time.Since(start)
+		return n, el, processCPU() - c0 + taskCPU(servePID) - s0, err
+	}
+	var res []Result
+	for _, procs := range []int{0, 1} {
+		name := fmt.Sprintf("engine→serve rmem-read reliable %d callers", parallelCallers)
+		if procs > 0 {
+			name += fmt.Sprintf(", GOMAXPROCS %d", procs)
+		}
+		n, el, cpu, err := measure(procs)
+		if err != nil {
+			return res, fmt.Errorf("bench: %s: %w", name, err)
+		}
+		r := Result{Scenario: ScenarioReliable, Name: name, Ops: n, FrameCount: 2 * n, Elapsed: el, AllocsPerFrame: -1}
+		if n > 0 {
+			r.NsPerOp = float64(el.Nanoseconds()) / float64(n)
+			r.OpsPerSec = float64(n) / el.Seconds()
+		}
+		r.Note = fmt.Sprintf("an endpoint of the bench process (node.Open, default link flags) against oetp serve, %d goroutines reading one word each in turn; CPU per read, both processes: %.2f µs",
+			parallelCallers, float64(cpu.Nanoseconds())/1e3/float64(max(n, 1)))
+		if procs > 0 {
+			r.Note += fmt.Sprintf("; this process's GOMAXPROCS set to %d for the row", procs)
+		}
+		if raw > 0 {
+			r.Versus, r.Ratio = rawParallelName, r.OpsPerSec/raw
+			goal := ""
+			if procs == 0 {
+				r.Target = fmt.Sprintf("≥%.2f", rmemGoal)
+				met := r.Ratio >= rmemGoal
+				r.Met = &met
+				verdict := "met"
+				if !met {
+					verdict = "missed"
+				}
+				goal = fmt.Sprintf(", goal ≥ %.1f: %s", rmemGoal, verdict)
+			}
+			o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s (an endpoint of the bench process against oetp serve): %.0f reads/s, %.3f× the raw pipelined exchange (%.0f exchanges/s%s)",
+				ScenarioReliable, name, r.OpsPerSec, r.Ratio, raw, goal))
+		}
+		res = append(res, r)
 	}
 	return res, nil
 }
