@@ -640,16 +640,6 @@ func runFanIn(o *Options) ([]Result, error) {
 	return res, nil
 }
 
-// parallelCallers is the number of goroutines of the parallel RMEM rows.
-const parallelCallers = 32
-
-// rawParallelName names the raw pipelined RMEM exchange's row, the limit of
-// the parallel RMEM rows.
-var rawParallelName = fmt.Sprintf("parallel raw 24↔24 ×%d in flight", pipeDepth)
-
-// rmemGoal is the goal of RMEM reads from parallelCallers goroutines
-// through the reliable transport against the raw pipelined exchange.
-const rmemGoal = 0.8
 
 // runParallel measures RMEM reads from parallelCallers goroutines through
 // the reliable transport (Outstanding = its depth) against v1 one at a

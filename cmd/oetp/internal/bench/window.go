@@ -1,6 +1,9 @@
 package bench
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // windowRowPrefix starts the name of a windowed raw exchange row (the
 // reliable scenario's limit, window_linux.go).
@@ -17,3 +20,15 @@ func windowGoal(block int64) float64 {
 
 // isWindowRow reports whether r is a windowed exchange row.
 func isWindowRow(r *Result) bool { return strings.HasPrefix(r.Name, windowRowPrefix) }
+
+// parallelCallers is the number of goroutines of the parallel RMEM rows,
+// and the requests the raw pipelined exchange keeps in flight.
+const parallelCallers = 32
+
+// rawParallelName names the raw pipelined RMEM exchange's row, the limit of
+// the parallel RMEM rows.
+var rawParallelName = fmt.Sprintf("parallel raw 24↔24 ×%d in flight", parallelCallers)
+
+// rmemGoal is the goal of RMEM reads from parallelCallers goroutines
+// through the reliable transport against the raw pipelined exchange.
+const rmemGoal = 0.8
