@@ -640,7 +640,6 @@ func runFanIn(o *Options) ([]Result, error) {
 	return res, nil
 }
 
-
 // runParallel measures RMEM reads from parallelCallers goroutines through
 // the reliable transport (Outstanding = its depth) against v1 one at a
 // time from one caller, on the same pair, rounds interleaved: reads per
