@@ -111,8 +111,8 @@ limit of the medium underneath, measured in the same run:
          same 'oetp serve' in steady state ("engine→serve" rows, CPU
          per fragment of both processes), each beside the windowed raw
          exchange (32 in flight) of the same run; and RMEM reads from 32
-         goroutines of that endpoint against the same serve, with the
-         bench's GOMAXPROCS and with GOMAXPROCS 1, beside the raw
+         goroutines of such an endpoint against the same serve, as a Go
+         program runs them and with GOMAXPROCS 1, beside the raw
          pipelined exchange (goal ≥ 0.8× for the first). Needs root.
 
 Each engine figure is printed as a ratio of its baseline, with the target
