@@ -109,11 +109,12 @@ limit of the medium underneath, measured in the same run:
          a fresh veth pair, and an endpoint of the bench process
          (package node, default link flags) moving blocks against the
          same 'oetp serve' in steady state ("engine→serve" rows, CPU
-         per fragment of both processes), each beside the windowed raw
-         exchange (32 in flight) of the same run; and RMEM reads from 32
-         goroutines of such an endpoint against the same serve, as a Go
-         program runs them and with GOMAXPROCS 1, beside the raw
-         pipelined exchange (goal ≥ 0.8× for the first). Needs root.
+         per fragment of both processes), each taking turns with the
+         windowed raw exchange (32 in flight) on the same veth pair; and
+         RMEM reads from 32 goroutines of such an endpoint against the
+         same serve, as a Go program runs them and with GOMAXPROCS 1, each
+         after a round of the raw pipelined exchange on that pair (goal
+         ≥ 0.8× for the first). Needs root.
 
 Each engine figure is printed as a ratio of its baseline, with the target
 (RMEM read p50 ≤ 1.10×, DMA MB/s ≥ 0.95× from 1 MiB blocks up, 0.80× on

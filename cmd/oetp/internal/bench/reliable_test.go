@@ -61,14 +61,14 @@ func TestRunReliable(t *testing.T) {
 		}
 		if strings.HasPrefix(r.Name, "process dma-") {
 			// One oetp process per block against oetp serve.
-			if r.MBps <= 0 || r.Ops < 3 || r.Block != 64<<10 || r.AllocsPerFrame != -1 || !strings.Contains(r.Note, "× the windowed raw exchange") {
+			if r.MBps <= 0 || r.Ops < 3 || r.Block != 64<<10 || r.AllocsPerFrame != -1 || !strings.Contains(r.Note, "× the windowed raw exchange measured in turns with it on the same veth pair") {
 				t.Errorf("%s: %+v", r.Name, r)
 			}
 			continue
 		}
 		if strings.HasPrefix(r.Name, "engine→serve dma-") {
 			// An endpoint of the bench process against oetp serve.
-			if r.MBps <= 0 || r.Ops <= 0 || r.Block != 64<<10 || r.Failed != 0 || !strings.Contains(r.Note, "× the windowed raw exchange") ||
+			if r.MBps <= 0 || r.Ops <= 0 || r.Block != 64<<10 || r.Failed != 0 || !strings.Contains(r.Note, "× the windowed raw exchange measured in turns with it on the same veth pair") ||
 				!strings.Contains(r.Note, "CPU per fragment, both processes") || !strings.Contains(r.Note, "fragments resent") {
 				t.Errorf("%s: %+v", r.Name, r)
 			}
@@ -78,7 +78,7 @@ func TestRunReliable(t *testing.T) {
 			// Reads from 32 goroutines of the bench process against
 			// oetp serve, each checked, beside the raw pipelined exchange.
 			if r.Ops <= 0 || r.FrameCount != 2*r.Ops || r.Failed != 0 || r.Versus != rawParallelName || r.Ratio <= 0 ||
-				!strings.Contains(r.Note, "CPU per read, both processes") {
+				!strings.Contains(r.Note, "CPU per read, both processes") || !strings.Contains(r.Note, "× the raw pipelined exchange measured in turns with it") {
 				t.Errorf("%s: %+v", r.Name, r)
 			}
 			if tuned := strings.Contains(r.Name, "callers, "); tuned != (r.Target == "") || !tuned && r.Met == nil {

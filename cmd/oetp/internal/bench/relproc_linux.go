@@ -35,18 +35,12 @@ var relReadMAC = stationMAC(0x0c, 0x02)
 var relRMEMMAC = stationMAC(0x0c, 0x03)
 
 // windowRates returns the windowed raw exchange's MB/s in each direction
-// among results (a row whose request is the longer frame is the write's)
-// and, for opRMEMRead, the exchanges per second of the raw pipelined RMEM
-// exchange with parallelCallers in flight (runParallel).
+// among results: a row whose request is the longer frame is the write's.
 func windowRates(results []Result) map[string]float64 {
 	win := map[string]float64{}
 	for i := range results {
 		r := &results[i]
 		var req, rsp int
-		if r.Name == rawParallelName && r.Elapsed > 0 {
-			win[opRMEMRead] = float64(r.Ops) / r.Elapsed.Seconds()
-			continue
-		}
 		if !isWindowRow(r) {
 			continue
 		}
@@ -110,6 +104,110 @@ func (b *procBed) close() {
 	b.n.Close()
 }
 
+// windowTurns takes rounds of the windowed raw exchange on a procBed's
+// veth pair in turns with the rounds of a row on the same pair (the raw
+// frames have an EtherType of their own, which serve's socket does not
+// receive), so that each row's ratio is to the limit measured beside it:
+// the machine's speed drifts over a run by more than the rows differ.
+type windowTurns struct {
+	bin       string
+	ha, hb    *netns.Host
+	near, far *rawSock // far: the RMEM exchange's echo, opened on first use
+}
+
+func newWindowTurns(o *Options, bed *procBed) (*windowTurns, error) {
+	ha := bed.n.Host(0)
+	near, err := openRawOn(ha)
+	if err != nil {
+		return nil, err
+	}
+	return &windowTurns{bin: o.Binary, ha: ha, hb: bed.n.Host(1), near: near}, nil
+}
+
+func (w *windowTurns) close() {
+	w.near.close()
+	if w.far != nil {
+		w.far.close()
+	}
+}
+
+// roundRMEM runs the raw pipelined exchange of RMEM frames (pipeDepth in
+// flight, the echo a thread of this process, as runParallel's) for about
+// d and adds the exchanges to t.
+func (w *windowTurns) roundRMEM(d time.Duration, t *turns) error {
+	if w.far == nil {
+		far, err := openRawOn(w.hb)
+		if err != nil {
+			return err
+		}
+		w.far = far
+	}
+	req, rsp := rawFrames(opRMEMRead, w.ha.MAC(), w.hb.MAC())
+	pipe := &rawPipe{near: w.near, far: w.far, req: retype(req), rsp: retype(rsp), stop: stopFrame(w.hb.MAC(), w.ha.MAC())}
+	n, el, err := pipe.round(d)
+	if err != nil {
+		return fmt.Errorf("bench: the raw pipelined exchange beside a row: %w", err)
+	}
+	t.n, t.el = t.n+n, t.el+el
+	return nil
+}
+
+// round runs the windowed raw exchange in op's direction for about d, its
+// echo a process of its own, and adds the exchanges to t.
+func (w *windowTurns) round(op string, d time.Duration, t *turns) error {
+	req, rsp := windowFrames(op, w.ha.MAC(), w.hb.MAC())
+	pipe := &rawPipe{near: w.near, req: req, rsp: rsp, depth: windowDepth, external: true}
+	echo, err := startEchoCmd(w.bin, w.hb, -1, "--"+WindowEchoFlag, w.hb.IfName())
+	if err != nil {
+		return err
+	}
+	n, el, err := pipe.round(d)
+	if serr := echo.stop(w.near, stopFrame(w.hb.MAC(), w.ha.MAC())); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("bench: the windowed raw exchange beside a row: %w", err)
+	}
+	t.n, t.el = t.n+n, t.el+el
+	return nil
+}
+
+// turns is what the rounds of the windowed raw exchange taken beside a row
+// moved: exchanges and their time.
+type turns struct {
+	n  int64
+	el time.Duration
+}
+
+// mbps is the windowed raw exchange's rate, counting a reliable fragment's
+// payload per exchange as the window rows do; 0 without a round.
+func (t turns) mbps() float64 {
+	if t.el <= 0 {
+		return 0
+	}
+	return float64(t.n) * float64(node.FragmentCeiling(wire.MaxFrameLen)) / t.el.Seconds() / 1e6
+}
+
+// beside is the note and report text of a row's ratio to the windowed raw
+// exchange taken in turns with it (t), with the goal of a block of b bytes
+// from 1 MiB up.
+func beside(rate float64, t turns, b int64) (x float64, text string) {
+	w := t.mbps()
+	if w <= 0 {
+		return 0, ""
+	}
+	x = rate / w
+	goal := ""
+	if b >= 1<<20 {
+		verdict := "met"
+		if x < windowGoal(b) {
+			verdict = "missed"
+		}
+		goal = fmt.Sprintf(", goal ≥ %.1f: %s", windowGoal(b), verdict)
+	}
+	return x, fmt.Sprintf("%.3f× the windowed raw exchange measured in turns with it on the same veth pair (%.1f MB/s%s)", x, w, goal)
+}
+
 func runReliableProc(o *Options, win map[string]float64) ([]Result, error) {
 	bed, err := newProcBed(o, "oetp-bench-relproc-")
 	if err != nil {
@@ -161,13 +259,22 @@ func runReliableProc(o *Options, win map[string]float64) ([]Result, error) {
 	if _, _, err := run(opDMAWrite, block); err != nil { // warm-up, and the memory the reads check
 		return nil, err
 	}
+	wt, err := newWindowTurns(o, bed)
+	if err != nil {
+		return nil, err
+	}
+	defer wt.close()
 	rounds := max(o.Rounds, 3)
 	var res []Result
 	for _, op := range []string{opDMAWrite, opDMARead} {
 		for _, b := range o.Blocks {
 			var mbs []float64
 			var el time.Duration
+			var t turns
 			for range rounds {
+				if err := wt.round(op, o.Duration/time.Duration(rounds), &t); err != nil {
+					return res, err
+				}
 				mb, d, err := run(op, int(b))
 				if err != nil {
 					return res, err
@@ -178,24 +285,17 @@ func runReliableProc(o *Options, win map[string]float64) ([]Result, error) {
 				NsPerOp: float64(el.Nanoseconds()) / float64(len(mbs)), MBps: median(mbs), AllocsPerFrame: -1}
 			r.OpsPerSec = float64(len(mbs)) / el.Seconds()
 			r.Note = fmt.Sprintf("one process per block against oetp serve, default flags; median of %d (%s MB/s)", len(mbs), rates(mbs))
-			if w := win[op]; w > 0 {
-				x := r.MBps / w
-				goal := "" // below 1 MiB a command's handshake and slow start weigh on every block: no goal
-				if b >= 1<<20 {
-					verdict := "met"
-					if x < windowGoal(b) {
-						verdict = "missed"
-					}
-					goal = fmt.Sprintf(", goal ≥ %.1f: %s", windowGoal(b), verdict)
-				}
-				r.Note += fmt.Sprintf("; %.3f× the windowed raw exchange (%.1f MB/s%s)", x, w, goal)
-				o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s %s (one oetp process per block against oetp serve): %.1f MB/s, %.3f× the windowed raw exchange (%.1f MB/s%s)",
-					ScenarioReliable, r.Name, sizeOrDash(b), r.MBps, x, w, goal))
+			// Below 1 MiB a command's handshake and slow start weigh on
+			// every block: no goal.
+			if _, text := beside(r.MBps, t, b); text != "" {
+				r.Note += "; " + text
+				o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s %s (one oetp process per block against oetp serve): %.1f MB/s, %s",
+					ScenarioReliable, r.Name, sizeOrDash(b), r.MBps, text))
 			}
 			res = append(res, r)
 		}
 	}
-	lib, err := runReliableLib(o, bed, srv, win)
+	lib, err := runReliableLib(o, bed, srv, wt)
 	return append(res, lib...), err
 }
 
@@ -206,7 +306,7 @@ func runReliableProc(o *Options, win map[string]float64) ([]Result, error) {
 // steady state: two processes without a command's start-up, its cold
 // first block, its file or its exit, as a Go program or the hub keeps a
 // session. CPU per fragment counts both processes.
-func runReliableLib(o *Options, bed *procBed, srv *readyCmd, win map[string]float64) ([]Result, error) {
+func runReliableLib(o *Options, bed *procBed, srv *readyCmd, wt *windowTurns) ([]Result, error) {
 	ha, hb := bed.n.Host(0), bed.n.Host(1)
 	var res []Result
 	for _, op := range []string{opDMAWrite, opDMARead} {
@@ -230,30 +330,21 @@ func runReliableLib(o *Options, bed *procBed, srv *readyCmd, win map[string]floa
 			return res, fmt.Errorf("bench: the library's endpoint against oetp serve: no reliable session (%v)", nd.Handshakes)
 		}
 		for _, b := range o.Blocks {
-			r, err := libBlocks(o, nd, op, int(b), bed.data, srv.cmd.Process.Pid)
+			r, t, err := libBlocks(o, nd, wt, op, int(b), bed.data, srv.cmd.Process.Pid)
 			if err != nil {
 				nd.Close()
 				return res, err
 			}
-			if w := win[op]; w > 0 {
-				x := r.MBps / w
-				verdict := "met"
-				if x < windowGoal(b) {
-					verdict = "missed"
-				}
-				goal := fmt.Sprintf(", goal ≥ %.1f: %s", windowGoal(b), verdict)
-				if b < 1<<20 {
-					goal = ""
-				}
-				r.Note += fmt.Sprintf("; %.3f× the windowed raw exchange (%.1f MB/s%s)", x, w, goal)
-				o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s %s (an endpoint of the bench process against oetp serve, steady state): %.1f MB/s, %.3f× the windowed raw exchange (%.1f MB/s%s)",
-					ScenarioReliable, r.Name, sizeOrDash(b), r.MBps, x, w, goal))
+			if _, text := beside(r.MBps, t, b); text != "" {
+				r.Note += "; " + text
+				o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s %s (an endpoint of the bench process against oetp serve, steady state): %.1f MB/s, %s",
+					ScenarioReliable, r.Name, sizeOrDash(b), r.MBps, text))
 			}
 			res = append(res, r)
 		}
 		nd.Close()
 	}
-	rm, err := libRMEM(o, bed, srv.cmd.Process.Pid, win[opRMEMRead])
+	rm, err := libRMEM(o, bed, srv.cmd.Process.Pid, wt)
 	return append(res, rm...), err
 }
 
@@ -276,17 +367,22 @@ var rmemConfigs = []rmemConfig{
 // parallelCallers goroutines of this process, through an endpoint opened
 // as the commands open theirs, against oetp serve for o.Duration each,
 // every value checked against the memory the DMA rows wrote, in each of
-// rmemConfigs, beside the raw pipelined exchange of the same frames with
-// as many in flight (raw exchanges per second; 0: not measured). The goal
-// is the default configuration's.
-func libRMEM(o *Options, bed *procBed, servePID int, raw float64) ([]Result, error) {
+// rmemConfigs, each right after a round of the raw pipelined exchange of
+// the same frames with as many in flight on the same veth pair (wt). The
+// goal is the default configuration's.
+func libRMEM(o *Options, bed *procBed, servePID int, wt *windowTurns) ([]Result, error) {
 	var res []Result
 	for _, c := range rmemConfigs {
+		var t turns
+		if err := wt.roundRMEM(o.Duration, &t); err != nil {
+			return res, err
+		}
 		r, err := libRMEMRow(o, bed, servePID, c)
 		if err != nil {
 			return res, err
 		}
-		if raw > 0 {
+		if t.el > 0 && t.n > 0 {
+			raw := float64(t.n) / t.el.Seconds()
 			r.Versus, r.Ratio = rawParallelName, r.OpsPerSec/raw
 			goal := ""
 			if c == (rmemConfig{}) {
@@ -299,8 +395,10 @@ func libRMEM(o *Options, bed *procBed, servePID int, raw float64) ([]Result, err
 				}
 				goal = fmt.Sprintf(", goal ≥ %.1f: %s", rmemGoal, verdict)
 			}
-			o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s (an endpoint of the bench process against oetp serve): %.0f reads/s, %.3f× the raw pipelined exchange (%.0f exchanges/s%s)",
-				ScenarioReliable, r.Name, r.OpsPerSec, r.Ratio, raw, goal))
+			text := fmt.Sprintf("%.3f× the raw pipelined exchange measured in turns with it on the same veth pair (%.0f exchanges/s%s)", r.Ratio, raw, goal)
+			r.Note += "; " + text
+			o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s (an endpoint of the bench process against oetp serve): %.0f reads/s, %s",
+				ScenarioReliable, r.Name, r.OpsPerSec, text))
 		}
 		res = append(res, r)
 	}
@@ -388,8 +486,10 @@ func libRMEMRow(o *Options, bed *procBed, servePID int, c rmemConfig) (Result, e
 }
 
 // libBlocks moves blocks of n bytes with nd's endpoint for o.Duration
-// after a warm-up and checks the last one read against data.
-func libBlocks(o *Options, nd *node.Node, op string, n int, data []byte, servePID int) (Result, error) {
+// after a warm-up, in o.Rounds rounds taking turns with rounds of the
+// windowed raw exchange (wt), checks the last block read against data, and
+// returns the row and what the raw rounds moved.
+func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, data []byte, servePID int) (Result, turns, error) {
 	buf := make([]byte, n)
 	f := func() error { _, err := nd.Endpoint.DMAWrite(ctxBackground, 0, 0, data[:n]); return err }
 	if op == opDMARead {
@@ -397,18 +497,27 @@ func libBlocks(o *Options, nd *node.Node, op string, n int, data []byte, servePI
 	}
 	m := newMeter(true)
 	frames, nbytes := opCounts(op, n)
+	var t turns
 	if err := newMeter(false).run(warmTime, warmOps, 0, 0, f); err != nil {
-		return Result{}, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
+		return Result{}, t, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
 	}
+	rounds := max(o.Rounds, 1)
+	d := o.Duration / time.Duration(rounds)
 	st0, _ := nd.Transport()
-	c0, s0 := processCPU(), taskCPU(servePID)
-	if err := m.run(o.Duration, o.MaxOps, frames, nbytes, f); err != nil {
-		return Result{}, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
+	var cpu time.Duration
+	for range rounds {
+		if err := wt.round(op, d, &t); err != nil {
+			return Result{}, t, err
+		}
+		c0, s0 := processCPU(), taskCPU(servePID)
+		if err := m.run(d, o.MaxOps, frames, nbytes, f); err != nil {
+			return Result{}, t, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
+		}
+		cpu += processCPU() - c0 + taskCPU(servePID) - s0
 	}
-	cpu := processCPU() - c0 + taskCPU(servePID) - s0
 	st1, _ := nd.Transport()
 	if op == opDMARead && !bytes.Equal(buf, data[:n]) {
-		return Result{}, fmt.Errorf("bench: engine→serve dma-read reliable: the %d bytes read differ from the block written", n)
+		return Result{}, t, fmt.Errorf("bench: engine→serve dma-read reliable: the %d bytes read differ from the block written", n)
 	}
 	r := engineResult(ScenarioReliable, op, n)
 	r.Name = "engine→serve " + op + " reliable"
@@ -420,7 +529,7 @@ func libBlocks(o *Options, nd *node.Node, op string, n int, data []byte, servePI
 	r.Note += fmt.Sprintf("; %d fragments resent (%d timer expiries, %d found spurious, %d fast, %d NAKs)",
 		st1.Retransmitted-st0.Retransmitted, st1.Timeouts-st0.Timeouts, st1.SpuriousTimeouts-st0.SpuriousTimeouts,
 		st1.FastRetransmits-st0.FastRetransmits, st1.NAKsReceived-st0.NAKsReceived)
-	return r, nil
+	return r, t, nil
 }
 
 // taskCPU returns the CPU time of every thread of process pid
