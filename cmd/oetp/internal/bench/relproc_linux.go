@@ -144,7 +144,12 @@ func (w *windowTurns) roundRMEM(d time.Duration, t *turns) error {
 	}
 	req, rsp := rawFrames(opRMEMRead, w.ha.MAC(), w.hb.MAC())
 	pipe := &rawPipe{near: w.near, far: w.far, req: retype(req), rsp: retype(rsp), stop: stopFrame(w.hb.MAC(), w.ha.MAC())}
-	n, el, err := pipe.round(d)
+	_, _, err := pipe.round(turnWarm) // untimed, as before the windowed exchange's rounds
+	var n int64
+	var el time.Duration
+	if err == nil {
+		n, el, err = pipe.round(d)
+	}
 	if err != nil {
 		return fmt.Errorf("bench: the raw pipelined exchange beside a row: %w", err)
 	}
@@ -161,7 +166,14 @@ func (w *windowTurns) round(op string, d time.Duration, t *turns) error {
 	if err != nil {
 		return err
 	}
-	n, el, err := pipe.round(d)
+	// An untimed moment first, as the rows run one block untimed after
+	// each raw round.
+	_, _, err = pipe.round(turnWarm)
+	var n int64
+	var el time.Duration
+	if err == nil {
+		n, el, err = pipe.round(d)
+	}
 	if serr := echo.stop(w.near, stopFrame(w.hb.MAC(), w.ha.MAC())); err == nil {
 		err = serr
 	}
@@ -171,6 +183,9 @@ func (w *windowTurns) round(op string, d time.Duration, t *turns) error {
 	t.n, t.el = t.n+n, t.el+el
 	return nil
 }
+
+// turnWarm is the untimed start of each raw round taken beside a row.
+const turnWarm = 20 * time.Millisecond
 
 // turns is what the rounds of the windowed raw exchange taken beside a row
 // moved: exchanges and their time.
@@ -503,19 +518,31 @@ func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, dat
 	}
 	rounds := max(o.Rounds, 1)
 	d := o.Duration / time.Duration(rounds)
-	st0, _ := nd.Transport()
 	var cpu time.Duration
+	var sent, resent, expiries, spurious, fast, naks uint64 // over the timed rounds
 	for range rounds {
 		if err := wt.round(op, d, &t); err != nil {
 			return Result{}, t, err
 		}
+		// One block untimed first: both processes idled through the raw
+		// round, as the raw exchange's echo starts afresh for each.
+		if err := f(); err != nil {
+			return Result{}, t, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
+		}
+		st0, _ := nd.Transport()
 		c0, s0 := processCPU(), taskCPU(servePID)
 		if err := m.run(d, o.MaxOps, frames, nbytes, f); err != nil {
 			return Result{}, t, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
 		}
 		cpu += processCPU() - c0 + taskCPU(servePID) - s0
+		st1, _ := nd.Transport()
+		sent += st1.Sent - st0.Sent
+		resent += st1.Retransmitted - st0.Retransmitted
+		expiries += st1.Timeouts - st0.Timeouts
+		spurious += st1.SpuriousTimeouts - st0.SpuriousTimeouts
+		fast += st1.FastRetransmits - st0.FastRetransmits
+		naks += st1.NAKsReceived - st0.NAKsReceived
 	}
-	st1, _ := nd.Transport()
 	if op == opDMARead && !bytes.Equal(buf, data[:n]) {
 		return Result{}, t, fmt.Errorf("bench: engine→serve dma-read reliable: the %d bytes read differ from the block written", n)
 	}
@@ -523,12 +550,11 @@ func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, dat
 	r.Name = "engine→serve " + op + " reliable"
 	r.fromMeter(m)
 	r.Note = "an endpoint of the bench process (node.Open, default link flags) against oetp serve, steady state"
-	if frags := int64(st1.Sent - st0.Sent); frags > 0 && cpu > 0 {
-		r.Note += fmt.Sprintf("; CPU per fragment, both processes: %.2f µs", float64(cpu.Nanoseconds())/1e3/float64(frags))
+	if sent > 0 && cpu > 0 {
+		r.Note += fmt.Sprintf("; CPU per fragment, both processes: %.2f µs", float64(cpu.Nanoseconds())/1e3/float64(sent))
 	}
 	r.Note += fmt.Sprintf("; %d fragments resent (%d timer expiries, %d found spurious, %d fast, %d NAKs)",
-		st1.Retransmitted-st0.Retransmitted, st1.Timeouts-st0.Timeouts, st1.SpuriousTimeouts-st0.SpuriousTimeouts,
-		st1.FastRetransmits-st0.FastRetransmits, st1.NAKsReceived-st0.NAKsReceived)
+		resent, expiries, spurious, fast, naks)
 	return r, t, nil
 }
 
