@@ -517,7 +517,7 @@ func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, dat
 		return Result{}, t, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
 	}
 	rounds := max(o.Rounds, 1)
-	d := o.Duration / time.Duration(rounds)
+	d, maxOps := o.Duration/time.Duration(rounds), max(o.MaxOps/int64(rounds), 1) // as runSteps shares them
 	var cpu time.Duration
 	var sent, resent, expiries, spurious, fast, naks uint64 // over the timed rounds
 	for range rounds {
@@ -531,7 +531,7 @@ func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, dat
 		}
 		st0, _ := nd.Transport()
 		c0, s0 := processCPU(), taskCPU(servePID)
-		if err := m.run(d, o.MaxOps, frames, nbytes, f); err != nil {
+		if err := m.run(d, maxOps, frames, nbytes, f); err != nil {
 			return Result{}, t, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
 		}
 		cpu += processCPU() - c0 + taskCPU(servePID) - s0
