@@ -13,8 +13,7 @@ spa<PID>/spb<PID> with the veth pair vsa/vsb (MTU 9000) and deletes them at
 the end. On a shared machine, state the load average (printed)
 with the figures. See docs/benchmarks.md.
 """
-import threading
-import os, sys, subprocess, json, time, glob, statistics, argparse
+import os, sys, subprocess, json, time, glob, statistics, argparse, threading
 ap = argparse.ArgumentParser()
 ap.add_argument('bins', nargs='+')
 ap.add_argument('--rounds', type=int, default=3)

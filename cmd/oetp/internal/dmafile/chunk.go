@@ -1,7 +1,6 @@
 package dmafile
 
 import (
-	"os"
 	"sync"
 
 	"github.com/openenoc/oetp/memory"
@@ -22,9 +21,8 @@ const chunkSize = 128 << 10
 // it reads the next chunk from its address. A short file fails the read
 // that reaches past its end, as a fragment-sized pread would.
 type readSpace struct {
-	f    *os.File
-	base int64
-	size int64 // bytes from base the block reads
+	fileSpace       // the file, base, and the reads the chunk does not serve
+	size      int64 // bytes from base the block reads
 
 	mu  sync.Mutex
 	buf []byte // allocated at the first read
@@ -41,7 +39,7 @@ func (s *readSpace) ReadAt(p []byte, addr uint32) memory.Resp {
 		return memory.OKAY
 	}
 	if a < s.off || len(p) > chunkSize/2 {
-		return fileSpace{f: s.f, base: s.base}.ReadAt(p, addr)
+		return s.fileSpace.ReadAt(p, addr)
 	}
 	if s.buf == nil {
 		s.buf = make([]byte, chunkSize)
@@ -58,12 +56,6 @@ func (s *readSpace) ReadAt(p []byte, addr uint32) memory.Resp {
 
 func (s *readSpace) WriteAt(p []byte, addr uint32) memory.Resp { return memory.SLVERR }
 
-func (s *readSpace) ReadWord(addr uint32) (uint32, bool) {
-	return fileSpace{f: s.f, base: s.base}.ReadWord(addr)
-}
-
-func (s *readSpace) WriteWord(addr, data, mask uint32) bool { return false } // DMA only
-
 // writeSpace is a regular --out's temporary file as a memory.Space,
 // written a chunk at a time: fragments that follow one another are
 // gathered and written with one pwrite when the chunk is full, when the
@@ -74,9 +66,8 @@ func (s *readSpace) WriteWord(addr, data, mask uint32) bool { return false } // 
 // device"). The file is only renamed over --out when the whole block
 // arrived and every chunk was written, so no failed byte is ever claimed.
 type writeSpace struct {
-	f      *os.File
-	failed *firstError
-	end    int64 // the block's length; 0: unknown
+	fileSpace       // the file and where its first error goes; writes the chunk out
+	end       int64 // the block's length; 0: unknown
 
 	mu  sync.Mutex
 	buf []byte // allocated at the first write
@@ -96,7 +87,7 @@ func (s *writeSpace) WriteAt(p []byte, addr uint32) memory.Resp {
 		return memory.SLVERR
 	}
 	if len(p) > chunkSize/2 {
-		if r := (fileSpace{f: s.f, failed: s.failed}).WriteAt(p, addr); r != memory.OKAY {
+		if r := s.fileSpace.WriteAt(p, addr); r != memory.OKAY {
 			s.bad = true
 			return r
 		}
@@ -127,7 +118,7 @@ func (s *writeSpace) flushLocked() bool {
 	if s.n == 0 {
 		return true
 	}
-	r := fileSpace{f: s.f, failed: s.failed}.WriteAt(s.buf[:s.n], uint32(s.off))
+	r := s.fileSpace.WriteAt(s.buf[:s.n], uint32(s.off))
 	s.n = 0
 	if r != memory.OKAY {
 		s.bad = true
@@ -138,4 +129,3 @@ func (s *writeSpace) flushLocked() bool {
 
 func (s *writeSpace) ReadAt(p []byte, addr uint32) memory.Resp { return memory.SLVERR }
 func (s *writeSpace) ReadWord(addr uint32) (uint32, bool)      { return 0, false }
-func (s *writeSpace) WriteWord(addr, data, mask uint32) bool   { return false }

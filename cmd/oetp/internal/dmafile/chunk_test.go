@@ -36,7 +36,7 @@ func TestReadSpace(t *testing.T) {
 	}
 	defer f.Close()
 	size := int64(len(data) - base)
-	s := &readSpace{f: f, base: base, size: size}
+	s := &readSpace{fileSpace: fileSpace{f: f, base: base}, size: size}
 	got := make([]byte, size)
 	const frag = 8136
 	read := func(a int) {
@@ -64,7 +64,7 @@ func TestReadSpace(t *testing.T) {
 	if err := os.Truncate(p, int64(len(data)-100)); err != nil {
 		t.Fatal(err)
 	}
-	s = &readSpace{f: f, base: base, size: size}
+	s = &readSpace{fileSpace: fileSpace{f: f, base: base}, size: size}
 	if r := s.ReadAt(got[:frag], uint32(size-frag)); r != memory.SLVERR {
 		t.Fatalf("ReadAt past the shrunk file's end = %v, want SLVERR", r)
 	}
@@ -138,7 +138,7 @@ func TestWriteSpaceFails(t *testing.T) {
 	}
 	defer full.Close()
 	var failed firstError
-	s := &writeSpace{f: full, failed: &failed, end: 3 * 8192}
+	s := &writeSpace{fileSpace: fileSpace{f: full, failed: &failed}, end: 3 * 8192}
 	frag := pattern(8192)
 	if r := s.WriteAt(frag, 0); r != memory.OKAY {
 		t.Fatalf("the first fragment = %v, want OKAY (gathered)", r)

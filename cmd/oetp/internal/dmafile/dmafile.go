@@ -231,7 +231,7 @@ func Write(ctx context.Context, ep *endpoint.Endpoint, addr uint32, in *Input) (
 			if n > math.MaxUint32 {
 				n = 1 << 31 // exactly 4 GiB from address 0
 			}
-			src := &readSpace{f: in.File, base: in.Base + off, size: n}
+			src := &readSpace{fileSpace: fileSpace{f: in.File, base: in.Base + off}, size: n}
 			t, err := ep.DMAWriteFrom(WithOffset(ctx, uint64(off)), 0, addr+uint32(off), src, 0, uint32(n))
 			add(&total, t)
 			if err != nil {
@@ -339,7 +339,7 @@ func OpenOutput(stdout io.Writer, out string) (*Output, error) {
 		return nil, cli.Usagef("--out %s: %v", out, cli.OSError(err))
 	}
 	o := &Output{path: out, tmp: tmp, close: func() error { return nil }}
-	o.ws = &writeSpace{f: tmp, failed: &o.failed}
+	o.ws = &writeSpace{fileSpace: fileSpace{f: tmp, failed: &o.failed}}
 	return o, nil
 }
 
