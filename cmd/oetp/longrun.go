@@ -110,7 +110,13 @@ limit of the medium underneath, measured in the same run:
          (package node, default link flags) moving blocks against the
          same 'oetp serve' in steady state ("engine→serve" rows, CPU
          per fragment of both processes), each taking turns with the
-         windowed raw exchange (32 in flight) on the same veth pair; and
+         windowed raw exchange (32 in flight) on the same veth pair, and
+         the engine→serve rows also with the windowed floor ("floor
+         window" rows, for information: that exchange with the data work
+         any implementation must do, each payload copied from a block of
+         the row's size and CRC32C'd on the sending side, checked and
+         copied into such a block on the receiving side, with its own
+         ratio to the windowed raw exchange beside the row's goal); and
          RMEM reads from 32 goroutines of such an endpoint against the
          same serve, as a Go program runs them and with GOMAXPROCS 1, each
          after a round of the raw pipelined exchange on that pair (goal
@@ -134,7 +140,8 @@ Every measurement also stops after --max-ops operations.`,
 			}
 			if windowEcho != "" {
 				// The reliable scenario's windowed echo process (hidden).
-				return bench.WindowEcho(windowEcho, cmd.InOrStdin(), cmd.OutOrStdout())
+				// With --raw-echo-floor: the windowed floor's echo.
+				return bench.WindowEcho(windowEcho, floorEcho, cmd.InOrStdin(), cmd.OutOrStdout())
 			}
 			if rawEcho != "" {
 				// The proc scenario's raw echo process (hidden).
@@ -225,7 +232,7 @@ Every measurement also stops after --max-ops operations.`,
 	f.StringVar(&windowEcho, bench.WindowEchoFlag, "", "run the windowed raw exchange's echo on interface `IF` (the reliable scenario's own use)")
 	_ = f.MarkHidden(bench.WindowEchoFlag)
 	// With it, the echo is the floor rows' (a region of the size given).
-	f.StringVar(&floorEcho, bench.FloorFlag, "", "with --"+bench.RawEchoFlag+", the floor rows' echo with a region `SPEC` (the proc scenario's own use)")
+	f.StringVar(&floorEcho, bench.FloorFlag, "", "with --"+bench.RawEchoFlag+" or --"+bench.WindowEchoFlag+", the floor rows' echo with a region `SPEC` (the bench's own use)")
 	_ = f.MarkHidden(bench.FloorFlag)
 	// Diagnosis: every way of the floor rows' copies (Options.FloorWays).
 	f.BoolVar(&floorWays, "floor-ways", false, "add a proc floor row on one CPU for every other way of its copies")

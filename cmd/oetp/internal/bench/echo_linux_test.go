@@ -4,7 +4,10 @@ package bench
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +141,7 @@ func TestRawEchoStdinEnd(t *testing.T) {
 // stop frame.
 func TestWindowEcho(t *testing.T) {
 	near, far, s := echoPair(t)
-	_, _, done := startEchoProc(t, far, func(stdin io.Reader, out io.Writer) error { return WindowEcho(far.IfName(), stdin, out) })
+	_, _, done := startEchoProc(t, far, func(stdin io.Reader, out io.Writer) error { return WindowEcho(far.IfName(), "", stdin, out) })
 	wreq, wrsp := windowFrames(opDMAWrite, near.MAC(), far.MAC())
 	rreq, rrsp := windowFrames(opDMARead, near.MAC(), far.MAC())
 	if len(wreq) != 8192 || len(wrsp) != 20 || len(rreq) != 28 || len(rrsp) != 8192 {
@@ -187,5 +190,138 @@ func TestWindowEcho(t *testing.T) {
 	stopEcho(t, s, near, far, done, "WindowEcho")
 	if m, err := s.read(make([]byte, 9216)); err == nil {
 		t.Errorf("a frame after the last reply (the RMEM write answered?): %d bytes", m)
+	}
+}
+
+// TestWindowFloorEcho runs the windowed floor's echo with a region of four
+// fragments: it copies each write request's payload into the region at the
+// request's address once its CRC32C holds, answers a read request with the
+// region's bytes at its address and their frame's CRC32C, answers neither
+// a write whose CRC32C fails nor a request outside the region, and then
+// returns an error at the stop frame that says so.
+func TestWindowFloorEcho(t *testing.T) {
+	near, far, s := echoPair(t)
+	size := 4 * windowFloorFrag
+	_, _, done := startEchoProc(t, far, func(stdin io.Reader, out io.Writer) error {
+		return WindowEcho(far.IfName(), strconv.Itoa(size), stdin, out)
+	})
+	wreq, wrsp := windowFrames(opDMAWrite, near.MAC(), far.MAC())
+	rreq, _ := windowFrames(opDMARead, near.MAC(), far.MAC())
+	at := func(f []byte, off int) []byte {
+		f = slices.Clone(f)
+		binary.LittleEndian.PutUint32(f[floorAddrOff:], remoteBase+uint32(off))
+		binary.LittleEndian.PutUint32(f[floorLenOff:], uint32(windowFloorFrag))
+		return f
+	}
+	payload := make([]byte, windowFloorFrag)
+	for i := range payload {
+		payload[i] = byte(i*13 + 5)
+	}
+	w := at(wreq, windowFloorFrag)
+	copy(w[floorWriteHdr:], payload)
+	sealFloor(w)
+	bad := at(wreq, 2*windowFloorFrag)
+	copy(bad[floorWriteHdr:], payload)
+	sealFloor(bad)
+	bad[floorWriteHdr+100] ^= 1 // after sealing: the CRC32C fails
+	outside := at(rreq, size)   // one fragment past the region
+	buf := make([]byte, 9216)
+	exchange := func(req []byte) []byte {
+		t.Helper()
+		if err := s.write(req); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.read(buf)
+		if err != nil {
+			t.Fatalf("no reply to the request at %#x: %v", binary.LittleEndian.Uint32(req[floorAddrOff:]), err)
+		}
+		return buf[:n]
+	}
+	if got := exchange(w); !bytes.Equal(got, wrsp) {
+		t.Fatalf("write reply % x; want % x", got, wrsp)
+	}
+	for _, c := range []struct {
+		off  int
+		want func(i int) byte
+	}{
+		{windowFloorFrag, func(i int) byte { return payload[i] }},
+		{2 * windowFloorFrag, func(i int) byte { return floorFill(2*windowFloorFrag + i) }}, // the failed write left it
+		{0, floorFill},
+	} {
+		r := exchange(at(rreq, c.off))
+		if m := near.MAC(); len(r) != windowFrameLen || !floorSealed(r) || !bytes.Equal(r[0:6], m[:]) {
+			t.Fatalf("read reply at %d: %d bytes, CRC32C held %v, to % x", c.off, len(r), floorSealed(r), r[0:6])
+		}
+		for i := range windowFloorFrag {
+			if r[floorReadHdr+i] != c.want(i) {
+				t.Fatalf("read reply at %d: byte %d is %#x, want %#x", c.off, i, r[floorReadHdr+i], c.want(i))
+			}
+		}
+	}
+	for _, req := range [][]byte{bad, outside} {
+		if err := s.write(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.write(stopFrame(far.MAC(), near.MAC())); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "2 requests failed their CRC32C or did not fit") {
+			t.Fatalf("WindowEcho at the stop frame: %v; want the two refused requests reported", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WindowEcho did not return at the stop frame")
+	}
+	if n, err := s.read(buf); err == nil {
+		t.Errorf("a reply to a refused request: %d bytes", n)
+	}
+}
+
+// TestPipeFloor checks the near side's work in the windowed floor without
+// a network: each request asks for the block's next fragment, a write
+// carries it with its CRC32C, the offsets wrap before a fragment that
+// would not fit, a read reply with a failing CRC32C is refused, and one
+// that holds has its payload copied to the block's next fragment.
+func TestPipeFloor(t *testing.T) {
+	block := make([]byte, 3*windowFloorFrag+100) // the last 100 bytes are never used
+	for i := range block {
+		block[i] = byte(i * 7)
+	}
+	wreq, _ := windowFrames(opDMAWrite, wire.MAC{2}, wire.MAC{4})
+	out := newSendBatch(wreq, 4)
+	f := newPipeFloor(&rawPipe{req: wreq, external: true, floor: block}, out)
+	f.fill(0, 4)
+	for i, fr := range f.frames {
+		off := i % 3 * windowFloorFrag
+		if a := binary.LittleEndian.Uint32(fr[floorAddrOff:]); a != remoteBase+uint32(off) {
+			t.Errorf("request %d asks for %#x; want %#x", i, a, remoteBase+uint32(off))
+		}
+		if !bytes.Equal(fr[floorWriteHdr:floorWriteHdr+windowFloorFrag], block[off:off+windowFloorFrag]) || !floorSealed(fr) {
+			t.Errorf("request %d: payload or CRC32C wrong", i)
+		}
+		if out.iov[i].Base != &fr[0] {
+			t.Errorf("message %d does not send its own frame", i)
+		}
+	}
+	rreq, rrsp := windowFrames(opDMARead, wire.MAC{2}, wire.MAC{4})
+	dst := make([]byte, 2*windowFloorFrag)
+	f = newPipeFloor(&rawPipe{req: rreq, external: true, floor: dst}, newSendBatch(rreq, 2))
+	r := slices.Clone(rrsp)
+	for i := range windowFloorFrag {
+		r[floorReadHdr+i] = byte(i + 1)
+	}
+	if f.take(r) {
+		t.Fatal("a reply without its CRC32C was taken")
+	}
+	sealFloor(r)
+	if !f.take(r) || !f.take(r) {
+		t.Fatal("a sealed reply was refused")
+	}
+	for i, b := range dst {
+		if b != byte(i%windowFloorFrag+1) {
+			t.Fatalf("block byte %d is %#x; want %#x", i, b, byte(i%windowFloorFrag+1))
+		}
 	}
 }

@@ -3,7 +3,10 @@
 package bench
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/openenoc/oetp/wire"
@@ -34,6 +37,12 @@ type rawPipe struct {
 	// external: the far side is an echo process (WindowEcho) that the
 	// caller starts and stops; far and stop are unused.
 	external bool
+	// floor, with external, makes the exchange the windowed floor's (see
+	// WindowEcho) with this block: each request gets a frame of its own,
+	// writes carry their payload from the block and a CRC32C, and each
+	// read's reply has its CRC32C checked and its payload copied into the
+	// block.
+	floor []byte
 	// cpu is the CPU time of the near thread, over all rounds.
 	cpu time.Duration
 }
@@ -70,9 +79,16 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 			return
 		}
 		cpu0 := threadCPU()
-		in, _ := newRecvBatch()
+		in, rbufs := newRecvBatch()
 		out := newSendBatch(p.req, depth)
+		fl := newPipeFloor(p, out)
+		if fl != nil {
+			in = newMmsgBatch(rbufs[:floorRecvBatch])
+		}
 		send := func(k int) error {
+			if fl != nil {
+				fl.fill(depth-k, depth)
+			}
 			for i := depth - k; i < depth; {
 				m, err := out.sendmmsg(p.near.fd, i)
 				if err != nil {
@@ -103,6 +119,10 @@ func (p *rawPipe) round(d time.Duration) (int64, time.Duration, error) {
 			k := 0
 			for i := range n {
 				if int(in.msgs[i].Len) == len(p.rsp) {
+					if fl != nil && !fl.take(rbufs[i][:len(p.rsp)]) {
+						res <- result{err: errors.New("a windowed floor reply failed its CRC32C")}
+						return
+					}
 					k++
 				}
 			}
@@ -187,4 +207,67 @@ func (p *rawPipe) echo(ready, echoDone chan<- error) {
 			i += m
 		}
 	}
+}
+
+// pipeFloor is the near side's work in the windowed floor: the block, the
+// frames of the requests (one per message of the send batch) and where in
+// the block the next request and the next reply's payload go.
+type pipeFloor struct {
+	block     []byte
+	frames    [][]byte
+	write     bool // the requests carry the payload (DMA writes)
+	next, got int
+}
+
+// newPipeFloor gives each message of out a request frame of its own and
+// returns the floor's state, or nil when p is not a floor exchange.
+func newPipeFloor(p *rawPipe, out *mmsgBatch) *pipeFloor {
+	if p.floor == nil || !p.external {
+		return nil
+	}
+	f := &pipeFloor{block: p.floor, frames: make([][]byte, len(out.msgs)), write: len(p.req) == windowFrameLen}
+	for i := range f.frames {
+		f.frames[i] = slices.Clone(p.req)
+		binary.LittleEndian.PutUint32(f.frames[i][floorLenOff:], uint32(windowFloorFrag))
+		out.iov[i].Base = &f.frames[i][0]
+	}
+	return f
+}
+
+// advance returns the offset of the next fragment at *at in the block and
+// moves *at on, back to the start when the next would not fit.
+func (f *pipeFloor) advance(at *int) int {
+	off := *at
+	*at += windowFloorFrag
+	if *at+windowFloorFrag > len(f.block) {
+		*at = 0
+	}
+	return off
+}
+
+// fill readies the requests of messages i..j-1 for sending: each asks for
+// the block's next fragment, and a write carries it and its CRC32C.
+func (f *pipeFloor) fill(i, j int) {
+	for _, fr := range f.frames[i:j] {
+		off := f.advance(&f.next)
+		binary.LittleEndian.PutUint32(fr[floorAddrOff:], remoteBase+uint32(off))
+		if f.write {
+			copy(fr[floorWriteHdr:], f.block[off:off+windowFloorFrag])
+			sealFloor(fr)
+		}
+	}
+}
+
+// take checks a reply's CRC32C and copies a read's payload into the
+// block's next fragment; false if the check fails.
+func (f *pipeFloor) take(r []byte) bool {
+	if f.write {
+		return true // a 20-byte DMA_WRITE_RSP: nothing to check or copy
+	}
+	if !floorSealed(r) {
+		return false
+	}
+	off := f.advance(&f.got)
+	copy(f.block[off:off+windowFloorFrag], r[floorReadHdr:])
+	return true
 }

@@ -31,6 +31,6 @@ func FloorEcho(ifname, spec string, stdin io.Reader, ready io.Writer) error {
 const WindowEchoFlag = "raw-window-echo"
 
 // WindowEcho needs AF_PACKET (Linux).
-func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
+func WindowEcho(ifname, floor string, stdin io.Reader, ready io.Writer) error {
 	return errors.New("the windowed echo needs Linux (AF_PACKET)")
 }

@@ -66,9 +66,19 @@ func TestRunReliable(t *testing.T) {
 			}
 			continue
 		}
+		if strings.HasPrefix(r.Name, windowFloorRowPrefix) {
+			// The windowed floor taken in turns with an engine→serve row
+			// and the windowed raw exchange.
+			if r.MBps <= 0 || r.Ops <= 0 || r.FrameCount != 2*r.Ops || !r.Baseline || !r.Info || r.Block != 64<<10 ||
+				!strings.Contains(r.Note, "× the windowed raw exchange measured in turns with it and with engine→serve dma-") || !strings.Contains(r.Note, "CRC32C checked") {
+				t.Errorf("%s: %+v", r.Name, r)
+			}
+			continue
+		}
 		if strings.HasPrefix(r.Name, "engine→serve dma-") {
 			// An endpoint of the bench process against oetp serve.
 			if r.MBps <= 0 || r.Ops <= 0 || r.Block != 64<<10 || r.Failed != 0 || !strings.Contains(r.Note, "× the windowed raw exchange measured in turns with it on the same veth pair") ||
+				!strings.Contains(r.Note, "× the windowed floor measured in turns with it") ||
 				!strings.Contains(r.Note, "CPU per fragment, both processes") || !strings.Contains(r.Note, "fragments resent") {
 				t.Errorf("%s: %+v", r.Name, r)
 			}
@@ -113,6 +123,7 @@ func TestRunReliable(t *testing.T) {
 	}
 	for _, want := range []string{"raw window 8192↔20 ×32 in flight", "raw window 28↔8192 ×32 in flight", "rmem-read reliable", "rmem-read v1", "dma-write reliable", "dma-write v1", "dma-read reliable", "dma-read v1", "tcp bulk 64KiB", "raw stream near→far ×64", "raw stream far→near ×64", "fan-in 1 sender", "fan-in 3 senders", "oetp dma write reliable", "oetp dma write via hub reliable",
 		"process dma-write reliable", "process dma-read reliable", "engine→serve dma-write reliable", "engine→serve dma-read reliable",
+		"floor window 8192↔20 ×32 in flight", "floor window 28↔8192 ×32 in flight",
 		"engine→serve rmem-read reliable 32 callers", "engine→serve rmem-read reliable 32 callers, GOMAXPROCS 1"} {
 		if !names[want] {
 			t.Errorf("no %q row in %v", want, names)

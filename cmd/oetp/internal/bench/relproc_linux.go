@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -160,9 +161,27 @@ func (w *windowTurns) roundRMEM(d time.Duration, t *turns) error {
 // round runs the windowed raw exchange in op's direction for about d, its
 // echo a process of its own, and adds the exchanges to t.
 func (w *windowTurns) round(op string, d time.Duration, t *turns) error {
+	return w.exchange(op, nil, d, t)
+}
+
+// floorRound runs the windowed floor (WindowEcho) in op's direction with
+// block as the near side's block and a region of its size in the echo,
+// for about d, and adds the exchanges to t.
+func (w *windowTurns) floorRound(op string, block []byte, d time.Duration, t *turns) error {
+	return w.exchange(op, block, d, t)
+}
+
+// exchange is round, or floorRound with block set.
+func (w *windowTurns) exchange(op string, block []byte, d time.Duration, t *turns) error {
 	req, rsp := windowFrames(op, w.ha.MAC(), w.hb.MAC())
-	pipe := &rawPipe{near: w.near, req: req, rsp: rsp, depth: windowDepth, external: true}
-	echo, err := startEchoCmd(w.bin, w.hb, -1, "--"+WindowEchoFlag, w.hb.IfName())
+	pipe := &rawPipe{near: w.near, req: req, rsp: rsp, depth: windowDepth, external: true, floor: block}
+	args := []string{"--" + WindowEchoFlag, w.hb.IfName()}
+	what := "the windowed raw exchange"
+	if block != nil {
+		args = append(args, "--"+FloorFlag, strconv.Itoa(len(block)))
+		what = "the windowed floor"
+	}
+	echo, err := startEchoCmd(w.bin, w.hb, -1, args...)
 	if err != nil {
 		return err
 	}
@@ -178,7 +197,7 @@ func (w *windowTurns) round(op string, d time.Duration, t *turns) error {
 		err = serr
 	}
 	if err != nil {
-		return fmt.Errorf("bench: the windowed raw exchange beside a row: %w", err)
+		return fmt.Errorf("bench: %s beside a row: %w", what, err)
 	}
 	t.n, t.el = t.n+n, t.el+el
 	return nil
@@ -221,6 +240,48 @@ func beside(rate float64, t turns, b int64) (x float64, text string) {
 		goal = fmt.Sprintf(", goal ≥ %.1f: %s", windowGoal(b), verdict)
 	}
 	return x, fmt.Sprintf("%.3f× the windowed raw exchange measured in turns with it on the same veth pair (%.1f MB/s%s)", x, w, goal)
+}
+
+// besideFloor is the text of a rate's ratio to the windowed floor taken in
+// turns with it (ft), and of the floor's own ratio to the windowed raw
+// exchange (t); "" without a round of both.
+func besideFloor(rate float64, t, ft turns) string {
+	f, w := ft.mbps(), t.mbps()
+	if f <= 0 || w <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.3f× the windowed floor measured in turns with it (%.1f MB/s, itself %.3f× the windowed raw exchange)", rate/f, f, f/w)
+}
+
+// windowFloorRowPrefix starts the names of the windowed floor's rows.
+const windowFloorRowPrefix = "floor window"
+
+// floorRow is the row of the windowed floor taken in turns with an
+// engine→serve DMA row of op and block b (ft), with its ratio to the
+// windowed raw exchange taken in the same turns (t) and, from 1 MiB up,
+// what that says of the row's goal; false without rounds.
+func floorRow(o *Options, op string, b int64, t, ft turns) (Result, bool) {
+	f, w := ft.mbps(), t.mbps()
+	if f <= 0 || w <= 0 {
+		return Result{}, false
+	}
+	req, rsp := windowFrames(op, wire.MAC{}, wire.MAC{})
+	label := frameLabel(len(req), len(rsp))
+	r := Result{Scenario: ScenarioReliable, Name: fmt.Sprintf("%s %s ×%d in flight", windowFloorRowPrefix, label, windowDepth), Block: b,
+		Frames: label, Baseline: true, Info: true, Ops: ft.n, FrameCount: 2 * ft.n, Elapsed: ft.el, MBps: f, AllocsPerFrame: -1,
+		NsPerOp: float64(ft.el.Nanoseconds()) / float64(max(ft.n, 1)), OpsPerSec: float64(ft.n) / ft.el.Seconds()}
+	text := fmt.Sprintf("%.3f× the windowed raw exchange measured in turns with it and with engine→serve %s reliable %s", f/w, op, sizeOrDash(b))
+	if b >= 1<<20 {
+		verdict := "within the floor in this run"
+		if f/w < windowGoal(b) {
+			verdict = "above the floor in this run"
+		}
+		text += fmt.Sprintf(" (goal ≥ %.1f: %s)", windowGoal(b), verdict)
+	}
+	r.Note = fmt.Sprintf("the windowed raw exchange with the data work any implementation of the reliable transport must do: each %d-byte payload copied from a block of %s into its frame and the frame's CRC32C computed on the sending side, the CRC32C checked and the payload copied into a block of %s on the receiving side (the echo a process of its own); %s",
+		windowFloorFrag, sizeOrDash(b), sizeOrDash(b), text)
+	o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s %s: %.1f MB/s, %s", ScenarioReliable, r.Name, sizeOrDash(b), f, text))
+	return r, true
 }
 
 func runReliableProc(o *Options, win map[string]float64) ([]Result, error) {
@@ -345,17 +406,23 @@ func runReliableLib(o *Options, bed *procBed, srv *readyCmd, wt *windowTurns) ([
 			return res, fmt.Errorf("bench: the library's endpoint against oetp serve: no reliable session (%v)", nd.Handshakes)
 		}
 		for _, b := range o.Blocks {
-			r, t, err := libBlocks(o, nd, wt, op, int(b), bed.data, srv.cmd.Process.Pid)
+			r, t, ft, err := libBlocks(o, nd, wt, op, int(b), bed.data, srv.cmd.Process.Pid)
 			if err != nil {
 				nd.Close()
 				return res, err
 			}
 			if _, text := beside(r.MBps, t, b); text != "" {
+				if ftext := besideFloor(r.MBps, t, ft); ftext != "" {
+					text += "; " + ftext
+				}
 				r.Note += "; " + text
 				o.report.Notes = append(o.report.Notes, fmt.Sprintf("%s: %s %s (an endpoint of the bench process against oetp serve, steady state): %.1f MB/s, %s",
 					ScenarioReliable, r.Name, sizeOrDash(b), r.MBps, text))
 			}
 			res = append(res, r)
+			if fr, ok := floorRow(o, op, b, t, ft); ok {
+				res = append(res, fr)
+			}
 		}
 		nd.Close()
 	}
@@ -504,8 +571,18 @@ func libRMEMRow(o *Options, bed *procBed, servePID int, c rmemConfig) (Result, e
 // after a warm-up, in o.Rounds rounds taking turns with rounds of the
 // windowed raw exchange (wt), checks the last block read against data, and
 // returns the row and what the raw rounds moved.
-func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, data []byte, servePID int) (Result, turns, error) {
+func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, data []byte, servePID int) (Result, turns, turns, error) {
 	buf := make([]byte, n)
+	// The windowed floor's near block: the block the row writes, or one of
+	// the size the row reads into, its pages faulted in as the row's are.
+	fblock := data[:n]
+	if op == opDMARead {
+		fblock = make([]byte, n)
+		for i := range fblock {
+			fblock[i] = byte(i)
+		}
+	}
+	var ft turns
 	f := func() error { _, err := nd.Endpoint.DMAWrite(ctxBackground, 0, 0, data[:n]); return err }
 	if op == opDMARead {
 		f = func() error { _, err := nd.Endpoint.DMARead(ctxBackground, 0, 0, buf); return err }
@@ -514,7 +591,7 @@ func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, dat
 	frames, nbytes := opCounts(op, n)
 	var t turns
 	if err := newMeter(false).run(warmTime, warmOps, 0, 0, f); err != nil {
-		return Result{}, t, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
+		return Result{}, t, ft, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
 	}
 	rounds := max(o.Rounds, 1)
 	d, maxOps := o.Duration/time.Duration(rounds), max(o.MaxOps/int64(rounds), 1) // as runSteps shares them
@@ -522,17 +599,20 @@ func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, dat
 	var sent, resent, expiries, spurious, fast, naks uint64 // over the timed rounds
 	for range rounds {
 		if err := wt.round(op, d, &t); err != nil {
-			return Result{}, t, err
+			return Result{}, t, ft, err
+		}
+		if err := wt.floorRound(op, fblock, d, &ft); err != nil {
+			return Result{}, t, ft, err
 		}
 		// One block untimed first: both processes idled through the raw
 		// round, as the raw exchange's echo starts afresh for each.
 		if err := f(); err != nil {
-			return Result{}, t, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
+			return Result{}, t, ft, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
 		}
 		st0, _ := nd.Transport()
 		c0, s0 := processCPU(), taskCPU(servePID)
 		if err := m.run(d, maxOps, frames, nbytes, f); err != nil {
-			return Result{}, t, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
+			return Result{}, t, ft, fmt.Errorf("bench: engine→serve %s reliable %d bytes: %w", op, n, err)
 		}
 		cpu += processCPU() - c0 + taskCPU(servePID) - s0
 		st1, _ := nd.Transport()
@@ -544,7 +624,7 @@ func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, dat
 		naks += st1.NAKsReceived - st0.NAKsReceived
 	}
 	if op == opDMARead && !bytes.Equal(buf, data[:n]) {
-		return Result{}, t, fmt.Errorf("bench: engine→serve dma-read reliable: the %d bytes read differ from the block written", n)
+		return Result{}, t, ft, fmt.Errorf("bench: engine→serve dma-read reliable: the %d bytes read differ from the block written", n)
 	}
 	r := engineResult(ScenarioReliable, op, n)
 	r.Name = "engine→serve " + op + " reliable"
@@ -555,7 +635,7 @@ func libBlocks(o *Options, nd *node.Node, wt *windowTurns, op string, n int, dat
 	}
 	r.Note += fmt.Sprintf("; %d fragments resent (%d timer expiries, %d found spurious, %d fast, %d NAKs)",
 		resent, expiries, spurious, fast, naks)
-	return r, t, nil
+	return r, t, ft, nil
 }
 
 // taskCPU returns the CPU time of every thread of process pid

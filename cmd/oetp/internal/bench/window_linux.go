@@ -3,14 +3,17 @@
 package bench
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/openenoc/oetp/node"
 	"github.com/openenoc/oetp/wire"
+	"github.com/openenoc/oetp/wire/reliable"
 )
 
 // The windowed raw exchange: the medium's limit for the reliable
@@ -58,14 +61,89 @@ func windowFrames(op string, near, far wire.MAC) (req, rsp []byte) {
 	return retype(req), retype(rsp)
 }
 
+// The windowed floor: the windowed raw exchange doing the work with the
+// data that any implementation of the reliable transport must do on each
+// side, and nothing of the protocol. The sending side copies each
+// fragment's payload (windowFloorFrag bytes, a reliable fragment) from a
+// block of the row's size into its frame and puts the CRC32C of the frame
+// (the transport's integrity check, wire/reliable.CRC) in its last four
+// octets; the receiving side checks that CRC32C and copies the payload
+// into a block of that size: for writes the near side sends from the
+// block and the echo copies into its region at the request's address, for
+// reads the echo sends from its region at the request's address and the
+// near side copies into its block. The engine→serve DMA rows print their
+// ratio to it beside their ratio to the windowed raw exchange, and the
+// floor's own ratio to that exchange says how much of the medium's limit
+// the data work leaves on these CPUs. The sending side copies where it
+// could gather from the block instead: for the ping-pong floor the two
+// measured the same (floorCopies).
+
+// floorRecvBatch is the most frames each side of the windowed floor
+// receives at once: half the window, as the engine's receive loop reads
+// (endpoint's rxBatch), so that the answers to the first half leave
+// while the second half is handled. With the window's 32 in one batch the
+// two sides take turns with their copies.
+const floorRecvBatch = windowDepth / 2
+
+// windowFloorFrag is the payload a windowed floor frame carries: a
+// reliable DMA fragment.
+var windowFloorFrag = int(node.FragmentCeiling(wire.MaxFrameLen))
+
+// sealFloor puts the CRC32C of f[:len(f)-4] in f's last four octets.
+func sealFloor(f []byte) {
+	binary.LittleEndian.PutUint32(f[len(f)-4:], reliable.CRC(f[:len(f)-4]))
+}
+
+// floorSealed reports whether f's last four octets hold the CRC32C of the
+// rest (sealFloor).
+func floorSealed(f []byte) bool {
+	return len(f) > 4 && binary.LittleEndian.Uint32(f[len(f)-4:]) == reliable.CRC(f[:len(f)-4])
+}
+
+// windowFloorSpan returns where in a region of size bytes the request
+// frame f asks for windowFloorFrag bytes (its Addr from remoteBase), and
+// false when they do not fit.
+func windowFloorSpan(f []byte, size int) (int, bool) {
+	if len(f) < floorLenOff+4 {
+		return 0, false
+	}
+	a := binary.LittleEndian.Uint32(f[floorAddrOff:])
+	if a < remoteBase || uint64(a-remoteBase)+uint64(windowFloorFrag) > uint64(size) {
+		return 0, false
+	}
+	return int(a - remoteBase), true
+}
+
 // WindowEcho runs the far side of the windowed raw exchange on interface
 // ifname of this process's network namespace: it reads requests in
 // recvmmsg batches and answers each batch with one sendmmsg, a reply per
-// request chosen by its Cmd octet and addressed to its source. It writes
-// "ready" to ready once its socket is bound, and returns at the stop frame,
+// request chosen by its Cmd octet and addressed to its source. With floor
+// (a floor echo's SIZE, see FloorFlag; "" for none) it is the windowed
+// floor's echo: it keeps a region of SIZE bytes, checks each DMA write
+// request's CRC32C and copies its payload into the region at its address
+// before it answers, and answers each DMA read request with the region's
+// bytes at its address and their frame's CRC32C; a request that fails its
+// check or does not fit the region gets no reply, and makes the echo
+// return an error at the stop frame. It writes "ready" to ready once its
+// socket is bound (and its region filled), and returns at the stop frame,
 // or within the read timeout once stdin reaches its end (the parent is
 // gone).
-func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
+func WindowEcho(ifname, floor string, stdin io.Reader, ready io.Writer) error {
+	var region []byte
+	if floor != "" {
+		f, err := parseFloorSpec(floor)
+		if err != nil {
+			return err
+		}
+		if f.gather {
+			return fmt.Errorf("windowed floor echo %q: gather is the ping-pong floor's; the windowed floor copies", floor)
+		}
+		var release func()
+		if region, release, err = floorRegion(f); err != nil {
+			return err
+		}
+		defer release()
+	}
 	s, far, err := openEchoSock("windowed echo", ifname)
 	if err != nil {
 		return err
@@ -76,6 +154,16 @@ func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
 		req, rsp := windowFrames(op, wire.MAC{}, far)
 		replies[req[15]] = rsp
 	}
+	// The floor's read replies, one per message of a batch: each carries
+	// its own payload until the batch is sent.
+	var reads [][]byte
+	if region != nil {
+		reads = make([][]byte, streamBatch)
+		for i := range reads {
+			reads[i] = slices.Clone(replies[byte(wire.DMAReadReq)])
+		}
+	}
+	var refused int
 	if err := lockThread(-1); err != nil {
 		return err
 	}
@@ -89,6 +177,9 @@ func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
 		close(gone)
 	}()
 	in, bufs := newRecvBatch()
+	if region != nil {
+		in = newMmsgBatch(bufs[:floorRecvBatch])
+	}
 	out := &mmsgBatch{msgs: make([]unix.Mmsghdr, streamBatch), iov: make([]unix.Iovec, streamBatch)}
 	for i := range out.msgs {
 		out.msgs[i].Hdr.Iov = &out.iov[i]
@@ -121,7 +212,23 @@ func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
 			if r == nil {
 				continue
 			}
+			if region != nil {
+				off, ok := windowFloorSpan(b, len(region))
+				switch {
+				case !ok || b[15] == byte(wire.DMAWriteReq) && (len(b) != windowFrameLen || !floorSealed(b)):
+					refused++
+					continue
+				case b[15] == byte(wire.DMAWriteReq):
+					copy(region[off:off+windowFloorFrag], b[floorWriteHdr:])
+				default:
+					r = reads[k]
+					copy(r[floorReadHdr:floorReadHdr+windowFloorFrag], region[off:])
+				}
+			}
 			copy(r[0:6], b[6:12])
+			if region != nil && len(r) == windowFrameLen {
+				sealFloor(r) // over the destination too
+			}
 			out.iov[k].Base = &r[0]
 			out.iov[k].SetLen(len(r))
 			k++
@@ -134,6 +241,9 @@ func WindowEcho(ifname string, stdin io.Reader, ready io.Writer) error {
 			i += m
 		}
 		if stop {
+			if refused > 0 {
+				return fmt.Errorf("windowed floor echo: %d requests failed their CRC32C or did not fit the %d-byte region", refused, len(region))
+			}
 			return nil
 		}
 	}
