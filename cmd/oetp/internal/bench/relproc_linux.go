@@ -253,9 +253,6 @@ func besideFloor(rate float64, t, ft turns) string {
 	return fmt.Sprintf("%.3f× the windowed floor measured in turns with it (%.1f MB/s, itself %.3f× the windowed raw exchange)", rate/f, f, f/w)
 }
 
-// windowFloorRowPrefix starts the names of the windowed floor's rows.
-const windowFloorRowPrefix = "floor window"
-
 // floorRow is the row of the windowed floor taken in turns with an
 // engine→serve DMA row of op and block b (ft), with its ratio to the
 // windowed raw exchange taken in the same turns (t) and, from 1 MiB up,

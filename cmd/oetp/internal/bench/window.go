@@ -32,3 +32,6 @@ var rawParallelName = fmt.Sprintf("parallel raw 24↔24 ×%d in flight", paralle
 // rmemGoal is the goal of RMEM reads from parallelCallers goroutines
 // through the reliable transport against the raw pipelined exchange.
 const rmemGoal = 0.8
+
+// windowFloorRowPrefix starts the names of the windowed floor's rows.
+const windowFloorRowPrefix = "floor window"
