@@ -75,8 +75,8 @@ func windowFrames(op string, near, far wire.MAC) (req, rsp []byte) {
 // ratio to it beside their ratio to the windowed raw exchange, and the
 // floor's own ratio to that exchange says how much of the medium's limit
 // the data work leaves on these CPUs. The sending side copies where it
-// could gather from the block instead: for the ping-pong floor the two
-// measured the same (floorCopies).
+// could gather from the block instead: the copy measured faster or the
+// same (docs/benchmarks.md), as for the ping-pong floor (floorCopies).
 
 // floorRecvBatch is the most frames each side of the windowed floor
 // receives at once: half the window, as the engine's receive loop reads
