@@ -73,7 +73,7 @@ func runReliable(o *Options) ([]Result, error) {
 	if err != nil || o.Binary == "" {
 		return out, err
 	}
-	procs, err := runReliableProc(o, windowRates(out))
+	procs, err := runReliableProc(o)
 	out = append(out, procs...)
 	if err != nil {
 		return out, err

@@ -35,28 +35,6 @@ var relReadMAC = stationMAC(0x0c, 0x02)
 // relRMEMMAC is the local MAC of the engine→serve RMEM rows' endpoint.
 var relRMEMMAC = stationMAC(0x0c, 0x03)
 
-// windowRates returns the windowed raw exchange's MB/s in each direction
-// among results: a row whose request is the longer frame is the write's.
-func windowRates(results []Result) map[string]float64 {
-	win := map[string]float64{}
-	for i := range results {
-		r := &results[i]
-		var req, rsp int
-		if !isWindowRow(r) {
-			continue
-		}
-		if _, err := fmt.Sscanf(r.Frames, "%d↔%d", &req, &rsp); err != nil {
-			continue
-		}
-		if req > rsp {
-			win[opDMAWrite] = r.MBps
-		} else {
-			win[opDMARead] = r.MBps
-		}
-	}
-	return win
-}
-
 // procBed is where a row of oetp processes runs: a fresh veth pair, a
 // temporary directory, and the largest block of the proc rows' pattern.
 type procBed struct {
@@ -281,7 +259,7 @@ func floorRow(o *Options, op string, b int64, t, ft turns) (Result, bool) {
 	return r, true
 }
 
-func runReliableProc(o *Options, win map[string]float64) ([]Result, error) {
+func runReliableProc(o *Options) ([]Result, error) {
 	bed, err := newProcBed(o, "oetp-bench-relproc-")
 	if err != nil {
 		return nil, err
