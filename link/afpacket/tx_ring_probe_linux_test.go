@@ -135,10 +135,13 @@ func newProbeBatch(n int, frame []byte) *probeBatch {
 func (p *probeBatch) send(fd, k int) error {
 	for i := 0; i < k; {
 		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&p.msgs[i])), uintptr(k-i), 0, 0, 0)
-		if e != 0 && e != unix.EINTR {
+		switch e {
+		case 0:
+			i += int(r)
+		case unix.EINTR: // nothing sent: try again
+		default:
 			return e
 		}
-		i += int(r)
 	}
 	return nil
 }
