@@ -10,9 +10,11 @@ import (
 
 // FuzzHandle feeds arbitrary requests to the hub's request handler (on a
 // device on an in-memory switch): every framed request gets exactly one
-// well-formed reply with its tag, and nothing panics.
+// well-formed reply with its tag, and nothing panics. The hub serves no
+// socket: nothing of it is left on disk when the fuzzing engine stops its
+// workers.
 func FuzzHandle(f *testing.F) {
-	th := newTestHub(f)
+	h := newHandlerHub(f)
 	seed := func(typ uint8, handle uint16, body ...byte) {
 		m := proto.AppendHeader(nil, typ, handle, 42)
 		f.Add(proto.Finish(append(m, body...), 0))
@@ -35,7 +37,7 @@ func FuzzHandle(f *testing.F) {
 				return
 			}
 		}
-		rep, err := hub.HandleMessage(th.h, msg)
+		rep, err := hub.HandleMessage(h, msg)
 		if err != nil {
 			return
 		}

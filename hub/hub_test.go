@@ -69,6 +69,22 @@ type testRegion struct {
 // newTestHubSpaces is newTestHubConfig with more regions on the board.
 func newTestHubSpaces(t testing.TB, edit func(*hub.Config), extra ...testRegion) *testHub {
 	t.Helper()
+	return buildTestHub(t, edit, true, extra...)
+}
+
+// newHandlerHub is newTestHub without its Unix socket: for callers of
+// HandleMessage only. A fuzz target uses it, because the fuzzing engine
+// ends its worker processes without their cleanups, which would leave the
+// socket's temporary directory behind.
+func newHandlerHub(t testing.TB) *hub.Hub {
+	t.Helper()
+	return buildTestHub(t, func(*hub.Config) {}, false).h
+}
+
+// buildTestHub makes the hub of newTestHubSpaces, listening on a Unix
+// socket in a temporary directory if listen.
+func buildTestHub(t testing.TB, edit func(*hub.Config), listen bool, extra ...testRegion) *testHub {
+	t.Helper()
 	sw, err := mem.NewSwitch(mem.Config{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +131,14 @@ func newTestHubSpaces(t testing.TB, edit func(*hub.Config), extra ...testRegion)
 		if err := dev.SetPeer(k, endpoint.Peer{MAC: mac, Mode: mode, WindowSize: 1 << 32}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if !listen {
+		h, err := hub.New(cfg, func(d hub.DeviceConfig, k hub.Kind, mac wire.MAC) (link.Link, error) { return sw.Attach(mac) }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		return &testHub{h: h, sw: sw, ram: regs, dev: dev}
 	}
 	h, path := serveHub(t, cfg, sw)
 	return &testHub{h: h, path: path, sw: sw, ram: regs, dev: dev}
