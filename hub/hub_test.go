@@ -133,10 +133,7 @@ func buildTestHub(t testing.TB, edit func(*hub.Config), listen bool, extra ...te
 		}
 	}
 	if !listen {
-		h, err := hub.New(cfg, func(d hub.DeviceConfig, k hub.Kind, mac wire.MAC) (link.Link, error) { return sw.Attach(mac) }, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := switchHub(t, cfg, sw)
 		t.Cleanup(func() { h.Close() })
 		return &testHub{h: h, sw: sw, ram: regs, dev: dev}
 	}
@@ -144,16 +141,24 @@ func buildTestHub(t testing.TB, edit func(*hub.Config), listen bool, extra ...te
 	return &testHub{h: h, path: path, sw: sw, ram: regs, dev: dev}
 }
 
-// serveHub starts a hub on cfg whose devices' links are ports of sw, served
-// on a Unix socket in a temporary directory; the test's cleanup closes it and
-// checks that Serve ended cleanly.
-func serveHub(t testing.TB, cfg hub.Config, sw *mem.Switch) (*hub.Hub, string) {
+// switchHub makes a hub on cfg whose devices' links are ports of sw; the
+// caller closes it.
+func switchHub(t testing.TB, cfg hub.Config, sw *mem.Switch) *hub.Hub {
 	t.Helper()
 	open := func(d hub.DeviceConfig, k hub.Kind, mac wire.MAC) (link.Link, error) { return sw.Attach(mac) }
 	h, err := hub.New(cfg, open, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+// serveHub starts a hub on cfg whose devices' links are ports of sw, served
+// on a Unix socket in a temporary directory; the test's cleanup closes it and
+// checks that Serve ended cleanly.
+func serveHub(t testing.TB, cfg hub.Config, sw *mem.Switch) (*hub.Hub, string) {
+	t.Helper()
+	h := switchHub(t, cfg, sw)
 	path := filepath.Join(t.TempDir(), "hub.sock")
 	l, err := hub.ListenUnix(path)
 	if err != nil {
