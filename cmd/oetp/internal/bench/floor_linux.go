@@ -4,6 +4,7 @@ package bench
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -489,19 +490,17 @@ func checkFloorCRC(op string, n int, out string, want uint32) error {
 // checkFloorOut checks that the floor read's output file holds the echo's
 // region as it started.
 func checkFloorOut(path string, n int) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if len(b) != n {
-		return fmt.Errorf("floor dma-read of %d bytes: the output holds %d bytes", n, len(b))
-	}
-	for i := range b {
-		if b[i] != floorFill(i) {
-			return fmt.Errorf("floor dma-read of %d bytes: output byte %d is %#x, the echo's region holds %#x", n, i, b[i], floorFill(i))
+	err := checkFile(path, n, func(off int, b []byte) {
+		for j := range b {
+			b[j] = floorFill(off + j)
 		}
+	})
+	if m := (*fileMismatch)(nil); errors.As(err, &m) && m.Off < 0 {
+		return fmt.Errorf("floor dma-read of %d bytes: the output holds %d bytes", n, m.Size)
+	} else if m != nil {
+		return fmt.Errorf("floor dma-read of %d bytes: output byte %d is %#x, the echo's region holds %#x", n, m.Off, m.Got, m.Want)
 	}
-	return nil
+	return err
 }
 
 func (p *procEnv) floorOutPath(n int) string {

@@ -410,23 +410,20 @@ func (p *procEnv) command(op string, n int, tty bool) *step {
 // check compares the first n bytes of the file path with the server's
 // memory as the DMA writes left it.
 func (p *procEnv) check(path string, n int, what string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if len(b) != n {
-		return fmt.Errorf("a DMA read of %d bytes wrote %d bytes", n, len(b))
-	}
-	for i := range n {
-		want := byte(0)
-		if i < p.written {
-			want = procPattern(i)
+	err := checkFile(path, n, func(off int, b []byte) {
+		for j := range b {
+			b[j] = 0
+			if off+j < p.written {
+				b[j] = procPattern(off + j)
+			}
 		}
-		if b[i] != want {
-			return fmt.Errorf("DMA of %d bytes: byte %d %s %#x, the server holds %#x", n, i, what, b[i], want)
-		}
+	})
+	if m := (*fileMismatch)(nil); errors.As(err, &m) && m.Off < 0 {
+		return fmt.Errorf("a DMA read of %d bytes wrote %d bytes", n, m.Size)
+	} else if m != nil {
+		return fmt.Errorf("DMA of %d bytes: byte %d %s %#x, the server holds %#x", n, m.Off, what, m.Got, m.Want)
 	}
-	return nil
+	return err
 }
 
 // args returns the command line of one operation of kind op on n bytes;

@@ -300,9 +300,8 @@ func runReliableProc(o *Options) ([]Result, error) {
 			return 0, 0, fmt.Errorf("bench: oetp %s: %v %v %s", strings.Join(args[:2], " "), err, jerr, stdout)
 		}
 		if op == opDMARead {
-			got, err := os.ReadFile(out)
-			if err != nil || len(got) != size || string(got) != string(data[:size]) {
-				return 0, 0, fmt.Errorf("bench: oetp dma read --transport reliable: the %d bytes read differ from the block written (%v)", size, err)
+			if err := checkFile(out, size, func(off int, b []byte) { copy(b, data[off:]) }); err != nil {
+				return 0, 0, fmt.Errorf("bench: oetp dma read --transport reliable of %d bytes: the output is not the block written: %v", size, err)
 			}
 		}
 		return r.MBps, time.Duration(r.Seconds * float64(time.Second)), nil
