@@ -364,6 +364,13 @@ func TestHubKilledUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	// The clients see their connections close while the killed hub is
+	// still exiting: its lock on the socket goes with the process.
+	select {
+	case <-f.hub.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed hub has not exited in 10s")
+	}
 	// A new hub reads the board back.
 	f.hub = f.startHub(t)
 	_, d := hubDevice(t, f.sock, "board1")
