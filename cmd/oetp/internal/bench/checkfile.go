@@ -51,9 +51,9 @@ func checkFile(path string, n int, want func(off int, b []byte)) error {
 	got, exp := make([]byte, c), make([]byte, c)
 	for off := 0; off < n; {
 		k := min(c, n-off)
-		if _, err := io.ReadFull(f, got[:k]); err != nil {
+		if r, err := io.ReadFull(f, got[:k]); err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				return &fileMismatch{Size: int64(off), Off: -1} // it shrank
+				return &fileMismatch{Size: int64(off + r), Off: -1} // it shrank
 			}
 			return err
 		}
